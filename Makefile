@@ -1,0 +1,38 @@
+# gpuscope: build, run, test, benchmark.
+
+GO        ?= go
+BIN       ?= bin/gpuscope
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+VPKG      := github.com/prometheus/common/version
+LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
+             -X $(VPKG).BuildUser=gpuscope -X $(VPKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+# go-nvml's headers use deprecated declarations on purpose; silence them.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_ENABLED = 1
+
+.PHONY: build run test bench lint generate clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
+
+# Simulated node of 8 x H100 with pod labels; no GPU needed.
+run: build
+	$(BIN) --source=sim --sim-pods --collectors=etc/dcp-metrics.csv
+
+test:
+	scripts/test.sh
+
+bench:
+	scripts/bench.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+generate:
+	cd counters && $(GO) generate ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,37 @@
+// Command gpuscope is a high-resolution GPU exporter for Prometheus: it reads
+// the counters a CSV file selects from DCGM, NVML or simulated GPUs, and
+// serves them with dcgm-exporter's names and labels.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/prometheus/common/version"
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "gpuscope:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintln(c.App.Writer, version.Print("gpuscope"))
+	}
+	return &cli.App{
+		Name:    "gpuscope",
+		Usage:   "high-resolution GPU metrics from DCGM and NVML for Prometheus",
+		Version: version.Version,
+		Description: "gpuscope samples the GPU fields that a counters CSV selects (dcgm-exporter's format, read " +
+			"unchanged) in the background, each at its own watch interval, and serves them on /metrics " +
+			"with dcgm-exporter's metric names and labels. Every flag can also be set through the " +
+			"environment variable shown after it.",
+		Flags:    serveFlags(),
+		Action:   serve,
+		Commands: []*cli.Command{countersCommand(), profilingCommand()},
+	}
+}

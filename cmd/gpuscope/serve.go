@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/reload"
+	"github.com/gpuscope/gpuscope/internal/server"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+func setupLogging(c *cli.Context) (*logrus.Entry, error) {
+	log := logrus.New()
+	log.SetOutput(os.Stderr)
+	switch c.String(flagLogFormat) {
+	case "text":
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return nil, fmt.Errorf("--%s %q: use text or json", flagLogFormat, c.String(flagLogFormat))
+	}
+	lvl, err := logrus.ParseLevel(c.String(flagLogLevel))
+	if err != nil {
+		return nil, fmt.Errorf("--%s %q: use debug, info, warn or error", flagLogLevel, c.String(flagLogLevel))
+	}
+	log.SetLevel(lvl)
+	return logrus.NewEntry(log), nil
+}
+
+// loadCounters reads the counters file, or the built-in default set.
+func loadCounters(path string) (*counters.Set, error) {
+	if path == "" {
+		return counters.Parse("built-in default-counters.csv", etc.DefaultCounters())
+	}
+	return counters.Load(path)
+}
+
+func serve(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; see gpuscope --help", c.Args().First())
+	}
+	log, err := setupLogging(c)
+	if err != nil {
+		return err
+	}
+	interval, err := parseInterval(flagCollectInterval, c.String(flagCollectInterval))
+	if err != nil {
+		return err
+	}
+	if interval < counters.MinInterval {
+		return fmt.Errorf("--%s %s: below the minimum %s", flagCollectInterval, interval, counters.MinInterval)
+	}
+	xidWindow, err := parseInterval(flagXIDWindow, c.String(flagXIDWindow))
+	if err != nil {
+		return err
+	}
+	clockWindow, err := parseInterval(flagClockWindow, c.String(flagClockWindow))
+	if err != nil {
+		return err
+	}
+	if c.Duration(flagWindow) < counters.MinInterval {
+		return fmt.Errorf("--%s %s: the window must be at least %s", flagWindow, c.Duration(flagWindow), counters.MinInterval)
+	}
+	if f := c.String(flagWebConfig); f != "" {
+		if err := web.Validate(f); err != nil {
+			return fmt.Errorf("--%s %s: %w", flagWebConfig, f, err)
+		}
+	}
+	set, err := loadCounters(c.String(flagCollectors))
+	if err != nil {
+		return err
+	}
+	for _, w := range set.Warnings {
+		log.WithField("file", set.File).Warn(w)
+	}
+	hostname := c.String(flagHostname)
+	if hostname == "" {
+		if hostname, err = os.Hostname(); err != nil {
+			return fmt.Errorf("reading the host name (set --%s): %w", flagHostname, err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	src, err := openSource(c, log, hostname)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := src.Close(); err != nil {
+			log.WithError(err).Warn("Closing the source failed")
+		}
+	}()
+	reg := prometheus.NewRegistry()
+	// Enrichers start before the engine exists; they read its entity list,
+	// never the source's, so they do not race with collection.
+	var engRef atomic.Pointer[engine.Engine]
+	entities := func() []*source.Entity {
+		if e := engRef.Load(); e != nil {
+			return e.Entities()
+		}
+		return nil
+	}
+	enrichers, err := openEnrichers(ctx, c, src, entities, log, reg)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(engine.Options{
+		Source:            src,
+		Counters:          set,
+		DefaultInterval:   interval,
+		Window:            c.Duration(flagWindow),
+		XIDWindow:         xidWindow,
+		ClockEventsWindow: clockWindow,
+		Hostname:          hostname,
+		Enrichers:         enrichers,
+		Log:               log.WithField("component", "engine"),
+	})
+	if err != nil {
+		return err
+	}
+	engRef.Store(eng)
+	if err := eng.Start(ctx); err != nil {
+		return err
+	}
+	defer eng.Stop()
+
+	reg.MustRegister(
+		versioncollector.NewCollector("gpuscope"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		eng,
+	)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	if path := c.String(flagCollectors); path != "" {
+		w := reload.New(path, eng.Reload, c.Duration(flagReloadPoll), log.WithField("component", "reload"))
+		reg.MustRegister(w)
+		go w.Run(ctx, hup)
+	} else {
+		go func() {
+			for range hup {
+				log.Info("SIGHUP: the built-in counters set has no file to reload; pass --collectors to reload one")
+			}
+		}()
+	}
+
+	var prof source.ProfilingController
+	if pc, ok := src.(source.ProfilingController); ok {
+		prof = pc
+	}
+	srv, err := server.New(server.Options{
+		Address:       c.String(flagAddress),
+		WebConfigFile: c.String(flagWebConfig),
+		Engine:        eng,
+		Gatherer:      reg,
+		Profiling:     prof,
+		Version:       version.Version,
+		Log:           log.WithField("component", "http"),
+	})
+	if err != nil {
+		return err
+	}
+	log.WithFields(logrus.Fields{
+		"address": c.String(flagAddress), "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
+		"version": version.Version,
+	}).Info("gpuscope is serving")
+	if err := srv.ListenAndServe(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("gpuscope stopped")
+	return nil
+}

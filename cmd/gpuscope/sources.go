@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/simpods"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/nvml"
+	"github.com/gpuscope/gpuscope/sim"
+)
+
+// openSource opens the source --source names. auto tries DCGM, then NVML;
+// sim only runs when asked for.
+func openSource(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
+	simOnly := []string{flagSimGPUs, flagSimModel, flagSimSeed, flagSimMIG, flagSimNVLinks, flagSimEventRate, flagSimPods, flagSimSharedGPUs}
+	name := c.String(flagSource)
+	if name != "sim" {
+		for _, f := range simOnly {
+			if c.IsSet(f) {
+				return nil, fmt.Errorf("--%s only applies to --source=sim (the source is %s)", f, name)
+			}
+		}
+	}
+	switch name {
+	case "sim":
+		return openSim(c, hostname)
+	case "nvml":
+		return openNVML(log, hostname)
+	case "dcgm":
+		return openDCGM(c, log)
+	case "auto":
+		return openAuto(c, log, hostname)
+	}
+	return nil, fmt.Errorf("--%s %q: use auto, dcgm, nvml or sim", flagSource, name)
+}
+
+func openSim(c *cli.Context, hostname string) (source.Source, error) {
+	cfg := sim.DefaultConfig()
+	cfg.GPUs = c.Int(flagSimGPUs)
+	cfg.Model = c.String(flagSimModel)
+	cfg.Seed = c.Int64(flagSimSeed)
+	cfg.MIG = c.String(flagSimMIG)
+	if n := c.Int(flagSimNVLinks); n >= 0 {
+		cfg.NVLinks = n
+	}
+	cfg.EventRate = c.Float64(flagSimEventRate)
+	cfg.SharedGPUs = c.Int(flagSimSharedGPUs)
+	cfg.Hostname = hostname
+	if c.Bool(flagSimPods) {
+		cfg.IdleGPUs = simpods.IdleGPUs(cfg.GPUs)
+	}
+	s, err := sim.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--source=sim: %w", err)
+	}
+	return s, nil
+}
+
+func openNVML(log *logrus.Entry, hostname string) (source.Source, error) {
+	s, err := nvml.New(nvml.Config{Hostname: hostname, Logger: log.WithField("source", "nvml")})
+	if err != nil {
+		return nil, fmt.Errorf("--source=nvml: %w", err)
+	}
+	return s, nil
+}
+
+func dcgmConfig(c *cli.Context, log *logrus.Entry) dcgm.Config {
+	mode := dcgm.Mode(c.String(flagDCGMMode))
+	if c.String(flagDCGMRemote) != "" && !c.IsSet(flagDCGMMode) {
+		mode = dcgm.ModeRemote
+	}
+	// DCGM keeps samples for twice the longest window, so that a scrape
+	// arriving late still finds every sample since the previous read.
+	keep := 2 * c.Duration(flagWindow)
+	if keep < 30*time.Second {
+		keep = 30 * time.Second
+	}
+	return dcgm.Config{Mode: mode, RemoteHostengine: c.String(flagDCGMRemote), KeepAge: keep, Log: log.WithField("source", "dcgm")}
+}
+
+func openDCGM(c *cli.Context, log *logrus.Entry) (source.Source, error) {
+	s, err := dcgm.New(dcgm.NewGoDCGM(), dcgmConfig(c, log))
+	if err != nil {
+		return nil, fmt.Errorf("--source=dcgm: %w", err)
+	}
+	return s, nil
+}
+
+// openEnrichers starts the label enrichers the flags ask for and registers
+// their own metrics.
+func openEnrichers(ctx context.Context, c *cli.Context, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
+	var out []enrich.Enricher
+	if c.Bool(flagSimPods) {
+		sp := simpods.New(c.Int(flagSimGPUs))
+		reg.MustRegister(sp)
+		out = append(out, sp)
+	}
+	more, err := openClusterEnrichers(ctx, c, src, entities, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, more...), nil
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/autosource"
+	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/podattr"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// openAuto serves DCGM when it connects and NVML otherwise, switching as the
+// host engine comes and goes.
+func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
+	s, err := autosource.New(
+		func() (source.Source, error) { return openDCGM(c, log) },
+		func() (source.Source, error) { return openNVML(log, hostname) },
+		log,
+	)
+	if err != nil {
+		return nil, fmt.Errorf("--source=auto: %w", err)
+	}
+	return s, nil
+}
+
+// openClusterEnrichers starts Kubernetes pod attribution and HPC job
+// mapping when asked for. Both refresh in the background; a kubelet or a
+// directory that goes away is reported in their metrics, never fatal.
+func openClusterEnrichers(ctx context.Context, c *cli.Context, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
+	var out []enrich.Enricher
+	if c.Bool(flagKubernetes) {
+		cfg := podattr.Config{
+			Socket:               c.String(flagPodResources),
+			ResourceNames:        c.StringSlice(flagResourceNames),
+			RefreshInterval:      c.Duration(flagK8sRefresh),
+			PodUIDLabel:          c.Bool(flagPodUID),
+			SharedGPUAttribution: c.Bool(flagSharedAttribution),
+			ProcRoot:             c.String(flagProcRoot),
+			Entities:             entities,
+			Logger:               log,
+		}
+		if pl, ok := src.(source.ProcessLister); ok {
+			cfg.Processes = pl.Processes
+		}
+		pa, err := podattr.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		reg.MustRegister(pa)
+		go func() {
+			if err := pa.Run(ctx); err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("Pod attribution stopped")
+			}
+		}()
+		out = append(out, pa)
+	}
+	if dir := c.String(flagHPCJobDir); dir != "" {
+		hj, err := hpcjob.New(dir, hpcjob.WithLogger(log.WithField("component", "hpcjob")))
+		if err != nil {
+			return nil, fmt.Errorf("--%s %s: %w", flagHPCJobDir, dir, err)
+		}
+		reg.MustRegister(hj)
+		go func() {
+			if err := hj.Run(ctx); err != nil && ctx.Err() == nil {
+				log.WithError(err).Error("HPC job mapping stopped")
+			}
+		}()
+		out = append(out, hj)
+	}
+	return out, nil
+}

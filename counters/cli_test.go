@@ -1,0 +1,158 @@
+package counters
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_SM_CLOCK, gauge, c\n")
+	repeat := writeFile(t, dir, "repeat.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_GPU_TEMP, gauge, t\n")
+	bad := writeFile(t, dir, "bad.csv", "DCGM_FI_DEV_GPU_TEMPP, gauge, t\nDCGM_FI_DEV_SM_CLOCK, gauge, c, 1ms\n")
+	missing := filepath.Join(dir, "missing.csv")
+
+	tests := []struct {
+		name    string
+		files   []string
+		want    []string
+		wantErr string
+	}{
+		{"good", []string{good}, []string{good + ": ok (2 fields)"}, ""},
+		{"warning", []string{repeat}, []string{
+			"warning: " + repeat + ":2: DCGM_FI_DEV_GPU_TEMP repeats line 1 with the same type; this line is ignored",
+			repeat + ": ok (1 fields)",
+		}, ""},
+		{"bad and good", []string{bad, good}, []string{
+			bad + `:1: unknown field "DCGM_FI_DEV_GPU_TEMPP"; did you mean DCGM_FI_DEV_GPU_TEMP?`,
+			bad + ":2: watch interval 1ms is below the minimum of 100ms",
+			good + ": ok (2 fields)",
+		}, "1 of 2 counters files have problems"},
+		{"missing", []string{missing}, []string{
+			"open counters file: open " + missing + ": no such file or directory",
+		}, "1 of 1 counters files have problems"},
+		{"none", nil, nil, "no counters file given"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := Check(&out, tt.files)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+			} else {
+				require.EqualError(t, err, tt.wantErr)
+			}
+			var lines []string
+			if s := strings.TrimSpace(out.String()); s != "" {
+				lines = strings.Split(s, "\n")
+			}
+			assert.Equal(t, tt.want, lines)
+		})
+	}
+}
+
+func TestListTable(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, List(&out, "", "table"))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "HELP"}, strings.Fields(lines[0]))
+
+	rows := map[string][]string{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		rows[f[0]] = f
+	}
+	require.Contains(t, rows, "DCGM_FI_PROF_SM_ACTIVE")
+	assert.Equal(t, []string{"1002", "gauge", "ratio"}, rows["DCGM_FI_PROF_SM_ACTIVE"][1:4])
+	require.Contains(t, rows, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+	assert.Equal(t, []string{"156", "counter", "mJ"}, rows["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][1:4])
+	require.Contains(t, rows, "DCGM_EXP_XID_ERRORS_COUNT", "exporter fields are listed")
+	assert.Equal(t, "-", rows["DCGM_EXP_XID_ERRORS_COUNT"][1], "exporter IDs are internal")
+	assert.NotContains(t, rows, "dcgm_sm_clock", "legacy names are not offered")
+	assert.NotContains(t, rows, "DCGM_FI_DEV_VGPU_TYPE_INFO", "undescribed fields are not offered")
+}
+
+func TestListNVMLShowsReasons(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, List(&out, "nvml", "table"))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "NVML", "HELP"}, strings.Fields(lines[0]))
+	// Every described field is listed, with "yes" or why NVML cannot read it.
+	for _, f := range All() {
+		if f.Legacy || !f.Described() {
+			continue
+		}
+		want := nvmlStatus(f)
+		found := false
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, f.Name+" ") {
+				found = true
+				assert.Contains(t, l, want, f.Name)
+			}
+		}
+		assert.True(t, found, f.Name)
+	}
+}
+
+func TestListFiltersBySource(t *testing.T) {
+	for _, src := range []string{"dcgm", "sim"} {
+		var out bytes.Buffer
+		require.NoError(t, List(&out, src, "table"))
+		bit, _ := sourceByName(src)
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+			f, ok := Lookup(strings.Fields(l)[0])
+			require.True(t, ok, l)
+			assert.True(t, f.Sources.Has(bit), "%s listed for %s", f.Name, src)
+		}
+	}
+}
+
+func TestListCSVIsACountersFile(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, List(&out, "", "csv"))
+	set, err := Parse("list.csv", bytes.NewReader(out.Bytes()))
+	require.NoError(t, err)
+	assert.Empty(t, set.Warnings)
+
+	var enabled []string
+	for _, f := range set.Fields {
+		enabled = append(enabled, f.Name)
+	}
+	defaults, err := Load(filepath.Join("..", "etc", "default-counters.csv"))
+	require.NoError(t, err)
+	var want []string
+	for _, f := range defaults.Fields {
+		want = append(want, f.Name)
+	}
+	assert.ElementsMatch(t, want, enabled, "the everyday set is enabled")
+
+	// Commented-out lines are valid field lines once uncommented.
+	var all strings.Builder
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "# DCGM_") {
+			all.WriteString(strings.TrimPrefix(l, "# ") + "\n")
+		}
+	}
+	more, err := Parse("uncommented.csv", strings.NewReader(all.String()))
+	require.NoError(t, err)
+	assert.Greater(t, len(more.Fields), 100)
+}
+
+func TestListRejectsBadArguments(t *testing.T) {
+	var out bytes.Buffer
+	assert.EqualError(t, List(&out, "cuda", "table"), `unknown source "cuda" (want dcgm, nvml or sim)`)
+	assert.EqualError(t, List(&out, "", "json"), `unknown format "json" (want table or csv)`)
+}

@@ -1,0 +1,298 @@
+package counters
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// maxFileSize bounds what Parse reads: a counters file lists at most a
+	// few hundred fields, so anything far larger is not one.
+	maxFileSize = 1 << 20
+	// maxLineErrors bounds the problems one ParseError holds.
+	maxLineErrors = 100
+)
+
+// LineError is one problem in a counters file. Line is 0 for problems with
+// the whole file.
+type LineError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e LineError) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// ParseError holds every problem found in a counters file, in line order.
+type ParseError struct {
+	Errors []LineError
+	// Omitted counts problems beyond the ones kept in Errors.
+	Omitted int
+}
+
+func (e *ParseError) Error() string {
+	lines := make([]string, 0, len(e.Errors)+1)
+	for _, le := range e.Errors {
+		lines = append(lines, le.Error())
+	}
+	if e.Omitted > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more problems", e.Omitted))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads and checks the counters file at path.
+func Load(path string) (*Set, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open counters file: %w", err)
+	}
+	defer f.Close()
+	return Parse(path, f)
+}
+
+type parser struct {
+	file  string
+	errs  ParseError
+	set   *Set
+	index map[string]int // field name -> index in set.Fields
+}
+
+func (p *parser) fail(line int, format string, args ...any) {
+	if len(p.errs.Errors) >= maxLineErrors {
+		p.errs.Omitted++
+		return
+	}
+	p.errs.Errors = append(p.errs.Errors, LineError{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Parse reads a counters file in dcgm-exporter's format, with gpuscope's two
+// optional columns: FIELD, TYPE, HELP[, WATCH INTERVAL[, WINDOW STATS]].
+// file names the input in messages. Every problem is reported at once, as a
+// *ParseError.
+func Parse(file string, r io.Reader) (*Set, error) {
+	p := &parser{file: file, set: &Set{File: file}, index: map[string]int{}}
+	sc := bufio.NewScanner(io.LimitReader(r, maxFileSize+1))
+	sc.Buffer(make([]byte, 0, 4096), maxFileSize+1)
+	lineNo, size, content := 0, 0, false
+	for sc.Scan() {
+		lineNo++
+		size += len(sc.Bytes()) + 1
+		text := strings.TrimSpace(sc.Text())
+		if text != "" {
+			content = true
+		}
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		p.line(lineNo, text)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read counters file %s: %w", file, err)
+	}
+	switch {
+	case size > maxFileSize:
+		p.fail(0, "file is larger than %d bytes; a counters file lists fields, one per line", maxFileSize)
+	case !content:
+		p.fail(0, "file is empty")
+	case len(p.set.Fields) == 0 && len(p.errs.Errors) == 0:
+		p.fail(0, "no enabled field: every line is blank or a comment")
+	}
+	if len(p.errs.Errors) > 0 {
+		return nil, &p.errs
+	}
+	return p.set, nil
+}
+
+func (p *parser) line(n int, text string) {
+	cr := csv.NewReader(strings.NewReader(text))
+	cr.TrimLeadingSpace = true
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	cols, err := cr.Read()
+	if err != nil {
+		p.fail(n, "cannot read the line as comma-separated values: %v", csvCause(err))
+		return
+	}
+	for i := range cols {
+		cols[i] = strings.TrimSpace(cols[i])
+	}
+	if len(cols) < 3 || len(cols) > 5 {
+		p.fail(n, "want 3 to 5 comma-separated columns (FIELD, TYPE, HELP[, INTERVAL[, STATS]]), got %d; quote the help text if it contains commas", len(cols))
+		return
+	}
+	f := Field{Name: cols[0], Help: cols[2], Line: n}
+	ok := p.resolveName(n, &f)
+	typ, typeOK := p.parseType(n, cols[1])
+	f.Type = typ
+	if len(cols) >= 4 && cols[3] != "" {
+		iv, err := parseInterval(cols[3])
+		if err != nil {
+			p.fail(n, "%v", err)
+			ok = false
+		}
+		f.Interval = iv
+	}
+	if len(cols) == 5 && cols[4] != "" {
+		stats, err := parseStats(cols[4])
+		if err != nil {
+			p.fail(n, "%v", err)
+			ok = false
+		}
+		f.Stats = stats
+	}
+	if !ok || !typeOK {
+		return
+	}
+	if !p.checkType(n, f) {
+		return
+	}
+	p.add(f)
+}
+
+func csvCause(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (p *parser) resolveName(n int, f *Field) bool {
+	if f.Name == "" {
+		p.fail(n, "the FIELD column is empty")
+		return false
+	}
+	info, ok := Lookup(f.Name)
+	if !ok {
+		if s := Suggest(f.Name); s != "" {
+			p.fail(n, "unknown field %q; did you mean %s?", f.Name, s)
+		} else {
+			p.fail(n, "unknown field %q (gpuscope counters list shows the known fields)", f.Name)
+		}
+		return false
+	}
+	f.ID = info.ID
+	if f.Help == "" {
+		f.Help = info.Help
+	}
+	return true
+}
+
+func (p *parser) parseType(n int, s string) (MetricType, bool) {
+	switch strings.ToLower(s) {
+	case "gauge":
+		return Gauge, true
+	case "counter":
+		return Counter, true
+	case "label":
+		return Label, true
+	case "histogram", "summary":
+		p.fail(n, "type %s is not supported: a DCGM field is a single value per sample, and exporting it as a %s gives invalid exposition; use gauge (window statistics give min, max, avg and percentiles)", strings.ToLower(s), strings.ToLower(s))
+	default:
+		p.fail(n, "unknown type %q (want gauge, counter or label)", s)
+	}
+	return 0, false
+}
+
+// checkType reports problems that depend on the type and the field together.
+func (p *parser) checkType(n int, f Field) bool {
+	ok := true
+	switch f.Type {
+	case Label:
+		if f.Interval != 0 || len(f.Stats) > 0 {
+			p.fail(n, "%s is a label field: it takes no watch interval or window statistics", f.Name)
+			ok = false
+		}
+	case Counter:
+		if len(f.Stats) > 0 {
+			p.fail(n, "%s is a counter: window statistics apply to gauges only", f.Name)
+			ok = false
+		}
+	}
+	if info, found := ByID(f.ID); found && info.Kind == KindString && f.Type != Label {
+		p.fail(n, "%s holds text: its type must be label, not %s", f.Name, f.Type)
+		ok = false
+	}
+	return ok
+}
+
+func (p *parser) add(f Field) {
+	i, dup := p.index[f.Name]
+	if !dup {
+		p.index[f.Name] = len(p.set.Fields)
+		p.set.Fields = append(p.set.Fields, f)
+		return
+	}
+	prev := p.set.Fields[i]
+	if prev.Type == f.Type && prev.Interval == f.Interval && slices.Equal(prev.Stats, f.Stats) {
+		p.set.Warnings = append(p.set.Warnings, fmt.Sprintf("%s:%d: %s repeats line %d with the same type; this line is ignored", p.file, f.Line, f.Name, prev.Line))
+		return
+	}
+	p.fail(f.Line, "%s is already defined on line %d with a different type, interval or statistics", f.Name, prev.Line)
+}
+
+// parseInterval reads a Go duration ("100ms", "1s") or plain milliseconds.
+func parseInterval(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		ms, convErr := strconv.ParseInt(s, 10, 64)
+		if convErr != nil {
+			hint := ""
+			if strings.ContainsAny(s, " \t") {
+				hint = "; quote the help text if it contains commas"
+			}
+			return 0, fmt.Errorf("watch interval %q is not a duration such as 100ms or 1s, nor a number of milliseconds%s", s, hint)
+		}
+		if ms > int64(time.Duration(1<<62)/time.Millisecond) || ms < 0 {
+			return 0, fmt.Errorf("watch interval %q is out of range", s)
+		}
+		d = time.Duration(ms) * time.Millisecond
+	}
+	if d < MinInterval {
+		return 0, fmt.Errorf("watch interval %s is below the minimum of %s", d, MinInterval)
+	}
+	return d, nil
+}
+
+// parseStats reads a space-separated list of window statistics and returns
+// them in AllStats order.
+func parseStats(s string) ([]Stat, error) {
+	want := map[Stat]bool{}
+	for _, word := range strings.Fields(s) {
+		st, ok := statByName(strings.ToLower(word))
+		if !ok {
+			return nil, fmt.Errorf("unknown statistic %q (want any of min max avg p50 p90 p99)", word)
+		}
+		want[st] = true
+	}
+	var out []Stat
+	for _, st := range AllStats {
+		if want[st] {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+func statByName(name string) (Stat, bool) {
+	for _, st := range AllStats {
+		if st.String() == name {
+			return st, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,263 @@
+package counters
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func parseString(t *testing.T, text string) (*Set, *ParseError) {
+	t.Helper()
+	set, err := Parse("test.csv", strings.NewReader(text))
+	if err == nil {
+		return set, nil
+	}
+	var pe *ParseError
+	require.True(t, errors.As(err, &pe), "want a *ParseError, got %T: %v", err, err)
+	return nil, pe
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		line int
+		msg  string
+	}{
+		{"unknown field with suggestion", "# c\nDCGM_FI_PROF_SM_ACTIV, gauge, x\n", 2,
+			`unknown field "DCGM_FI_PROF_SM_ACTIV"; did you mean DCGM_FI_PROF_SM_ACTIVE?`},
+		{"unknown field wrong case", "dcgm_fi_dev_gpu_temp, gauge, x\n", 1,
+			`unknown field "dcgm_fi_dev_gpu_temp"; did you mean DCGM_FI_DEV_GPU_TEMP?`},
+		{"unknown field far from any", "NOT_A_FIELD_AT_ALL_REALLY, gauge, x\n", 1,
+			`unknown field "NOT_A_FIELD_AT_ALL_REALLY" (gpuscope counters list shows the known fields)`},
+		{"too few columns", "DCGM_FI_DEV_GPU_TEMP, gauge\n", 1,
+			"want 3 to 5 comma-separated columns (FIELD, TYPE, HELP[, INTERVAL[, STATS]]), got 2; quote the help text if it contains commas"},
+		{"too many columns", "DCGM_FI_DEV_GPU_TEMP, gauge, a, 1s, max, b\n", 1,
+			"want 3 to 5 comma-separated columns (FIELD, TYPE, HELP[, INTERVAL[, STATS]]), got 6; quote the help text if it contains commas"},
+		{"unknown type", "DCGM_FI_DEV_GPU_TEMP, gauges, x\n", 1,
+			`unknown type "gauges" (want gauge, counter or label)`},
+		{"histogram refused", "DCGM_FI_DEV_GPU_TEMP, Histogram, x\n", 1,
+			"type histogram is not supported: a DCGM field is a single value per sample, and exporting it as a histogram gives invalid exposition; use gauge (window statistics give min, max, avg and percentiles)"},
+		{"summary refused", "DCGM_FI_DEV_GPU_TEMP, summary, x\n", 1,
+			"type summary is not supported: a DCGM field is a single value per sample, and exporting it as a summary gives invalid exposition; use gauge (window statistics give min, max, avg and percentiles)"},
+		{"bad interval", "DCGM_FI_DEV_GPU_TEMP, gauge, x, soon\n", 1,
+			`watch interval "soon" is not a duration such as 100ms or 1s, nor a number of milliseconds`},
+		{"help with unquoted comma", "DCGM_FI_DEV_GPU_TEMP, gauge, temperature, in C\n", 1,
+			`watch interval "in C" is not a duration such as 100ms or 1s, nor a number of milliseconds; quote the help text if it contains commas`},
+		{"interval too short", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 50ms\n", 1,
+			"watch interval 50ms is below the minimum of 100ms"},
+		{"interval in ms too short", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 99\n", 1,
+			"watch interval 99ms is below the minimum of 100ms"},
+		{"negative interval", "DCGM_FI_DEV_GPU_TEMP, gauge, x, -1s\n", 1,
+			"watch interval -1s is below the minimum of 100ms"},
+		{"unknown statistic", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, max p95\n", 1,
+			`unknown statistic "p95" (want any of min max avg p50 p90 p99)`},
+		{"stats on counter", "DCGM_FI_DEV_POWER_VIOLATION, counter, x, 1s, max\n", 1,
+			"DCGM_FI_DEV_POWER_VIOLATION is a counter: window statistics apply to gauges only"},
+		{"stats on label", "DCGM_FI_DRIVER_VERSION, label, x, , max\n", 1,
+			"DCGM_FI_DRIVER_VERSION is a label field: it takes no watch interval or window statistics"},
+		{"interval on label", "DCGM_FI_DRIVER_VERSION, label, x, 1s\n", 1,
+			"DCGM_FI_DRIVER_VERSION is a label field: it takes no watch interval or window statistics"},
+		{"text field as gauge", "DCGM_FI_DRIVER_VERSION, gauge, x\n", 1,
+			"DCGM_FI_DRIVER_VERSION holds text: its type must be label, not gauge"},
+		{"duplicate with other type", "DCGM_FI_DEV_GPU_TEMP, gauge, x\n\nDCGM_FI_DEV_GPU_TEMP, counter, x\n", 3,
+			"DCGM_FI_DEV_GPU_TEMP is already defined on line 1 with a different type, interval or statistics"},
+		{"duplicate with other interval", "DCGM_FI_DEV_GPU_TEMP, gauge, x\nDCGM_FI_DEV_GPU_TEMP, gauge, x, 1s\n", 2,
+			"DCGM_FI_DEV_GPU_TEMP is already defined on line 1 with a different type, interval or statistics"},
+		{"duplicate with other stats", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, max\nDCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, min\n", 2,
+			"DCGM_FI_DEV_GPU_TEMP is already defined on line 1 with a different type, interval or statistics"},
+		{"empty field column", ", gauge, x\n", 1, "the FIELD column is empty"},
+		{"empty file", "", 0, "file is empty"},
+		{"blank file", "\n  \n\t\n", 0, "file is empty"},
+		{"only comments", "# DCGM_FI_DEV_GPU_TEMP, gauge, x\n\n# more\n", 0,
+			"no enabled field: every line is blank or a comment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, pe := parseString(t, tt.text)
+			require.Nil(t, set)
+			require.NotNil(t, pe)
+			require.Len(t, pe.Errors, 1, pe.Error())
+			got := pe.Errors[0]
+			assert.Equal(t, "test.csv", got.File)
+			assert.Equal(t, tt.line, got.Line)
+			assert.Equal(t, tt.msg, got.Msg)
+		})
+	}
+}
+
+func TestParseReportsEveryProblemAtOnce(t *testing.T) {
+	text := strings.Join([]string{
+		"# header",
+		"DCGM_FI_DEV_GPU_TEMP, gauge, ok",
+		"DCGM_FI_DEV_GPU_TEMPP, gauge, typo",
+		"DCGM_FI_DEV_SM_CLOCK, histogram, no",
+		"DCGM_FI_DEV_MEM_CLOCK, gauge, fast, 10ms",
+	}, "\n")
+	_, pe := parseString(t, text)
+	require.NotNil(t, pe)
+	assert.Equal(t, strings.Join([]string{
+		`test.csv:3: unknown field "DCGM_FI_DEV_GPU_TEMPP"; did you mean DCGM_FI_DEV_GPU_TEMP?`,
+		"test.csv:4: type histogram is not supported: a DCGM field is a single value per sample, and exporting it as a histogram gives invalid exposition; use gauge (window statistics give min, max, avg and percentiles)",
+		"test.csv:5: watch interval 10ms is below the minimum of 100ms",
+	}, "\n"), pe.Error())
+}
+
+func TestParseBoundsReportedProblems(t *testing.T) {
+	text := strings.Repeat("NOPE, gauge, x\n", maxLineErrors+7)
+	_, pe := parseString(t, text)
+	require.NotNil(t, pe)
+	assert.Len(t, pe.Errors, maxLineErrors)
+	assert.Equal(t, 7, pe.Omitted)
+	assert.True(t, strings.HasSuffix(pe.Error(), "... and 7 more problems"))
+}
+
+func TestParseRefusesOversizedFile(t *testing.T) {
+	text := strings.Repeat("# padding padding padding padding padding padding\n", maxFileSize/50+10)
+	_, pe := parseString(t, "DCGM_FI_DEV_GPU_TEMP, gauge, x\n"+text)
+	require.NotNil(t, pe)
+	assert.Contains(t, pe.Error(), "test.csv: file is larger than")
+}
+
+func TestParseLenient(t *testing.T) {
+	text := strings.Join([]string{
+		"  # indented comment",
+		"DCGM_FI_DEV_DEC_UTIL ,     gauge, Decoder utilization (in %).",
+		`DCGM_FI_DEV_GPU_TEMP, GAUGE, "GPU temperature, in C", 250, P99 max  avg`,
+		"DCGM_FI_PROF_SM_ACTIVE, gauge, ratio, 100ms, ",
+		"DCGM_FI_DEV_POWER_USAGE, gauge, , , ",
+		"DCGM_FI_DRIVER_VERSION, Label, Driver Version",
+		"DCGM_FI_DEV_POWER_VIOLATION, Counter, ns, 2s",
+		"dcgm_sm_clock, gauge, legacy name",
+		"DCGM_EXP_XID_ERRORS_COUNT, gauge, xids",
+	}, "\r\n")
+	set, pe := parseString(t, text)
+	require.Nil(t, pe)
+	require.Len(t, set.Fields, 8)
+	assert.Empty(t, set.Warnings)
+	assert.Equal(t, "test.csv", set.File)
+
+	want := []Field{
+		{Name: "DCGM_FI_DEV_DEC_UTIL", ID: 207, Type: Gauge, Help: "Decoder utilization (in %).", Line: 2},
+		{Name: "DCGM_FI_DEV_GPU_TEMP", ID: 150, Type: Gauge, Help: "GPU temperature, in C", Interval: 250 * time.Millisecond,
+			Stats: []Stat{StatMax, StatAvg, StatP99}, Line: 3},
+		{Name: "DCGM_FI_PROF_SM_ACTIVE", ID: 1002, Type: Gauge, Help: "ratio", Interval: 100 * time.Millisecond, Line: 4},
+		{Name: "DCGM_FI_DEV_POWER_USAGE", ID: 155, Type: Gauge, Help: "Power draw (in W).", Line: 5},
+		{Name: "DCGM_FI_DRIVER_VERSION", ID: 1, Type: Label, Help: "Driver Version", Line: 6},
+		{Name: "DCGM_FI_DEV_POWER_VIOLATION", ID: 240, Type: Counter, Help: "ns", Interval: 2 * time.Second, Line: 7},
+		{Name: "dcgm_sm_clock", ID: 100, Type: Gauge, Help: "legacy name", Line: 8},
+		{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: FieldExpXIDErrorsCount, Type: Gauge, Help: "xids", Line: 9},
+	}
+	assert.Equal(t, want, set.Fields)
+}
+
+func TestParseExactRepeatWarns(t *testing.T) {
+	text := "DCGM_FI_DEV_GPU_TEMP, gauge, first\nDCGM_FI_DEV_SM_CLOCK, gauge, x\nDCGM_FI_DEV_GPU_TEMP, gauge, second help\n"
+	set, pe := parseString(t, text)
+	require.Nil(t, pe)
+	require.Len(t, set.Fields, 2)
+	assert.Equal(t, "first", set.Fields[0].Help, "the first line wins")
+	assert.Equal(t, []string{"test.csv:3: DCGM_FI_DEV_GPU_TEMP repeats line 1 with the same type; this line is ignored"}, set.Warnings)
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.csv"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nope.csv")
+}
+
+func TestParseCompatFiles(t *testing.T) {
+	dir := compatDir(t)
+	tests := []struct {
+		file     string
+		enabled  int
+		warnings []string
+	}{
+		{"default-counters.csv", 26, nil},
+		{"dcp-metrics-included.csv", 26, nil},
+		{"1.x-compatibility-metrics.csv", 20, []string{
+			"dcgm_fi_prof_pcie_tx_bytes repeats line 18 with the same type; this line is ignored",
+			"dcgm_fi_prof_pcie_rx_bytes repeats line 19 with the same type; this line is ignored",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			set, err := Load(path)
+			require.NoError(t, err)
+			assert.Len(t, set.Fields, tt.enabled)
+			require.Len(t, set.Warnings, len(tt.warnings))
+			for i, w := range tt.warnings {
+				assert.Contains(t, set.Warnings[i], w)
+				assert.True(t, strings.HasPrefix(set.Warnings[i], path+":"), set.Warnings[i])
+			}
+			for _, f := range set.Fields {
+				info, ok := ByID(f.ID)
+				require.True(t, ok, f.Name)
+				assert.NotZero(t, f.Line, f.Name)
+				assert.NotEqual(t, KindUnknown, info.Kind, f.Name)
+			}
+		})
+	}
+}
+
+func TestParseShippedFiles(t *testing.T) {
+	tests := []struct {
+		file    string
+		enabled int
+	}{
+		{"default-counters.csv", 45},
+		{"dcp-metrics.csv", 51},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			set, err := Load(filepath.Join("..", "etc", tt.file))
+			require.NoError(t, err)
+			assert.Empty(t, set.Warnings)
+			assert.Len(t, set.Fields, tt.enabled)
+			for _, f := range set.Fields {
+				assert.NotEmpty(t, f.Help, f.Name)
+			}
+		})
+	}
+}
+
+// The shipped default file and the catalog's everyday set must not drift
+// apart: `counters list --format csv` enables the catalog's set.
+func TestDefaultFileMatchesCatalog(t *testing.T) {
+	set, err := Load(filepath.Join("..", "etc", "default-counters.csv"))
+	require.NoError(t, err)
+	var inFile, inCatalog []string
+	for _, f := range set.Fields {
+		inFile = append(inFile, f.Name)
+	}
+	for _, f := range All() {
+		if f.Default && !f.Legacy {
+			inCatalog = append(inCatalog, f.Name)
+		}
+	}
+	assert.ElementsMatch(t, inCatalog, inFile)
+}
+
+func TestProfilingFileUsesFastIntervals(t *testing.T) {
+	set, err := Load(filepath.Join("..", "etc", "dcp-metrics.csv"))
+	require.NoError(t, err)
+	byName := map[string]Field{}
+	for _, f := range set.Fields {
+		byName[f.Name] = f
+	}
+	for _, name := range []string{"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"} {
+		f := byName[name]
+		assert.Equal(t, 100*time.Millisecond, f.Interval, name)
+		assert.Equal(t, AllStats, f.Stats, name)
+	}
+	for _, name := range []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_FP16_ACTIVE"} {
+		assert.Equal(t, 100*time.Millisecond, byName[name].Interval, name)
+	}
+	assert.Equal(t, time.Second, byName["DCGM_FI_DEV_GPU_TEMP"].Interval)
+}

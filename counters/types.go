@@ -1,0 +1,93 @@
+// Package counters reads the counters CSV that selects which GPU fields
+// gpuscope exports, and holds the catalog of every field it knows.
+package counters
+
+import "time"
+
+// MetricType is the Prometheus type a CSV line asks for.
+type MetricType uint8
+
+const (
+	Gauge MetricType = iota + 1
+	Counter
+	// Label fields are not exported as series: their text value becomes a
+	// label, named after the field, on every series of the entity.
+	Label
+)
+
+func (t MetricType) String() string {
+	switch t {
+	case Gauge:
+		return "gauge"
+	case Counter:
+		return "counter"
+	case Label:
+		return "label"
+	}
+	return "unknown"
+}
+
+// Stat is one window statistic a CSV line can ask for.
+type Stat uint8
+
+const (
+	StatMin Stat = iota + 1
+	StatMax
+	StatAvg
+	StatP50
+	StatP90
+	StatP99
+)
+
+// AllStats lists the statistics in the order they are exported.
+var AllStats = []Stat{StatMin, StatMax, StatAvg, StatP50, StatP90, StatP99}
+
+func (s Stat) String() string {
+	switch s {
+	case StatMin:
+		return "min"
+	case StatMax:
+		return "max"
+	case StatAvg:
+		return "avg"
+	case StatP50:
+		return "p50"
+	case StatP90:
+		return "p90"
+	case StatP99:
+		return "p99"
+	}
+	return "unknown"
+}
+
+// MinInterval is the shortest watch interval a CSV line may ask for; DCGM
+// itself does not sample faster than this.
+const MinInterval = 100 * time.Millisecond
+
+// Field is one enabled line of a counters CSV.
+type Field struct {
+	// Name is the metric name, exactly as written in the CSV (legacy
+	// lower-case names included).
+	Name string
+	// ID is the DCGM field ID the name resolves to. Exporter-side fields
+	// (DCGM_EXP_*, gpuscope's own) have IDs from the catalog's private range.
+	ID   uint16
+	Type MetricType
+	Help string
+	// Interval is the watch interval; zero means "the default collect interval".
+	Interval time.Duration
+	// Stats are the window statistics asked for, in AllStats order.
+	Stats []Stat
+	// Line is the 1-based line number in the file, for messages.
+	Line int
+}
+
+// Set is a parsed counters file.
+type Set struct {
+	// File is the path the set was read from, for messages.
+	File   string
+	Fields []Field
+	// Warnings are problems that do not stop the file from loading, such as
+	// a line that repeats an earlier field with the same type.
+	Warnings []string
+}

@@ -1,0 +1,186 @@
+// Package dcgm is the DCGM source: it reads GPU fields through a DCGM host
+// engine (embedded, remote over TCP or a unix socket, or started by us),
+// with one DCGM field group per watch interval, and hands every sample since
+// the previous read to the engine.
+//
+// All DCGM calls go through the small Client interface, so that the source's
+// logic is tested against dcgmfake; godcgm.go is the thin adapter over
+// go-dcgm that production uses.
+package dcgm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Mode says how the client reaches a host engine.
+type Mode string
+
+const (
+	// ModeEmbedded runs the host engine inside the gpuscope process.
+	ModeEmbedded Mode = "embedded"
+	// ModeRemote connects to a running nv-hostengine over TCP or a unix socket.
+	ModeRemote Mode = "remote"
+	// ModeStart starts an nv-hostengine child process and connects to it.
+	ModeStart Mode = "start"
+)
+
+// ParseMode checks a --dcgm.mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeEmbedded, ModeRemote, ModeStart:
+		return m, nil
+	}
+	return "", fmt.Errorf("--dcgm.mode %q: want one of embedded, remote, start", s)
+}
+
+// ConnectParams is what Client.Connect needs for one mode.
+type ConnectParams struct {
+	Mode Mode
+	// Address is host:port or a unix socket path (remote mode only).
+	Address string
+	// UnixSocket is true when Address is a socket path.
+	UnixSocket bool
+}
+
+// EntityGroup is DCGM's entity kind, as far as gpuscope samples it.
+type EntityGroup uint8
+
+const (
+	EntityGPU EntityGroup = iota + 1
+	EntityGPUInstance
+	EntityComputeInstance
+	// EntityLink is an NvSwitch port (DCGM's FE_LINK with a switch parent).
+	EntityLink
+	EntitySwitch
+)
+
+// EntityRef names one DCGM entity.
+type EntityRef struct {
+	Group EntityGroup
+	// ID is DCGM's entity ID; for links the raw, encoded link ID.
+	ID uint
+}
+
+// GPUInfo is a GPU's identity, as the host engine reports it.
+type GPUInfo struct {
+	ID       uint
+	UUID     string
+	PCIBusID string
+	Model    string
+}
+
+// MIGInfo is one entry of the MIG instance hierarchy: a GPU instance (parent
+// a GPU) or a compute instance (parent a GPU instance).
+type MIGInfo struct {
+	Entity EntityRef
+	Parent EntityRef
+	// GPU is the DCGM ID of the physical GPU the instance lives on.
+	GPU uint
+	// MIGUUID is the MIG device UUID, when the host engine knows it.
+	MIGUUID string
+	// InstanceID and ComputeInstanceID are NVML's IDs (the GPU_I_ID label).
+	InstanceID        uint
+	ComputeInstanceID uint
+	// Profile is the GPU instance profile name ("1g.10gb").
+	Profile string
+}
+
+// LinkInfo is one NvSwitch port.
+type LinkInfo struct {
+	// ID is the raw DCGM link entity ID.
+	ID     uint
+	Switch uint
+	Index  uint
+	Up     bool
+}
+
+// ValueKind is the type of a sampled value.
+type ValueKind uint8
+
+const (
+	KindInt64 ValueKind = iota + 1
+	KindFloat64
+	KindString
+)
+
+// Value is one sample read from the host engine. Blank values (DCGM's
+// sentinels for "no data") are passed through unchanged; the source drops
+// them, so that the rule lives in one tested place.
+type Value struct {
+	Entity  EntityRef
+	FieldID uint16
+	// TS is the sample time in Unix microseconds, as DCGM keeps it.
+	TS   int64
+	Kind ValueKind
+	// Status is DCGM's per-value status; non-zero means there is no value.
+	Status int
+	Int    int64
+	Float  float64
+	Str    string
+}
+
+// HealthIncident is one finding of a health check.
+type HealthIncident struct {
+	Entity EntityRef
+	// Result is DCGM's health result: 0 pass, 10 warn, 20 fail.
+	Result  int
+	Message string
+}
+
+// Handle is an opaque group or field-group handle of the host engine.
+type Handle uintptr
+
+// Client is the part of DCGM that gpuscope uses. Implementations must be safe
+// for use from one goroutine at a time; the source serialises its calls.
+type Client interface {
+	// Connect initialises DCGM in the given mode. Errors wrap ErrLibraryMissing,
+	// ErrNotListening or ErrVersionMismatch when that is the cause.
+	Connect(p ConnectParams) error
+	// Disconnect releases the connection; it is safe after a failed Connect.
+	Disconnect() error
+
+	GPUs() ([]GPUInfo, error)
+	MIGHierarchy() ([]MIGInfo, error)
+	SwitchLinks() ([]LinkInfo, error)
+	Switches() ([]uint, error)
+
+	CreateGroup(name string, entities []EntityRef) (Handle, error)
+	DestroyGroup(h Handle) error
+	CreateFieldGroup(name string, fields []uint16) (Handle, error)
+	DestroyFieldGroup(h Handle) error
+	// WatchFields starts sampling fieldGroup on group every updateFreq,
+	// keeping samples for maxKeepAge or maxKeepSamples, whichever is fewer.
+	WatchFields(group, fieldGroup Handle, updateFreq, maxKeepAge time.Duration, maxKeepSamples int) error
+	// ValuesSince returns every kept sample newer than since (Unix
+	// microseconds; 0 for all) and the timestamp to pass next time.
+	ValuesSince(group, fieldGroup Handle, since int64) ([]Value, int64, error)
+
+	HealthSet(group Handle) error
+	HealthCheck(group Handle) ([]HealthIncident, error)
+
+	// SupportedProfilingFields lists the profiling (DCP) field IDs the GPU
+	// can sample. Errors wrap ErrModuleNotLoaded or ErrNotSupported.
+	SupportedProfilingFields(gpu uint) ([]uint16, error)
+	// PauseProfiling releases the profiling counters so another profiler
+	// (Nsight) can take them; ResumeProfiling takes them back.
+	PauseProfiling() error
+	ResumeProfiling() error
+}
+
+// Errors a Client classifies its failures into, so that the source can react
+// and say what to do.
+var (
+	ErrLibraryMissing  = errors.New("libdcgm.so.4 not found (install the datacenter-gpu-manager package, or use --source=nvml)")
+	ErrNotListening    = errors.New("host engine not listening")
+	ErrVersionMismatch = errors.New("DCGM version mismatch between libdcgm and the host engine")
+	// ErrConnectionLost means the host engine went away mid-run.
+	ErrConnectionLost = errors.New("host engine connection lost")
+	// ErrModuleNotLoaded means the host engine has no profiling module.
+	ErrModuleNotLoaded = errors.New("DCGM profiling module not loaded")
+	// ErrInUse means another profiler holds the profiling counters.
+	ErrInUse = errors.New("profiling counters in use by another profiler")
+	// ErrNotSupported means the GPU or host engine cannot do what was asked.
+	ErrNotSupported = errors.New("not supported")
+)

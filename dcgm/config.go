@@ -1,0 +1,113 @@
+package dcgm
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultHostenginePort is nv-hostengine's TCP port.
+const DefaultHostenginePort = "5555"
+
+// Config configures the DCGM source.
+type Config struct {
+	// Mode is embedded, remote or start; empty means remote when
+	// RemoteHostengine is set, embedded otherwise.
+	Mode Mode
+	// RemoteHostengine is host:port, host (port 5555), a unix socket path
+	// ("/run/nvidia/hostengine.sock") or "unix://" followed by one.
+	RemoteHostengine string
+	// KeepAge is how long the host engine keeps samples. It must be at least
+	// twice the longest window the engine computes, so that a late scrape
+	// still finds every sample since the previous read. Default 30s.
+	KeepAge time.Duration
+	// DefaultInterval is the watch interval of a group that asks for none.
+	// Default 1s.
+	DefaultInterval time.Duration
+	// BackoffInitial and BackoffMax bound the reconnect backoff. Defaults 1s
+	// and 30s.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+	Log            logrus.FieldLogger
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if out.Mode == "" {
+		out.Mode = ModeEmbedded
+		if out.RemoteHostengine != "" {
+			out.Mode = ModeRemote
+		}
+	}
+	if out.KeepAge <= 0 {
+		out.KeepAge = 30 * time.Second
+	}
+	if out.DefaultInterval <= 0 {
+		out.DefaultInterval = time.Second
+	}
+	if out.BackoffInitial <= 0 {
+		out.BackoffInitial = time.Second
+	}
+	if out.BackoffMax < out.BackoffInitial {
+		out.BackoffMax = 30 * time.Second
+		if out.BackoffMax < out.BackoffInitial {
+			out.BackoffMax = out.BackoffInitial
+		}
+	}
+	if out.Log == nil {
+		out.Log = logrus.StandardLogger()
+	}
+	return out
+}
+
+// connectParams turns the configuration into what Client.Connect needs.
+func (c *Config) connectParams() (ConnectParams, error) {
+	switch c.Mode {
+	case ModeEmbedded, ModeStart:
+		if c.RemoteHostengine != "" {
+			return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q is only used with --dcgm.mode=remote, not %s", c.RemoteHostengine, c.Mode)
+		}
+		return ConnectParams{Mode: c.Mode}, nil
+	case ModeRemote:
+		addr := strings.TrimSpace(c.RemoteHostengine)
+		if addr == "" {
+			return ConnectParams{}, fmt.Errorf("--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)")
+		}
+		if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+			if p == "" {
+				return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q: empty unix socket path", addr)
+			}
+			return ConnectParams{Mode: ModeRemote, Address: p, UnixSocket: true}, nil
+		}
+		if strings.HasPrefix(addr, "/") {
+			return ConnectParams{Mode: ModeRemote, Address: addr, UnixSocket: true}, nil
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			// A bare host name gets nv-hostengine's default port.
+			if strings.Contains(err.Error(), "missing port") {
+				return ConnectParams{Mode: ModeRemote, Address: net.JoinHostPort(addr, DefaultHostenginePort)}, nil
+			}
+			return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q: %w", addr, err)
+		}
+		if host == "" {
+			host = "localhost"
+		}
+		return ConnectParams{Mode: ModeRemote, Address: net.JoinHostPort(host, port)}, nil
+	}
+	return ConnectParams{}, fmt.Errorf("--dcgm.mode %q: want one of embedded, remote, start", c.Mode)
+}
+
+// describe names the mode and target for messages.
+func (p ConnectParams) describe() string {
+	switch {
+	case p.Mode == ModeRemote && p.UnixSocket:
+		return "remote mode (host engine socket " + p.Address + ")"
+	case p.Mode == ModeRemote:
+		return "remote mode (host engine at " + p.Address + ")"
+	}
+	return string(p.Mode) + " mode"
+}

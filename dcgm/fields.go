@@ -1,0 +1,139 @@
+package dcgm
+
+import (
+	"math"
+	"strings"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// DCGM field ID ranges that decide on which entities a field is watched.
+// They follow dcgm_fields.h; the counters catalog may later carry entity
+// levels, but the ID ranges are DCGM's own and stable.
+const (
+	// Profiling (DCP) fields, DCGM_FI_PROF_*: sampled by the profiling
+	// module, supported per GPU according to its metric groups.
+	firstProfField = 1001
+	lastProfField  = 1099
+	// NvSwitch fields, DCGM_FI_FIRST_NVSWITCH_FIELD_ID..LAST.
+	firstSwitchField = 700
+	lastSwitchField  = 899
+	// NvSwitch port fields (DCGM_FI_DEV_NVSWITCH_LINK_*) inside the switch
+	// range: sampled on each port of a switch.
+	firstSwitchLinkField  = 780
+	lastSwitchLinkField   = 855
+	firstSwitchLinkField2 = 870
+	lastSwitchLinkField2  = 877
+)
+
+// level is the entity level a field is sampled at.
+type level uint8
+
+const (
+	levelGPU level = iota
+	levelSwitch
+	levelLink
+	// levelExporter fields are not DCGM fields: the source derives them.
+	levelExporter
+)
+
+func fieldLevel(id uint16) level {
+	switch {
+	case id >= counters.FirstExporterFieldID:
+		return levelExporter
+	case id >= firstSwitchLinkField && id <= lastSwitchLinkField,
+		id >= firstSwitchLinkField2 && id <= lastSwitchLinkField2:
+		return levelLink
+	case id >= firstSwitchField && id <= lastSwitchField:
+		return levelSwitch
+	}
+	return levelGPU
+}
+
+func isProfField(id uint16) bool { return id >= firstProfField && id <= lastProfField }
+
+// applies says whether a field of the given level is read on an entity of
+// the given kind. GPU-level fields are also read on MIG instances: DCGM
+// samples profiling and memory fields per instance there.
+func applies(l level, k source.EntityKind) bool {
+	switch l {
+	case levelGPU:
+		return k == source.GPU || k == source.GPUInstance || k == source.ComputeInstance
+	case levelSwitch:
+		return k == source.NvSwitch
+	case levelLink:
+		return k == source.NVLink
+	}
+	return false
+}
+
+// DCGM's sentinels for "no value" (dcgm_structs.h): BLANK, NOT_FOUND,
+// NOT_SUPPORTED and NOT_PERMISSIONED, in that order from the base value.
+const (
+	int32Blank = 0x7ffffff0
+	int64Blank = 0x7ffffffffffffff0
+	fp64Blank  = 140737488355328.0
+	// notSupportedOffset is the offset of NOT_SUPPORTED from each base.
+	notSupportedOffset = 2
+)
+
+// blankKind classifies a value: valueOK, valueBlank (no data now), or
+// valueUnsupported (the entity cannot give this field).
+type blankKind uint8
+
+const (
+	valueOK blankKind = iota
+	valueBlank
+	valueUnsupported
+)
+
+func classify(v *Value) blankKind {
+	if v.Status != 0 {
+		return valueBlank
+	}
+	switch v.Kind {
+	case KindInt64:
+		// 32-bit fields arrive widened to int64 with the 32-bit sentinels.
+		switch {
+		case v.Int >= int64Blank:
+			if v.Int == int64Blank+notSupportedOffset {
+				return valueUnsupported
+			}
+			return valueBlank
+		case v.Int >= int32Blank && v.Int <= int32Blank+3:
+			if v.Int == int32Blank+notSupportedOffset {
+				return valueUnsupported
+			}
+			return valueBlank
+		}
+	case KindFloat64:
+		if math.IsNaN(v.Float) {
+			return valueBlank
+		}
+		if v.Float >= fp64Blank {
+			if v.Float == fp64Blank+notSupportedOffset {
+				return valueUnsupported
+			}
+			return valueBlank
+		}
+	case KindString:
+		// "<<<NULL>>>", "<<<NOT_FOUND>>>", "<<<NOT_SUPPORTED>>>", "<<<NOT_PERM>>>".
+		if strings.HasPrefix(v.Str, "<<<") && strings.HasSuffix(v.Str, ">>>") {
+			if v.Str == "<<<NOT_SUPPORTED>>>" {
+				return valueUnsupported
+			}
+			return valueBlank
+		}
+	default:
+		return valueBlank
+	}
+	return valueOK
+}
+
+func (v *Value) number() float64 {
+	if v.Kind == KindFloat64 {
+		return v.Float
+	}
+	return float64(v.Int)
+}

@@ -1,0 +1,853 @@
+package dcgm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// keepSamplesSlack is added to keepAge/interval so that jitter in the host
+// engine's sampling never evicts a sample younger than keepAge.
+const keepSamplesSlack = 16
+
+// Source is the DCGM source. It implements source.Source and
+// source.ProfilingController.
+type Source struct {
+	client Client
+	cfg    Config
+	params ConnectParams
+	log    logrus.FieldLogger
+
+	// clientMu serialises client calls. A reconnect attempt holds it for as
+	// long as connecting takes, so Collect checks up under mu first and
+	// fails fast while the host engine is down.
+	clientMu sync.Mutex
+
+	mu     sync.Mutex
+	up     bool
+	err    error
+	closed bool
+	// gen counts connections; a Collect that started on an older one
+	// does not touch the new one's handles.
+	gen     uint64
+	changed bool
+	paused  bool
+	groups  []source.Group
+	// watchSeq counts Watch calls, so a reconnect notices one made while
+	// it was connecting.
+	watchSeq uint64
+	conn     *connState
+	plans    []*groupPlan
+	// since carries the last read time of each interval over re-watches
+	// and reconnects, so that samples a restarted watch still finds in the
+	// host engine's cache are not handed over twice. Bounded by the number
+	// of distinct intervals.
+	since map[time.Duration]int64
+
+	reconnecting bool
+	stop         chan struct{}
+	wg           sync.WaitGroup
+}
+
+var (
+	_ source.Source              = (*Source)(nil)
+	_ source.ProfilingController = (*Source)(nil)
+)
+
+// connState is what one connection to the host engine discovered and created.
+type connState struct {
+	all      []*source.Entity
+	byRef    map[EntityRef]*source.Entity
+	gpus     []GPUInfo
+	migs     []MIGInfo
+	switches []uint
+	links    []LinkInfo
+	gpuEnt   map[uint]*source.Entity
+	// migOf lists the MIG entities of each physical GPU.
+	migOf map[uint][]EntityRef
+	// healthGroup holds the GPUs for health checks; zero until health is
+	// asked for.
+	healthGroup Handle
+	healthSet   bool
+	// created handles, destroyed on the next Watch or on Close.
+	entityGroups []Handle
+	fieldGroups  []Handle
+	// prof caches per-GPU profiling support for this connection.
+	prof map[uint]profSupport
+	// wantLevels says which entity levels the current watch uses.
+	wantLevels map[level]bool
+}
+
+type profSupport struct {
+	fields map[uint16]bool
+	// reason is set when support could not be read at all.
+	reason string
+}
+
+// unit is one (entity group, field group) pair watched at one interval.
+type unit struct {
+	interval   time.Duration
+	group      Handle
+	fieldGroup Handle
+}
+
+type unitRead struct {
+	u     *unit
+	since int64
+}
+
+type pendingUnsupported struct {
+	e      *source.Entity
+	field  uint16
+	reason string
+}
+
+// groupPlan is how one engine group is read.
+type groupPlan struct {
+	interval time.Duration
+	// fields are the DCGM field IDs whose samples go to the sink, including
+	// the ones implied by exporter-side fields (230 for XIDs, 112 for clock
+	// events).
+	fields  map[uint16]bool
+	units   []unitRead
+	health  bool
+	pending []pendingUnsupported
+}
+
+// New connects to DCGM in the configured mode and discovers the entities. A
+// failed connection is an error that names the mode and what is missing; the
+// caller (or the auto source) decides what to do with it.
+func New(client Client, cfg Config) (*Source, error) {
+	c := cfg.withDefaults()
+	params, err := c.connectParams()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{
+		client: client, cfg: c, params: params, stop: make(chan struct{}),
+		log:   c.Log.WithField("source", "dcgm"),
+		since: map[time.Duration]int64{},
+	}
+	conn, err := s.connect()
+	if err != nil {
+		return nil, err
+	}
+	s.conn = conn
+	s.up = true
+	s.gen = 1
+	s.log.WithFields(logrus.Fields{"mode": params.Mode, "address": params.Address, "gpus": len(conn.gpus), "mig_instances": len(conn.migs)}).Info("connected to DCGM")
+	return s, nil
+}
+
+// Name implements source.Source.
+func (s *Source) Name() string { return "dcgm" }
+
+// connect opens the connection and discovers entities. Called with clientMu
+// held (or before the source is shared).
+func (s *Source) connect() (*connState, error) {
+	if err := s.client.Connect(s.params); err != nil {
+		_ = s.client.Disconnect()
+		return nil, fmt.Errorf("dcgm %s: %w", s.params.describe(), err)
+	}
+	conn, err := s.discover()
+	if err != nil {
+		_ = s.client.Disconnect()
+		return nil, fmt.Errorf("dcgm %s: %w", s.params.describe(), err)
+	}
+	return conn, nil
+}
+
+func (s *Source) discover() (*connState, error) {
+	gpus, err := s.client.GPUs()
+	if err != nil {
+		return nil, fmt.Errorf("listing GPUs: %w", err)
+	}
+	c := &connState{
+		byRef: map[EntityRef]*source.Entity{}, gpus: gpus, gpuEnt: map[uint]*source.Entity{},
+		migOf: map[uint][]EntityRef{}, prof: map[uint]profSupport{}, wantLevels: map[level]bool{},
+	}
+	for _, g := range gpus {
+		e := source.NewGPU(int(g.ID), g.UUID, g.PCIBusID, g.Model)
+		c.add(EntityRef{EntityGPU, g.ID}, &e)
+		c.gpuEnt[g.ID] = &e
+	}
+	migs, err := s.client.MIGHierarchy()
+	if err != nil {
+		// GPUs without MIG are still worth serving; the instances are
+		// missing until the next reconnect.
+		s.log.WithError(err).Warn("cannot read the MIG hierarchy; MIG instances are not sampled")
+		migs = nil
+	}
+	// GPU instances first, so that compute instances find their parent.
+	slices.SortStableFunc(migs, func(a, b MIGInfo) int { return int(a.Entity.Group) - int(b.Entity.Group) })
+	for _, m := range migs {
+		parent := c.gpuEnt[m.GPU]
+		if parent == nil {
+			continue
+		}
+		e := *parent
+		e.MIGUUID = m.MIGUUID
+		switch m.Entity.Group {
+		case EntityGPUInstance:
+			e.Kind = source.GPUInstance
+			e.GPUInstanceID = int(m.InstanceID)
+			e.GPUInstanceProfile = m.Profile
+		case EntityComputeInstance:
+			e.Kind = source.ComputeInstance
+			gi := c.byRef[m.Parent]
+			if gi == nil {
+				continue
+			}
+			e.GPUInstanceID = gi.GPUInstanceID
+			e.GPUInstanceProfile = gi.GPUInstanceProfile
+			e.ComputeInstanceID = int(m.ComputeInstanceID)
+		default:
+			continue
+		}
+		c.add(m.Entity, &e)
+		c.migs = append(c.migs, m)
+		c.migOf[m.GPU] = append(c.migOf[m.GPU], m.Entity)
+	}
+	if c.switches, err = s.client.Switches(); err != nil {
+		s.log.WithError(err).Warn("cannot list NvSwitches; NvSwitch fields are not sampled")
+		c.switches = nil
+	}
+	for _, id := range c.switches {
+		e := source.Entity{Kind: source.NvSwitch, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: int(id)}
+		c.add(EntityRef{EntitySwitch, id}, &e)
+	}
+	links, err := s.client.SwitchLinks()
+	if err != nil {
+		s.log.WithError(err).Warn("cannot list NvSwitch links; link fields are not sampled")
+	}
+	for _, l := range links {
+		if !l.Up {
+			continue
+		}
+		e := source.Entity{Kind: source.NVLink, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: int(l.Index), Switch: int(l.Switch)}
+		c.add(EntityRef{EntityLink, l.ID}, &e)
+		c.links = append(c.links, l)
+	}
+	return c, nil
+}
+
+func (c *connState) add(r EntityRef, e *source.Entity) {
+	c.byRef[r] = e
+	c.all = append(c.all, e)
+}
+
+// Entities implements source.Source: GPUs and MIG instances always, NvSwitches
+// and their links only while a watched field asks for them.
+func (s *Source) Entities() []*source.Entity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	out := make([]*source.Entity, 0, len(s.conn.all))
+	for _, e := range s.conn.all {
+		switch e.Kind {
+		case source.NvSwitch:
+			if !s.conn.wantLevels[levelSwitch] {
+				continue
+			}
+		case source.NVLink:
+			if !s.conn.wantLevels[levelLink] {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// Watch implements source.Source. While the host engine is down the groups
+// are kept and applied when it is back.
+func (s *Source) Watch(groups []source.Group) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("dcgm: source is closed")
+	}
+	s.groups = slices.Clone(groups)
+	s.watchSeq++
+	gen, up := s.gen, s.up
+	s.mu.Unlock()
+	if !up {
+		return nil
+	}
+
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen || !s.up {
+		// A reconnect happened meanwhile; it applied s.groups.
+		return nil
+	}
+	s.teardown(s.conn)
+	plans, err := s.plan(s.conn, s.groups)
+	if err != nil {
+		s.handleErr(err)
+		return fmt.Errorf("dcgm: watching fields: %w", err)
+	}
+	s.plans = plans
+	return nil
+}
+
+// teardown destroys what the previous watch created. Failures only mean the
+// host engine already forgot the handles.
+func (s *Source) teardown(c *connState) {
+	for _, h := range c.fieldGroups {
+		if err := s.client.DestroyFieldGroup(h); err != nil {
+			s.log.WithError(err).Debug("destroying field group")
+		}
+	}
+	for _, h := range c.entityGroups {
+		if err := s.client.DestroyGroup(h); err != nil {
+			s.log.WithError(err).Debug("destroying entity group")
+		}
+	}
+	c.fieldGroups, c.entityGroups = nil, nil
+	c.healthGroup, c.healthSet = 0, false
+}
+
+// plan creates the field groups and watches for groups: one DCGM field group
+// per distinct interval and entity level, watched on the entities the
+// fields apply to. On a node whose GPUs support different profiling
+// fields, GPUs with the same support share an extra field group, because
+// DCGM refuses a watch that includes a profiling field one GPU of the
+// group cannot sample.
+func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error) {
+	plans := make([]*groupPlan, len(groups))
+	byInterval := map[time.Duration][]uint16{}
+	var order []time.Duration
+	var wantProf bool
+	clear(c.wantLevels)
+	for i, g := range groups {
+		iv := g.Interval
+		if iv <= 0 {
+			iv = s.cfg.DefaultInterval
+		}
+		p := &groupPlan{interval: iv, fields: map[uint16]bool{}}
+		for _, f := range g.Fields {
+			switch f.ID {
+			case counters.FieldExpXIDErrorsCount:
+				p.fields[counters.FieldXIDErrors] = true
+			case counters.FieldExpClockEventsCount:
+				p.fields[counters.FieldClockEventReasons] = true
+			case counters.FieldExpGPUHealthStatus:
+				p.health = true
+			default:
+				if fieldLevel(f.ID) == levelExporter {
+					for _, gpu := range c.gpus {
+						p.pending = append(p.pending, pendingUnsupported{c.gpuEnt[gpu.ID], f.ID, "not read by the dcgm source"})
+					}
+					continue
+				}
+				p.fields[f.ID] = true
+			}
+		}
+		if _, ok := byInterval[iv]; !ok {
+			order = append(order, iv)
+		}
+		for id := range p.fields {
+			if !slices.Contains(byInterval[iv], id) {
+				byInterval[iv] = append(byInterval[iv], id)
+			}
+			c.wantLevels[fieldLevel(id)] = true
+			wantProf = wantProf || isProfField(id)
+		}
+		plans[i] = p
+	}
+	if wantProf {
+		if err := s.readProfSupport(c); err != nil {
+			return nil, err
+		}
+	}
+
+	units := map[time.Duration][]*unit{}
+	for _, iv := range order {
+		ids := byInterval[iv]
+		slices.Sort(ids)
+		us, err := s.watchInterval(c, iv, ids)
+		if err != nil {
+			return nil, err
+		}
+		units[iv] = us
+	}
+
+	for _, p := range plans {
+		for _, u := range units[p.interval] {
+			p.units = append(p.units, unitRead{u: u, since: s.since[p.interval]})
+		}
+		if p.health && !c.healthSet {
+			if err := s.setHealth(c); err != nil {
+				return nil, err
+			}
+		}
+		for id := range p.fields {
+			if !isProfField(id) {
+				continue
+			}
+			for _, g := range c.gpus {
+				sup := c.prof[g.ID]
+				if sup.fields[id] {
+					continue
+				}
+				reason := sup.reason
+				if reason == "" {
+					reason = "profiling metric not supported by this GPU"
+				}
+				p.pending = append(p.pending, pendingUnsupported{c.gpuEnt[g.ID], id, reason})
+				for _, r := range c.migOf[g.ID] {
+					p.pending = append(p.pending, pendingUnsupported{c.byRef[r], id, reason})
+				}
+			}
+		}
+	}
+	return plans, nil
+}
+
+func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*unit, error) {
+	var gpuIDs, switchIDs, linkIDs []uint16
+	for _, id := range ids {
+		switch fieldLevel(id) {
+		case levelGPU:
+			gpuIDs = append(gpuIDs, id)
+		case levelSwitch:
+			switchIDs = append(switchIDs, id)
+		case levelLink:
+			linkIDs = append(linkIDs, id)
+		}
+	}
+	var units []*unit
+	fgByKey := map[string]Handle{}
+	add := func(fields []uint16, members []EntityRef) error {
+		if len(fields) == 0 || len(members) == 0 {
+			return nil
+		}
+		key := fieldsKey(fields)
+		fg, ok := fgByKey[key]
+		if !ok {
+			name := "gpuscope_" + iv.String() + "_" + strconv.Itoa(len(c.fieldGroups))
+			h, err := s.client.CreateFieldGroup(name, fields)
+			if err != nil {
+				return fmt.Errorf("creating field group for interval %s: %w", iv, err)
+			}
+			c.fieldGroups = append(c.fieldGroups, h)
+			fgByKey[key], fg = h, h
+		}
+		eg, err := s.client.CreateGroup("gpuscope_"+iv.String()+"_e"+strconv.Itoa(len(c.entityGroups)), members)
+		if err != nil {
+			return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
+		}
+		c.entityGroups = append(c.entityGroups, eg)
+		keepAge := max(s.cfg.KeepAge, 2*iv)
+		keepSamples := int(keepAge/iv) + keepSamplesSlack
+		if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
+			return fmt.Errorf("watching fields %v every %s: %w", fields, iv, err)
+		}
+		units = append(units, &unit{interval: iv, group: eg, fieldGroup: fg})
+		return nil
+	}
+
+	// GPUs with the same profiling support share one field group.
+	type part struct {
+		fields  []uint16
+		members []EntityRef
+	}
+	var parts []*part
+	byKey := map[string]*part{}
+	for _, g := range c.gpus {
+		fields := make([]uint16, 0, len(gpuIDs))
+		for _, id := range gpuIDs {
+			if !isProfField(id) || c.prof[g.ID].fields[id] {
+				fields = append(fields, id)
+			}
+		}
+		key := fieldsKey(fields)
+		p := byKey[key]
+		if p == nil {
+			p = &part{fields: fields}
+			byKey[key] = p
+			parts = append(parts, p)
+		}
+		p.members = append(p.members, EntityRef{EntityGPU, g.ID})
+		p.members = append(p.members, c.migOf[g.ID]...)
+	}
+	for _, p := range parts {
+		if err := add(p.fields, p.members); err != nil {
+			return nil, err
+		}
+	}
+	var sw, ln []EntityRef
+	for _, id := range c.switches {
+		sw = append(sw, EntityRef{EntitySwitch, id})
+	}
+	for _, l := range c.links {
+		ln = append(ln, EntityRef{EntityLink, l.ID})
+	}
+	if err := add(switchIDs, sw); err != nil {
+		return nil, err
+	}
+	if err := add(linkIDs, ln); err != nil {
+		return nil, err
+	}
+	return units, nil
+}
+
+func fieldsKey(ids []uint16) string {
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(strconv.Itoa(int(id)))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// readProfSupport asks each GPU, not just the first, which profiling fields
+// it supports: nodes can mix GPU models.
+func (s *Source) readProfSupport(c *connState) error {
+	for _, g := range c.gpus {
+		if _, ok := c.prof[g.ID]; ok {
+			continue
+		}
+		ids, err := s.client.SupportedProfilingFields(g.ID)
+		log := s.log.WithFields(logrus.Fields{"gpu": g.ID, "UUID": g.UUID, "model": g.Model})
+		switch {
+		case err == nil:
+			sup := profSupport{fields: make(map[uint16]bool, len(ids))}
+			for _, id := range ids {
+				sup.fields[id] = true
+			}
+			c.prof[g.ID] = sup
+		case errors.Is(err, ErrConnectionLost):
+			return err
+		case errors.Is(err, ErrModuleNotLoaded):
+			c.prof[g.ID] = profSupport{reason: "DCGM profiling module not loaded"}
+			log.WithError(err).Error("profiling fields are skipped: the host engine has no profiling module. Run nv-hostengine from the datacenter-gpu-manager package with its profiling module (libdcgmmoduleprofiling.so) installed, as root or with CAP_SYS_ADMIN")
+		case errors.Is(err, ErrInUse):
+			c.prof[g.ID] = profSupport{reason: "profiling counters held by another profiler"}
+			log.WithError(err).Error("profiling fields are skipped: another profiler (Nsight Systems/Compute, or a second DCGM) holds the profiling counters. Stop it, or pause that tool's DCGM profiling with `dcgmi profile --pause`, then restart gpuscope or let it reconnect")
+		default:
+			c.prof[g.ID] = profSupport{reason: "profiling not supported: " + err.Error()}
+			log.WithError(err).Warn("profiling fields are skipped on this GPU")
+		}
+	}
+	return nil
+}
+
+func (s *Source) setHealth(c *connState) error {
+	refs := make([]EntityRef, 0, len(c.gpus))
+	for _, g := range c.gpus {
+		refs = append(refs, EntityRef{EntityGPU, g.ID})
+	}
+	h, err := s.client.CreateGroup("gpuscope_health", refs)
+	if err != nil {
+		return fmt.Errorf("creating health group: %w", err)
+	}
+	c.entityGroups = append(c.entityGroups, h)
+	if err := s.client.HealthSet(h); err != nil {
+		return fmt.Errorf("setting health watches: %w", err)
+	}
+	c.healthGroup, c.healthSet = h, true
+	return nil
+}
+
+// Collect implements source.Source: it hands every sample kept since the
+// previous Collect of the group to sink.
+func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error {
+	s.mu.Lock()
+	if err := s.precheck(group); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	gen := s.gen
+	s.mu.Unlock()
+
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		if err := s.precheck(group); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := s.plans[group]
+	for _, pu := range p.pending {
+		sink.Unsupported(pu.e, pu.field, pu.reason)
+	}
+	p.pending = nil
+
+	for i := range p.units {
+		ur := &p.units[i]
+		vals, next, err := s.client.ValuesSince(ur.u.group, ur.u.fieldGroup, ur.since)
+		if err != nil {
+			s.handleErr(err)
+			return fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
+		}
+		s.hand(p, vals, sink)
+		if next > ur.since {
+			ur.since = next
+			s.since[p.interval] = max(s.since[p.interval], next)
+		}
+	}
+	if p.health {
+		if err := s.collectHealth(sink); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// precheck says whether Collect can read now. Called with mu held.
+func (s *Source) precheck(group int) error {
+	switch {
+	case s.closed:
+		return errors.New("dcgm: source is closed")
+	case !s.up:
+		return fmt.Errorf("dcgm: host engine unavailable: %w", s.err)
+	case s.changed:
+		s.changed = false
+		return fmt.Errorf("dcgm: reconnected to the host engine: %w", source.ErrEntitiesChanged)
+	case group < 0 || group >= len(s.plans):
+		return fmt.Errorf("dcgm: no watched group %d (have %d)", group, len(s.plans))
+	}
+	return nil
+}
+
+func (s *Source) hand(p *groupPlan, vals []Value, sink source.Sink) {
+	for i := range vals {
+		v := &vals[i]
+		if !p.fields[v.FieldID] {
+			continue
+		}
+		e := s.conn.byRef[v.Entity]
+		if e == nil || !applies(fieldLevel(v.FieldID), e.Kind) {
+			continue
+		}
+		switch classify(v) {
+		case valueBlank:
+			continue
+		case valueUnsupported:
+			// DCGM keeps saying so every sample; the engine reports it once.
+			sink.Unsupported(e, v.FieldID, "DCGM reports the field as not supported")
+			continue
+		}
+		ts := v.TS * int64(time.Microsecond)
+		if v.Kind == KindString {
+			sink.Text(e, v.FieldID, v.Str)
+			continue
+		}
+		if v.FieldID == counters.FieldXIDErrors && v.Int > 0 {
+			// Each sample of field 230 is one XID event, repeats included.
+			sink.XID(e, uint64(v.Int), ts)
+		}
+		sink.Value(e, v.FieldID, ts, v.number())
+	}
+}
+
+func (s *Source) collectHealth(sink source.Sink) error {
+	c := s.conn
+	incidents, err := s.client.HealthCheck(c.healthGroup)
+	if err != nil {
+		s.handleErr(err)
+		if !s.up {
+			return fmt.Errorf("dcgm: health check: %w", err)
+		}
+		for _, g := range c.gpus {
+			sink.Fail(c.gpuEnt[g.ID], counters.FieldExpGPUHealthStatus, err)
+		}
+		return nil
+	}
+	worst := make(map[uint]int, len(c.gpus))
+	for _, in := range incidents {
+		if in.Entity.Group == EntityGPU {
+			worst[in.Entity.ID] = max(worst[in.Entity.ID], in.Result)
+		}
+	}
+	now := time.Now().UnixNano()
+	for _, g := range c.gpus {
+		sink.Value(c.gpuEnt[g.ID], counters.FieldExpGPUHealthStatus, now, float64(worst[g.ID]))
+	}
+	return nil
+}
+
+// handleErr marks the source down when err says the host engine went away,
+// and starts reconnecting. Called with mu held.
+func (s *Source) handleErr(err error) {
+	if !errors.Is(err, ErrConnectionLost) || !s.up {
+		return
+	}
+	s.up = false
+	s.err = err
+	s.gen++
+	s.log.WithError(err).Warn("lost the DCGM host engine; reconnecting")
+	if !s.reconnecting && !s.closed {
+		s.reconnecting = true
+		s.wg.Add(1)
+		go s.reconnectLoop()
+	}
+}
+
+func (s *Source) reconnectLoop() {
+	defer s.wg.Done()
+	wait := s.cfg.BackoffInitial
+	for attempt := 1; ; attempt++ {
+		// Jitter of +-20% keeps many exporters from reconnecting in step
+		// after a shared host engine restarts.
+		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		t := time.NewTimer(d)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if s.tryReconnect(attempt) {
+			return
+		}
+		wait = min(2*wait, s.cfg.BackoffMax)
+	}
+}
+
+func (s *Source) tryReconnect(attempt int) bool {
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.reconnecting = false
+		s.mu.Unlock()
+		return true
+	}
+	groups := slices.Clone(s.groups)
+	seq := s.watchSeq
+	paused := s.paused
+	s.mu.Unlock()
+
+	_ = s.client.Disconnect()
+	conn, err := s.connect()
+	var plans []*groupPlan
+	if err == nil {
+		s.mu.Lock()
+		plans, err = s.plan(conn, groups)
+		s.mu.Unlock()
+	}
+	if err == nil && paused {
+		// A restarted host engine forgot the pause; take it again.
+		err = s.client.PauseProfiling()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.err = err
+		s.log.WithError(err).WithField("attempt", attempt).Debug("reconnect to DCGM failed")
+		return false
+	}
+	if seq != s.watchSeq {
+		// Watch was called meanwhile with other groups; plan them now.
+		s.teardown(conn)
+		if plans, err = s.plan(conn, s.groups); err != nil {
+			s.err = err
+			return false
+		}
+	}
+	s.conn, s.plans = conn, plans
+	s.up, s.err, s.changed, s.reconnecting = true, nil, true, false
+	s.gen++
+	s.log.WithFields(logrus.Fields{"attempt": attempt, "gpus": len(conn.gpus)}).Info("reconnected to the DCGM host engine")
+	return true
+}
+
+// Status implements source.Source.
+func (s *Source) Status() source.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return source.Status{Up: s.up, Err: s.err, ProfilingPaused: s.paused}
+}
+
+// PauseProfiling releases the profiling counters so that Nsight or another
+// profiler can use them; profiling fields have no values until
+// ResumeProfiling.
+func (s *Source) PauseProfiling() error { return s.setPaused(true) }
+
+// ResumeProfiling takes the profiling counters back.
+func (s *Source) ResumeProfiling() error { return s.setPaused(false) }
+
+func (s *Source) setPaused(pause bool) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("dcgm: source is closed")
+	}
+	if !s.up {
+		// Nothing holds the counters now; the reconnect applies the state.
+		s.paused = pause
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	var err error
+	if pause {
+		err = s.client.PauseProfiling()
+	} else {
+		err = s.client.ResumeProfiling()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.handleErr(err)
+		if errors.Is(err, ErrModuleNotLoaded) {
+			return fmt.Errorf("dcgm: the host engine has no profiling module, so there is no profiling lock to release: %w", err)
+		}
+		return fmt.Errorf("dcgm: %s profiling: %w", map[bool]string{true: "pausing", false: "resuming"}[pause], err)
+	}
+	s.paused = pause
+	s.log.WithField("paused", pause).Info("DCGM profiling state changed")
+	return nil
+}
+
+// Close implements source.Source.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.mu.Unlock()
+	s.wg.Wait()
+
+	s.clientMu.Lock()
+	defer s.clientMu.Unlock()
+	s.mu.Lock()
+	if s.up && s.conn != nil {
+		s.teardown(s.conn)
+	}
+	s.up = false
+	s.mu.Unlock()
+	if err := s.client.Disconnect(); err != nil {
+		return fmt.Errorf("dcgm: disconnecting: %w", err)
+	}
+	return nil
+}

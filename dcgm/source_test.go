@@ -1,0 +1,539 @@
+package dcgm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+const (
+	fieldGPUTemp  uint16 = 150 // DCGM_FI_DEV_GPU_TEMP
+	fieldPower    uint16 = 155 // DCGM_FI_DEV_POWER_USAGE
+	fieldGPUUtil  uint16 = 203 // DCGM_FI_DEV_GPU_UTIL
+	fieldMemUtil  uint16 = 204 // DCGM_FI_DEV_MEM_COPY_UTIL
+	fieldSMActive uint16 = 1002
+	fieldTensor   uint16 = 1004
+	fieldSwTemp   uint16 = 858 // DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT
+	fieldSwLinkTx uint16 = 780 // DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX
+)
+
+func group(iv time.Duration, ids ...uint16) source.Group {
+	g := source.Group{Interval: iv}
+	for _, id := range ids {
+		g.Fields = append(g.Fields, counters.Field{ID: id, Name: fmt.Sprint(id), Type: counters.Gauge})
+	}
+	return g
+}
+
+func testConfig(log logrus.FieldLogger) dcgm.Config {
+	return dcgm.Config{
+		Mode: dcgm.ModeEmbedded, KeepAge: time.Second,
+		BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: log,
+	}
+}
+
+func quietLog() (*logrus.Logger, *test.Hook) {
+	l, h := test.NewNullLogger()
+	l.SetLevel(logrus.DebugLevel)
+	return l, h
+}
+
+func newSource(t *testing.T, f *dcgmfake.Fake, groups ...source.Group) *dcgm.Source {
+	t.Helper()
+	l, _ := quietLog()
+	s, err := dcgm.New(f, testConfig(l))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch(groups))
+	return s
+}
+
+// collectUntil collects group until cond holds, failing at the deadline.
+func collectUntil(t *testing.T, s *dcgm.Source, g int, sink source.Sink, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "condition not met before the deadline")
+		err := s.Collect(context.Background(), g, sink)
+		if err != nil && !errors.Is(err, source.ErrEntitiesChanged) {
+			t.Logf("collect: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOneFieldGroupPerInterval(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []source.Group
+		want   map[time.Duration][]uint16
+	}{
+		{"one interval", []source.Group{group(20*time.Millisecond, fieldGPUTemp, fieldPower)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldPower}}},
+		{"two intervals", []source.Group{group(20*time.Millisecond, fieldPower, fieldGPUTemp), group(50*time.Millisecond, fieldGPUUtil, fieldMemUtil)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldPower}, 50 * time.Millisecond: {fieldGPUUtil, fieldMemUtil}}},
+		{"same interval twice shares a field group", []source.Group{group(20*time.Millisecond, fieldGPUTemp), group(40*time.Millisecond, fieldPower), group(20*time.Millisecond, fieldGPUUtil)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldGPUUtil}, 40 * time.Millisecond: {fieldPower}}},
+		{"xid and clock events fields imply their DCGM fields", []source.Group{group(30*time.Millisecond, counters.FieldExpXIDErrorsCount, counters.FieldExpClockEventsCount)},
+			map[time.Duration][]uint16{30 * time.Millisecond: {counters.FieldClockEventReasons, counters.FieldXIDErrors}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := dcgmfake.New()
+			newSource(t, f, tt.groups...)
+			assert.Equal(t, len(tt.want), f.FieldGroupsCreated(), "field groups created")
+			got := map[time.Duration][]uint16{}
+			for _, w := range f.WatchCalls() {
+				got[w.UpdateFreq] = w.Fields
+				assert.GreaterOrEqual(t, w.MaxKeepAge, time.Second, "keep age follows the configured window")
+				assert.GreaterOrEqual(t, w.MaxKeepSamples, int(w.MaxKeepAge/w.UpdateFreq), "keep samples cover keep age")
+				assert.Len(t, w.Entities, 2, "watched on both GPUs")
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRewatchReplacesFieldGroups(t *testing.T) {
+	f := dcgmfake.New()
+	s := newSource(t, f, group(20*time.Millisecond, fieldGPUTemp), group(50*time.Millisecond, fieldPower))
+	require.NoError(t, s.Watch([]source.Group{group(30*time.Millisecond, fieldGPUUtil)}))
+	assert.Equal(t, [][]uint16{{fieldGPUUtil}}, f.LiveFieldGroups(), "old field groups are destroyed")
+	require.NoError(t, s.Close())
+	assert.Empty(t, f.LiveFieldGroups(), "Close destroys field groups")
+	assert.Zero(t, f.LiveGroups(), "Close destroys entity groups")
+}
+
+// checkContiguous asserts that each series got samples 1..n exactly once.
+func checkContiguous(t *testing.T, samples []dcgmfake.Sample) map[string]int {
+	t.Helper()
+	last := map[string]float64{}
+	for _, s := range samples {
+		k := s.Key + "/" + fmt.Sprint(s.Field)
+		require.Equal(t, last[k]+1, s.V, "series %s: sample after %v lost or repeated", k, last[k])
+		last[k] = s.V
+	}
+	out := map[string]int{}
+	for k, v := range last {
+		out[k] = int(v)
+	}
+	return out
+}
+
+func TestCollectHandsEverySampleSinceLastRead(t *testing.T) {
+	f := dcgmfake.New()
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldPower))
+	rec := &dcgmfake.Recorder{}
+	// Reads both faster and slower than the interval: neither loses nor
+	// repeats a sample.
+	pauses := []time.Duration{0, 3 * time.Millisecond, 35 * time.Millisecond, 1 * time.Millisecond, 60 * time.Millisecond}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; len(rec.Values(fieldGPUTemp)) < 40; i++ {
+		require.True(t, time.Now().Before(deadline))
+		require.NoError(t, s.Collect(context.Background(), 0, rec))
+		time.Sleep(pauses[i%len(pauses)])
+	}
+	n := checkContiguous(t, rec.All())
+	assert.Len(t, n, 4, "two fields on two GPUs")
+	for _, v := range rec.All() {
+		assert.Greater(t, v.TS, int64(1e18), "timestamps are Unix nanoseconds")
+	}
+}
+
+func TestXIDsRepeatedInOneWindowEachCount(t *testing.T) {
+	f := dcgmfake.New()
+	s := newSource(t, f, group(20*time.Millisecond, counters.FieldExpXIDErrorsCount))
+	rec := &dcgmfake.Recorder{}
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	gpu0, gpu1 := dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 0}, dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}
+	for _, x := range []struct {
+		e   dcgm.EntityRef
+		xid int64
+	}{{gpu0, 79}, {gpu0, 79}, {gpu1, 48}, {gpu0, 79}} {
+		f.Inject(x.e, counters.FieldXIDErrors, dcgm.Value{Kind: dcgm.KindInt64, Int: x.xid})
+	}
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	var got []string
+	for _, x := range rec.XIDs() {
+		got = append(got, fmt.Sprintf("%s:%d", x.Key, x.XID))
+	}
+	g0, g1 := "gpu/GPU-00000000-0000-0000-0000-000000000000", "gpu/GPU-11111111-1111-1111-1111-111111111111"
+	assert.ElementsMatch(t, []string{g0 + ":79", g0 + ":79", g0 + ":79", g1 + ":48"}, got)
+	vals := rec.Values(counters.FieldXIDErrors)
+	require.NotEmpty(t, vals)
+	assert.Len(t, vals, 4, "each XID is also the field's value")
+
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	assert.Len(t, rec.XIDs(), 4, "a later read does not repeat XIDs")
+}
+
+func TestBlanksAreNoValue(t *testing.T) {
+	blanks := map[uint16]dcgm.Value{
+		fieldGPUTemp:  {Kind: dcgm.KindInt64, Int: 0x7ffffff0},            // int32 blank
+		fieldPower:    {Kind: dcgm.KindFloat64, Float: 140737488355328.0}, // fp64 blank
+		fieldGPUUtil:  {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff0},    // int64 blank
+		fieldMemUtil:  {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff1},    // int64 not found
+		50:            {Kind: dcgm.KindString, Str: "<<<NULL>>>"},
+		fieldSMActive: {Kind: dcgm.KindInt64, Int: 0x7ffffff2}, // int32 not supported
+	}
+	f := dcgmfake.New(
+		dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}),
+		dcgmfake.WithGen(func(e dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
+			if v, ok := blanks[field]; ok && (e.ID == 0 || field == fieldSMActive) {
+				return v, true
+			}
+			return dcgm.Value{Kind: dcgm.KindFloat64, Float: float64(seq)}, true
+		}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldPower, fieldGPUUtil, fieldMemUtil, 50, fieldSMActive))
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) >= 3 })
+	for _, v := range rec.All() {
+		assert.NotEqual(t, "gpu/GPU-00000000-0000-0000-0000-000000000000", v.Key, "GPU 0 gave only blanks, got field %d = %v", v.Field, v.V)
+		assert.Less(t, v.V, 1e9, "no sentinel exported as a number")
+	}
+	assert.Empty(t, rec.TextOf("gpu/GPU-00000000-0000-0000-0000-000000000000", 50))
+	assert.NotEmpty(t, rec.Values(fieldPower), "GPU 1 values still come")
+	assert.Contains(t, rec.UnsupportedReasons(), "gpu/GPU-11111111-1111-1111-1111-111111111111/1002", "the not-supported sentinel is reported as unsupported")
+}
+
+func TestProfilingSupportPerGPU(t *testing.T) {
+	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive, fieldTensor}}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldSMActive, fieldTensor))
+	rec := &dcgmfake.Recorder{}
+	g0, g1 := "gpu/GPU-00000000-0000-0000-0000-000000000000", "gpu/GPU-11111111-1111-1111-1111-111111111111"
+	has := func(key string, field uint16) bool {
+		for _, v := range rec.Values(field) {
+			if v.Key == key {
+				return true
+			}
+		}
+		return false
+	}
+	collectUntil(t, s, 0, rec, func() bool { return has(g0, fieldSMActive) && has(g1, fieldGPUTemp) })
+	assert.False(t, has(g1, fieldSMActive), "GPU 1 has no profiling")
+	assert.Equal(t, map[string]string{
+		g1 + "/1002": "profiling metric not supported by this GPU",
+		g1 + "/1004": "profiling metric not supported by this GPU",
+	}, rec.UnsupportedReasons())
+	assert.Equal(t, 2, f.FieldGroupsCreated(), "the mixed node needs a second field group for the GPU without profiling")
+}
+
+func TestProfilingErrorsSayWhatToDo(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		reason   string
+		logWords string
+	}{
+		{"module not loaded", fmt.Errorf("reading metric groups: %w", dcgm.ErrModuleNotLoaded), "DCGM profiling module not loaded", "libdcgmmoduleprofiling.so"},
+		{"in use", fmt.Errorf("reading metric groups: %w", dcgm.ErrInUse), "profiling counters held by another profiler", "Nsight"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}))
+			f.SetProfilingError(tt.err)
+			l, hook := quietLog()
+			s, err := dcgm.New(f, testConfig(l))
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldGPUTemp, fieldSMActive)}))
+			rec := &dcgmfake.Recorder{}
+			collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) >= 2 })
+			assert.Empty(t, rec.Values(fieldSMActive))
+			reasons := rec.UnsupportedReasons()
+			assert.Equal(t, tt.reason, reasons["gpu/GPU-00000000-0000-0000-0000-000000000000/1002"])
+			var lines int
+			for _, e := range hook.AllEntries() {
+				if e.Level == logrus.ErrorLevel {
+					lines++
+					assert.Contains(t, e.Message, tt.logWords)
+				}
+			}
+			assert.Equal(t, 2, lines, "one log line per GPU")
+		})
+	}
+}
+
+func TestMIGHierarchy(t *testing.T) {
+	gi := dcgm.EntityRef{Group: dcgm.EntityGPUInstance, ID: 0}
+	ci := dcgm.EntityRef{Group: dcgm.EntityComputeInstance, ID: 0}
+	f := dcgmfake.New(dcgmfake.WithMIG(
+		dcgm.MIGInfo{Entity: ci, Parent: gi, GPU: 1, ComputeInstanceID: 0},
+		dcgm.MIGInfo{Entity: gi, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 3, Profile: "1g.10gb"},
+	))
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUUtil))
+	keys := map[string]source.Entity{}
+	for _, e := range s.Entities() {
+		keys[e.Key()] = *e
+	}
+	giKey := "gi/GPU-11111111-1111-1111-1111-111111111111/3"
+	ciKey := "ci/GPU-11111111-1111-1111-1111-111111111111/3/0"
+	require.Contains(t, keys, giKey)
+	require.Contains(t, keys, ciKey)
+	assert.Equal(t, "1g.10gb", keys[giKey].GPUInstanceProfile)
+	assert.Equal(t, "1g.10gb", keys[ciKey].GPUInstanceProfile)
+	assert.Equal(t, "nvidia1", keys[ciKey].Device)
+	assert.Len(t, keys, 4)
+
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, s, 0, rec, func() bool {
+		for _, v := range rec.Values(fieldGPUUtil) {
+			if v.Key == giKey {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestNvSwitchEntitiesOnlyWhenAsked(t *testing.T) {
+	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x203, Switch: 0, Index: 2, Up: false}}
+	f := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links))
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	for _, e := range s.Entities() {
+		assert.Equal(t, source.GPU, e.Kind, "no switch fields, no switch entities")
+	}
+	require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldGPUTemp, fieldSwTemp, fieldSwLinkTx)}))
+	kinds := map[source.EntityKind]int{}
+	for _, e := range s.Entities() {
+		kinds[e.Kind]++
+	}
+	assert.Equal(t, map[source.EntityKind]int{source.GPU: 2, source.NvSwitch: 1, source.NVLink: 1}, kinds, "down links are left out")
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSwTemp)) > 0 && len(rec.Values(fieldSwLinkTx)) > 0 })
+	for _, v := range rec.Values(fieldSwTemp) {
+		assert.Equal(t, "switch/0", v.Key)
+	}
+	for _, v := range rec.Values(fieldSwLinkTx) {
+		assert.Equal(t, "swlink/0/1", v.Key)
+	}
+	for _, v := range rec.Values(fieldGPUTemp) {
+		assert.True(t, strings.HasPrefix(v.Key, "gpu/"), "GPU fields only on GPUs: %s", v.Key)
+	}
+}
+
+func TestHealthStatus(t *testing.T) {
+	f := dcgmfake.New()
+	f.SetHealth(dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, Result: 10},
+		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, Result: 20})
+	s := newSource(t, f, group(10*time.Millisecond, counters.FieldExpGPUHealthStatus))
+	rec := &dcgmfake.Recorder{}
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	got := map[string]float64{}
+	for _, v := range rec.Values(counters.FieldExpGPUHealthStatus) {
+		got[v.Key] = v.V
+	}
+	assert.Equal(t, map[string]float64{
+		"gpu/GPU-00000000-0000-0000-0000-000000000000": 0,
+		"gpu/GPU-11111111-1111-1111-1111-111111111111": 20,
+	}, got, "worst incident per GPU")
+}
+
+func TestConnectErrorsNameModeAndCause(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   dcgm.Config
+		setup func(f *dcgmfake.Fake)
+		want  []string
+		is    error
+	}{
+		{"library missing", dcgm.Config{Mode: dcgm.ModeEmbedded},
+			func(f *dcgmfake.Fake) { f.Refuse(dcgm.ErrLibraryMissing) }, []string{"embedded mode", "libdcgm.so.4"}, dcgm.ErrLibraryMissing},
+		{"host engine not listening", dcgm.Config{RemoteHostengine: "gpu-node-3"},
+			func(f *dcgmfake.Fake) { f.Kill() }, []string{"remote mode (host engine at gpu-node-3:5555)", "not listening"}, dcgm.ErrNotListening},
+		{"unix socket", dcgm.Config{RemoteHostengine: "unix:///run/nvidia/he.sock"},
+			func(f *dcgmfake.Fake) { f.Kill() }, []string{"host engine socket /run/nvidia/he.sock"}, dcgm.ErrNotListening},
+		{"version mismatch", dcgm.Config{Mode: dcgm.ModeStart},
+			func(f *dcgmfake.Fake) { f.Refuse(dcgm.ErrVersionMismatch) }, []string{"start mode", "version mismatch"}, dcgm.ErrVersionMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := dcgmfake.New()
+			tt.setup(f)
+			l, _ := quietLog()
+			tt.cfg.Log = l
+			_, err := dcgm.New(f, tt.cfg)
+			require.Error(t, err)
+			require.ErrorIs(t, err, tt.is)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  dcgm.Config
+		want string
+	}{
+		{dcgm.Config{Mode: "cloud"}, `--dcgm.mode "cloud"`},
+		{dcgm.Config{Mode: dcgm.ModeRemote}, "needs --dcgm.remote-hostengine"},
+		{dcgm.Config{Mode: dcgm.ModeEmbedded, RemoteHostengine: "h:5555"}, "only used with --dcgm.mode=remote"},
+		{dcgm.Config{RemoteHostengine: "h:1:2"}, `--dcgm.remote-hostengine "h:1:2"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := dcgm.New(dcgmfake.New(), tt.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestDroppedConnectionReconnects(t *testing.T) {
+	f := dcgmfake.New()
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) > 0 })
+	f.Refuse(errors.New("refused for the test"))
+	f.DropConnection()
+
+	start := time.Now()
+	err := s.Collect(context.Background(), 0, rec)
+	require.ErrorIs(t, err, dcgm.ErrConnectionLost)
+	st := s.Status()
+	assert.False(t, st.Up)
+	require.Error(t, st.Err)
+	err = s.Collect(context.Background(), 0, rec)
+	require.Error(t, err, "while down, Collect fails")
+	assert.Less(t, time.Since(start), time.Second, "Collect fails fast while down")
+
+	f.Refuse(nil)
+	var changed bool
+	collectUntil(t, s, 0, rec, func() bool {
+		err := s.Collect(context.Background(), 0, rec)
+		changed = changed || errors.Is(err, source.ErrEntitiesChanged)
+		return s.Status().Up && changed
+	})
+	assert.Equal(t, 2, f.Connects())
+	n := len(rec.Values(fieldGPUTemp))
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) > n })
+	require.NoError(t, s.Collect(context.Background(), 0, rec), "ErrEntitiesChanged comes once")
+}
+
+func TestPauseResumeProfiling(t *testing.T) {
+	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldSMActive))
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSMActive)) > 0 })
+
+	require.NoError(t, s.PauseProfiling())
+	assert.True(t, f.Paused())
+	assert.True(t, s.Status().ProfilingPaused)
+	require.NoError(t, s.Collect(context.Background(), 0, rec)) // drains samples taken before the pause
+	n := len(rec.Values(fieldSMActive))
+	time.Sleep(30 * time.Millisecond)
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	assert.Equal(t, n, len(rec.Values(fieldSMActive)), "no profiling values while paused")
+
+	// A host engine restart forgets the pause; the reconnect takes it again.
+	f.Kill()
+	require.Error(t, s.Collect(context.Background(), 0, rec))
+	f.Restart()
+	collectUntil(t, s, 0, rec, func() bool { return s.Status().Up })
+	assert.True(t, f.Paused(), "pause re-applied after reconnect")
+
+	require.NoError(t, s.ResumeProfiling())
+	assert.False(t, s.Status().ProfilingPaused)
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSMActive)) > n })
+}
+
+func TestPauseWithoutProfilingModule(t *testing.T) {
+	f := dcgmfake.New()
+	f.SetPauseError(fmt.Errorf("dcgmProfPause: %w", dcgm.ErrModuleNotLoaded))
+	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	err := s.PauseProfiling()
+	require.ErrorIs(t, err, dcgm.ErrModuleNotLoaded)
+	assert.Contains(t, err.Error(), "no profiling lock to release")
+	assert.False(t, s.Status().ProfilingPaused)
+}
+
+// TestHostEngineRestartLoop kills and restarts the host engine 20 times while
+// a collection loop runs like the engine's: every kill is noticed, every
+// restart is survived, and the series return soon after each reconnect.
+func TestHostEngineRestartLoop(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	before := runtime.NumGoroutine()
+	f := dcgmfake.New()
+	l, _ := quietLog()
+	s, err := dcgm.New(f, testConfig(l))
+	require.NoError(t, err)
+	require.NoError(t, s.Watch([]source.Group{group(interval, fieldGPUTemp)}))
+
+	rec := &dcgmfake.Recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The engine collects each interval; polling faster only makes the
+		// measurement finer, since DCGM hands over what accumulated.
+		tick := time.NewTicker(interval / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if err := s.Collect(ctx, 0, rec); errors.Is(err, source.ErrEntitiesChanged) {
+				assert.Len(t, s.Entities(), 2)
+			}
+		}
+	}()
+
+	latest := func() int64 {
+		v := rec.Values(fieldGPUTemp)
+		if len(v) == 0 {
+			return 0
+		}
+		return v[len(v)-1].TS
+	}
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Backoff is capped at 10ms (+20% jitter) in testConfig; a restart may
+	// wait that long before the reconnect.
+	const budget = 2*interval + 12*time.Millisecond
+	var slow int
+	for i := range 20 {
+		f.Kill()
+		waitFor("the source to notice the kill", func() bool { return !s.Status().Up })
+		restarted := time.Now()
+		f.Restart()
+		waitFor("series to return", func() bool { return latest() > restarted.UnixNano()-int64(time.Microsecond) })
+		if d := time.Since(restarted); d > budget {
+			// A loaded CI machine can stall a goroutine; allow few.
+			slow++
+			t.Logf("restart %d: series back after %s", i, d)
+		}
+	}
+	assert.LessOrEqual(t, slow, 2, "series came back within two intervals after most restarts")
+	assert.Equal(t, 21, f.Connects())
+	cancel()
+	<-done
+	require.NoError(t, s.Close())
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "no goroutine leaked")
+}

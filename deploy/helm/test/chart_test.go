@@ -1,0 +1,449 @@
+// Package charttest renders the gpuscope Helm chart with the helm CLI and
+// decodes every object strictly into the Kubernetes API types, so an unknown
+// or misplaced field fails. It is its own module, so Helm and the Kubernetes
+// API machinery never reach the exporter binary.
+package charttest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	repoRoot = "../../.."
+	chartDir = "../gpuscope"
+)
+
+// helmBin finds the helm CLI that scripts/install-helm.sh installs.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "helm")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("helm not found: run scripts/install-helm.sh")
+	}
+	t.Skip("helm not found: run scripts/install-helm.sh")
+	return ""
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helmBin(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// rendered holds the chart's objects by kind and name.
+type rendered struct {
+	daemonSet       *appsv1.DaemonSet
+	configMaps      map[string]*corev1.ConfigMap
+	secrets         map[string]*corev1.Secret
+	services        []*corev1.Service
+	serviceAccounts []*corev1.ServiceAccount
+	serviceMonitor  *monitoringv1.ServiceMonitor
+	podMonitor      *monitoringv1.PodMonitor
+	prometheusRule  *monitoringv1.PrometheusRule
+	kinds           []string
+}
+
+func render(t *testing.T, sets ...string) rendered {
+	t.Helper()
+	args := []string{"template", "gpuscope", chartDir, "--namespace", "monitoring"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	require.NoError(t, err)
+	return decode(t, out)
+}
+
+// decode splits a multi-document stream and decodes each document strictly
+// into its API type.
+func decode(t *testing.T, stream string) rendered {
+	t.Helper()
+	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	for i, doc := range strings.Split(stream, "\n---") {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &head), "document %d", i)
+		var obj any
+		switch head.Kind {
+		case "DaemonSet":
+			r.daemonSet = &appsv1.DaemonSet{}
+			obj = r.daemonSet
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			defer func() { r.configMaps[cm.Name] = cm }()
+			obj = cm
+		case "Secret":
+			s := &corev1.Secret{}
+			defer func() { r.secrets[s.Name] = s }()
+			obj = s
+		case "Service":
+			s := &corev1.Service{}
+			r.services = append(r.services, s)
+			obj = s
+		case "ServiceAccount":
+			s := &corev1.ServiceAccount{}
+			r.serviceAccounts = append(r.serviceAccounts, s)
+			obj = s
+		case "ServiceMonitor":
+			r.serviceMonitor = &monitoringv1.ServiceMonitor{}
+			obj = r.serviceMonitor
+		case "PodMonitor":
+			r.podMonitor = &monitoringv1.PodMonitor{}
+			obj = r.podMonitor
+		case "PrometheusRule":
+			r.prometheusRule = &monitoringv1.PrometheusRule{}
+			obj = r.prometheusRule
+		default:
+			t.Fatalf("document %d: kind %q is not expected from the chart", i, head.Kind)
+		}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), obj), "document %d (%s):\n%s", i, head.Kind, doc)
+		r.kinds = append(r.kinds, head.Kind)
+	}
+	sort.Strings(r.kinds)
+	return r
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+func container(t *testing.T, ds *appsv1.DaemonSet, name string) corev1.Container {
+	t.Helper()
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return corev1.Container{}
+}
+
+func caps(c corev1.Container) []corev1.Capability {
+	if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
+		return nil
+	}
+	return c.SecurityContext.Capabilities.Add
+}
+
+func volume(ds *appsv1.DaemonSet, name string) *corev1.Volume {
+	for i, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return &ds.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	return nil
+}
+
+func TestDefaults(t *testing.T) {
+	r := render(t)
+	assert.Equal(t, []string{"ConfigMap", "DaemonSet", "Service", "ServiceAccount"}, r.kinds)
+	ds := r.daemonSet
+	require.NotNil(t, ds)
+	pod := ds.Spec.Template.Spec
+	c := container(t, ds, "gpuscope")
+
+	assert.Equal(t, map[string]string{"nvidia.com/gpu.present": "true"}, pod.NodeSelector)
+	require.Len(t, pod.Tolerations, 1)
+	assert.Equal(t, "nvidia.com/gpu", pod.Tolerations[0].Key)
+	assert.False(t, pod.HostPID, "hostPID only with shared-GPU attribution")
+	assert.Nil(t, pod.RuntimeClassName)
+	assert.Equal(t, "ghcr.io/gpuscope/gpuscope:0.1.0", c.Image)
+	assert.Contains(t, c.Args, "--kubernetes")
+	assert.Contains(t, c.Args, "--kubernetes.pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock")
+	assert.Contains(t, c.Args, "--collectors=/etc/gpuscope/counters/counters.csv")
+	assert.Contains(t, c.Args, "--dcgm.mode=embedded")
+
+	pr := volume(ds, "pod-resources")
+	require.NotNil(t, pr)
+	require.NotNil(t, pr.HostPath)
+	assert.Equal(t, "/var/lib/kubelet/pod-resources", pr.HostPath.Path, "the directory, not the socket")
+	assert.Equal(t, corev1.HostPathDirectory, *pr.HostPath.Type)
+	counters := volume(ds, "counters")
+	require.NotNil(t, counters)
+	require.NotNil(t, counters.ConfigMap)
+	for _, m := range c.VolumeMounts {
+		assert.Empty(t, m.SubPath, "mount %s: subPath would stop ConfigMap updates", m.Name)
+	}
+
+	var nodeName *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "NODE_NAME" {
+			nodeName = &c.Env[i]
+		}
+	}
+	require.NotNil(t, nodeName)
+	assert.Equal(t, "spec.nodeName", nodeName.ValueFrom.FieldRef.FieldPath)
+
+	assert.Equal(t, "/health", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/ready", c.ReadinessProbe.HTTPGet.Path)
+	assert.False(t, c.Resources.Requests.Cpu().IsZero())
+	assert.False(t, c.Resources.Limits.Memory().IsZero())
+	sc := c.SecurityContext
+	require.NotNil(t, sc)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.Empty(t, caps(c), "no capability without profiling")
+
+	cm := r.configMaps["gpuscope-counters"]
+	require.NotNil(t, cm)
+	assert.Contains(t, cm.Data["counters.csv"], "DCGM_FI_DEV_GPU_UTIL")
+	assert.NotContains(t, cm.Data["counters.csv"], "DCGM_FI_PROF_SM_ACTIVE")
+	require.Len(t, r.services, 1)
+	assert.Equal(t, int32(9400), r.services[0].Spec.Ports[0].Port)
+	require.Len(t, r.serviceAccounts, 1)
+	assert.False(t, *r.serviceAccounts[0].AutomountServiceAccountToken)
+}
+
+func TestOptions(t *testing.T) {
+	tests := []struct {
+		name  string
+		sets  []string
+		check func(t *testing.T, r rendered)
+	}{
+		{"profiling embedded gives gpuscope SYS_ADMIN", []string{"counters.profiling=true"}, func(t *testing.T, r rendered) {
+			assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(container(t, r.daemonSet, "gpuscope")))
+			assert.Contains(t, r.configMaps["gpuscope-counters"].Data["counters.csv"], "DCGM_FI_PROF_SM_ACTIVE")
+		}},
+		{"profiling with sidecar gives the host engine SYS_ADMIN", []string{"counters.profiling=true", "dcgm.mode=sidecar"}, func(t *testing.T, r rendered) {
+			require.Len(t, r.daemonSet.Spec.Template.Spec.Containers, 2)
+			assert.Empty(t, caps(container(t, r.daemonSet, "gpuscope")))
+			assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(container(t, r.daemonSet, "nv-hostengine")))
+			args := container(t, r.daemonSet, "gpuscope").Args
+			assert.Contains(t, args, "--dcgm.mode=remote")
+			assert.Contains(t, args, "--dcgm.remote-hostengine=127.0.0.1:5555")
+		}},
+		{"node host engine", []string{"dcgm.mode=node", "counters.profiling=true"}, func(t *testing.T, r rendered) {
+			c := container(t, r.daemonSet, "gpuscope")
+			assert.Contains(t, c.Args, "--dcgm.remote-hostengine=$(HOST_IP):5555")
+			assert.Empty(t, caps(c), "the node's host engine profiles, not gpuscope")
+			assert.Len(t, r.daemonSet.Spec.Template.Spec.Containers, 1)
+		}},
+		{"shared attribution runs in the host PID namespace", []string{"kubernetes.sharedGPUAttribution=true"}, func(t *testing.T, r rendered) {
+			assert.True(t, r.daemonSet.Spec.Template.Spec.HostPID)
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.shared-gpu-attribution")
+			assert.NotNil(t, volume(r.daemonSet, "pod-logs"))
+			assert.NotNil(t, volume(r.daemonSet, "container-logs"))
+		}},
+		{"kubernetes off", []string{"kubernetes.enabled=false", "source=sim"}, func(t *testing.T, r rendered) {
+			c := container(t, r.daemonSet, "gpuscope")
+			assert.NotContains(t, c.Args, "--kubernetes")
+			assert.Nil(t, volume(r.daemonSet, "pod-resources"))
+			assert.True(t, *c.SecurityContext.RunAsNonRoot)
+		}},
+		{"extra resource names and pod UID", []string{"kubernetes.resourceNames={example.com/gpu,example.com/mig-*}", "kubernetes.podUIDLabel=true"}, func(t *testing.T, r rendered) {
+			c := container(t, r.daemonSet, "gpuscope")
+			assert.Contains(t, c.Args, "--kubernetes.resource-names=example.com/gpu,example.com/mig-*")
+			assert.Contains(t, c.Args, "--kubernetes.pod-uid-label")
+			assert.False(t, r.daemonSet.Spec.Template.Spec.HostPID)
+		}},
+		{"service monitor", []string{"serviceMonitor.enabled=true", "serviceMonitor.additionalLabels.release=kps"}, func(t *testing.T, r rendered) {
+			require.NotNil(t, r.serviceMonitor)
+			assert.Equal(t, "kps", r.serviceMonitor.Labels["release"])
+			ep := r.serviceMonitor.Spec.Endpoints[0]
+			assert.True(t, ep.HonorLabels)
+			require.NotEmpty(t, ep.RelabelConfigs)
+			assert.Equal(t, "(pod|namespace|container)", ep.RelabelConfigs[0].Regex)
+		}},
+		{"pod monitor", []string{"podMonitor.enabled=true"}, func(t *testing.T, r rendered) {
+			require.NotNil(t, r.podMonitor)
+			assert.Equal(t, "metrics", *r.podMonitor.Spec.PodMetricsEndpoints[0].Port)
+		}},
+		{"prometheus rule from deploy/prometheus", []string{"prometheusRule.enabled=true"}, func(t *testing.T, r rendered) {
+			require.NotNil(t, r.prometheusRule)
+			want := 0
+			files, _ := filepath.Glob(filepath.Join(repoRoot, "deploy/prometheus/*.yml"))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				require.NoError(t, err)
+				var doc monitoringv1.PrometheusRuleSpec
+				require.NoError(t, yaml.Unmarshal(b, &doc), f)
+				want += len(doc.Groups)
+			}
+			assert.Len(t, r.prometheusRule.Spec.Groups, want)
+		}},
+		{"dashboards from grafana/dashboards", []string{"dashboards.enabled=true"}, func(t *testing.T, r rendered) {
+			cm := r.configMaps["gpuscope-dashboards"]
+			require.NotNil(t, cm)
+			assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
+			files, _ := filepath.Glob(filepath.Join(repoRoot, "grafana/dashboards/*.json"))
+			assert.Len(t, cm.Data, len(files))
+			for _, f := range files {
+				assert.Contains(t, cm.Data, filepath.Base(f))
+			}
+		}},
+		{"inline web config", []string{"webConfig.config=tls_server_config: {}", "serviceMonitor.enabled=true"}, func(t *testing.T, r rendered) {
+			s := r.secrets["gpuscope-web-config"]
+			require.NotNil(t, s)
+			assert.Contains(t, s.StringData, "web-config.yml")
+			c := container(t, r.daemonSet, "gpuscope")
+			assert.Contains(t, c.Args, "--web.config.file=/etc/gpuscope/web/web-config.yml")
+			assert.NotNil(t, c.LivenessProbe.TCPSocket, "basic auth would fail an HTTP probe")
+			assert.Equal(t, "https", string(*r.serviceMonitor.Spec.Endpoints[0].Scheme))
+		}},
+		{"existing web config secret", []string{"webConfig.existingSecret=my-tls"}, func(t *testing.T, r rendered) {
+			assert.Empty(t, r.secrets)
+			assert.Equal(t, "my-tls", volume(r.daemonSet, "web-config").Secret.SecretName)
+		}},
+		{"runtime class and HPC jobs", []string{"runtimeClassName=nvidia", "hpcJobMappingDir=/var/run/hpc-jobs"}, func(t *testing.T, r rendered) {
+			assert.Equal(t, "nvidia", *r.daemonSet.Spec.Template.Spec.RuntimeClassName)
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--hpc-job-mapping-dir=/var/run/hpc-jobs")
+			assert.Equal(t, "/var/run/hpc-jobs", volume(r.daemonSet, "hpc-jobs").HostPath.Path)
+		}},
+		{"everything on", []string{"counters.profiling=true", "dcgm.mode=sidecar", "kubernetes.sharedGPUAttribution=true",
+			"kubernetes.podUIDLabel=true", "serviceMonitor.enabled=true", "podMonitor.enabled=true", "prometheusRule.enabled=true",
+			"dashboards.enabled=true", "webConfig.config=basic_auth_users: {}", "runtimeClassName=nvidia"}, func(t *testing.T, r rendered) {
+			assert.Equal(t, []string{"ConfigMap", "ConfigMap", "DaemonSet", "PodMonitor", "PrometheusRule", "Secret",
+				"Service", "ServiceAccount", "ServiceMonitor"}, r.kinds)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, render(t, tt.sets...))
+		})
+	}
+}
+
+func TestLint(t *testing.T) {
+	out, err := helm(t, "lint", "--strict", chartDir)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "0 chart(s) failed")
+}
+
+func TestSchemaRejectsBadValues(t *testing.T) {
+	tests := []struct{ set, want string }{
+		{"source=cuda", "/source"},
+		{"dcgm.mode=remote", "/dcgm/mode"},
+		{"kubernetes.refreshInterval=5", "/kubernetes/refreshInterval"},
+		{"kubernetes.refreshInterval=soon", "/kubernetes/refreshInterval"},
+		{"service.port=70000", "/service/port"},
+		{"image.pullPolicy=Sometimes", "/image/pullPolicy"},
+		{"kubernetes.podResourcesDir=relative/dir", "/kubernetes/podResourcesDir"},
+		{"extraArgs={-v}", "/extraArgs/0"},
+		{"kubernetes.sharedGPUattribution=true", "sharedGPUattribution"},
+		{"serviceMonitor.honorLabels=yes", "/serviceMonitor/honorLabels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.set, func(t *testing.T) {
+			_, err := helm(t, "template", "gpuscope", chartDir, "--set", tt.set)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "schema")
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	_, err := helm(t, "template", "gpuscope", chartDir, "--set", "serviceMonitor.enabled=true", "--set", "service.enabled=false")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "serviceMonitor.enabled needs service.enabled")
+}
+
+// TestAssetsInSync guards the copies that scripts/sync-chart-assets.sh
+// puts into the chart against drift from their single sources.
+func TestAssetsInSync(t *testing.T) {
+	pairs := map[string]string{
+		"etc/default-counters.csv": "files/default-counters.csv",
+		"etc/dcp-metrics.csv":      "files/dcp-metrics.csv",
+	}
+	for _, g := range []struct{ src, dst string }{
+		{"deploy/prometheus/*.yml", "files/prometheus"},
+		{"grafana/dashboards/*.json", "files/dashboards"},
+	} {
+		srcs, err := filepath.Glob(filepath.Join(repoRoot, g.src))
+		require.NoError(t, err)
+		for _, s := range srcs {
+			rel, _ := filepath.Rel(repoRoot, s)
+			pairs[rel] = filepath.Join(g.dst, filepath.Base(s))
+		}
+		copies, err := filepath.Glob(filepath.Join(chartDir, g.dst, "*"+filepath.Ext(g.src)))
+		require.NoError(t, err)
+		for _, c := range copies {
+			_, err := os.Stat(filepath.Join(repoRoot, filepath.Dir(g.src), filepath.Base(c)))
+			assert.NoError(t, err, "%s has no source any more: run scripts/sync-chart-assets.sh", c)
+		}
+	}
+	for src, dst := range pairs {
+		want, err := os.ReadFile(filepath.Join(repoRoot, src))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(chartDir, dst))
+		require.NoError(t, err, "chart copy of %s missing: run scripts/sync-chart-assets.sh", src)
+		// A short message: the files are long, the fix is one command.
+		assert.True(t, bytes.Equal(want, got), "%s differs from its source %s: run scripts/sync-chart-assets.sh", dst, src)
+	}
+}
+
+// TestPlainManifestsInSync re-renders deploy/kubernetes and compares.
+func TestPlainManifestsInSync(t *testing.T) {
+	helmBin(t)
+	out := filepath.Join(t.TempDir(), "gpuscope.yaml")
+	cmd := exec.Command(filepath.Join(repoRoot, "scripts/render-manifests.sh"), out)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(helmBin(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	want, err := os.ReadFile(out)
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(repoRoot, "deploy/kubernetes/gpuscope.yaml"))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want, got), "deploy/kubernetes/gpuscope.yaml is stale: run scripts/render-manifests.sh")
+	r := decode(t, string(got))
+	assert.Equal(t, "gpuscope", r.daemonSet.Namespace)
+}
+
+// TestScrapeExamples checks deploy/examples with promtool. Debian's
+// Prometheus is built without Kubernetes service discovery, so that example
+// is only checked by a promtool that has it.
+func TestScrapeExamples(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool not found (Debian package prometheus)")
+		}
+		t.Skip("promtool not found (Debian package prometheus)")
+	}
+	for _, f := range []string{"prometheus-static.yml", "prometheus-kubernetes.yml"} {
+		t.Run(f, func(t *testing.T) {
+			out, err := exec.Command(promtool, "check", "config", filepath.Join(repoRoot, "deploy/examples", f)).CombinedOutput()
+			if err != nil && strings.Contains(string(out), "field kubernetes_sd_configs not found") {
+				t.Skip("this promtool has no Kubernetes service discovery")
+			}
+			require.NoError(t, err, string(out))
+		})
+	}
+}

@@ -1,0 +1,357 @@
+// Package verify checks the dashboards and the Prometheus rules together:
+// statically against each other and the runbooks, and live against the real
+// gpuscope binary on its sim source scraped by a real Prometheus server.
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/grafana/dash"
+)
+
+// repoRoot is the main module, two levels above this package.
+const repoRoot = "../.."
+
+// skipOrFail skips a test whose tool is missing, except in CI where a
+// missing tool means the test command is broken.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// start runs a process for the test's lifetime, its output in a log file
+// that is printed when the test fails.
+func start(t *testing.T, name string, dir string, args ...string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start(), "starting %s", name)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("%s log tail:\n%s", filepath.Base(name), b)
+		}
+	})
+}
+
+func waitHTTP(t *testing.T, u string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(u)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer 200 within %s", u, within)
+}
+
+func gpuscopeBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("GPUSCOPE_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "gpuscope")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpuscope")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "building gpuscope:\n%s", out)
+	return bin
+}
+
+type promResponse struct {
+	Status    string          `json:"status"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type promClient struct{ base string }
+
+func (c promClient) get(path string, params url.Values) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?"+params.Encode(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building request for %s: %w", path, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	var pr promResponse
+	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
+		return nil, fmt.Errorf("decoding %s answer: %w", path, err)
+	}
+	if pr.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", pr.ErrorType, pr.Error)
+	}
+	return pr.Data, nil
+}
+
+type sample struct {
+	Metric map[string]string `json:"metric"`
+}
+
+// query runs an instant query and returns its series; a scalar result
+// counts as one series.
+func (c promClient) query(expr string) ([]sample, error) {
+	data, err := c.get("/api/v1/query", url.Values{"query": {expr}})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decoding query result: %w", err)
+	}
+	if r.ResultType == "scalar" {
+		return []sample{{}}, nil
+	}
+	var s []sample
+	if err := json.Unmarshal(r.Result, &s); err != nil {
+		return nil, fmt.Errorf("decoding %s result: %w", r.ResultType, err)
+	}
+	return s, nil
+}
+
+type rule struct {
+	Name      string            `json:"name"`
+	Query     string            `json:"query"`
+	Type      string            `json:"type"`
+	Health    string            `json:"health"`
+	LastError string            `json:"lastError"`
+	Labels    map[string]string `json:"labels"`
+	EvalTime  float64           `json:"evaluationTime"`
+	LastEval  time.Time         `json:"lastEvaluation"`
+}
+
+func (c promClient) rules() ([]rule, error) {
+	data, err := c.get("/api/v1/rules", nil)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Groups []struct {
+			Rules []rule `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decoding rules: %w", err)
+	}
+	var out []rule
+	for _, g := range r.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out, nil
+}
+
+// grafanaBuiltins replaces Grafana's own interval variables with values
+// that fit a run of a minute scraped every second.
+var grafanaBuiltins = []string{"$__rate_interval", "1m", "$__range_s", "60", "$__range", "1m", "$__interval", "15s"}
+
+func substitute(expr string, vars map[string]string) string {
+	pairs := append([]string(nil), grafanaBuiltins...)
+	names := make([]string, 0, len(vars))
+	for n := range vars {
+		names = append(names, n)
+	}
+	// Longest first, so that $pod is not mistaken for a prefix of another.
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
+	for _, n := range names {
+		pairs = append(pairs, "${"+n+"}", vars[n], "$"+n, vars[n])
+	}
+	return strings.NewReplacer(pairs...).Replace(expr)
+}
+
+// labelValues evaluates label_values(selector, label) as Grafana does.
+func (c promClient) labelValues(q string) ([]string, error) {
+	inner := strings.TrimSuffix(strings.TrimPrefix(q, "label_values("), ")")
+	i := strings.LastIndex(inner, ",")
+	if i < 0 {
+		return nil, fmt.Errorf("variable query %q is not label_values(selector, label)", q)
+	}
+	selector, label := strings.TrimSpace(inner[:i]), strings.TrimSpace(inner[i+1:])
+	res, err := c.query(fmt.Sprintf("group by (%s) (%s)", label, selector))
+	if err != nil {
+		return nil, err
+	}
+	var vals []string
+	for _, s := range res {
+		if v := s.Metric[label]; v != "" {
+			vals = append(vals, v)
+		}
+	}
+	sort.Strings(vals)
+	return vals, nil
+}
+
+// TestLiveDashboardsAndRules runs the real exporter on its sim source with
+// the shipped profiling counters file and simulated pods, scrapes it with a
+// real Prometheus that loads the shipped rules, and checks that every
+// dashboard query and every recording rule returns data and that every
+// rule is healthy.
+func TestLiveDashboardsAndRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		skipOrFail(t, "prometheus is not installed (apt-get install -y prometheus): %v", err)
+	}
+	root, err := filepath.Abs(repoRoot)
+	require.NoError(t, err)
+	bin := gpuscopeBinary(t)
+
+	exporterAddr := freePort(t)
+	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
+		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods")
+	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
+
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %s
+  - %s
+scrape_configs:
+  - job_name: gpuscope
+    static_configs:
+      - targets: ["%s"]
+        labels:
+          cluster: sim
+`, filepath.Join(root, "deploy/prometheus/gpuscope-alerts.yml"),
+		filepath.Join(root, "deploy/prometheus/gpuscope-recording.yml"), exporterAddr)
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	promAddr := freePort(t)
+	start(t, promBin, dir, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr, "--log.level=warn")
+	waitHTTP(t, "http://"+promAddr+"/-/ready", 30*time.Second)
+	c := promClient{base: "http://" + promAddr}
+
+	// Wait for the rules to have run on data, then long enough for rates
+	// over a minute to have several samples to work with.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := c.query("node_model:gpuscope_gpus:count")
+		if err == nil && len(res) > 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "recording rules produced nothing within a minute (last error: %v)", err)
+		time.Sleep(time.Second)
+	}
+	time.Sleep(15 * time.Second)
+
+	rules, err := c.rules()
+	require.NoError(t, err)
+	require.NotEmpty(t, rules)
+	var problems []string
+	for _, r := range rules {
+		if r.Health != "ok" {
+			problems = append(problems, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
+		}
+		if r.Type != "recording" {
+			continue
+		}
+		res, err := c.query(r.Query)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("recording rule %s: %v", r.Name, err))
+		case len(res) == 0:
+			problems = append(problems, fmt.Sprintf("recording rule %s returns no series: %s", r.Name, r.Query))
+		}
+	}
+
+	files, err := dash.Files()
+	require.NoError(t, err)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	checked := 0
+	for _, name := range names {
+		qs, vs, err := dash.Extract(files[name])
+		require.NoError(t, err)
+		vars := map[string]string{"datasource": "prometheus"}
+		for _, v := range vs {
+			vals, err := c.labelValues(substitute(v.Query, vars))
+			if err != nil || len(vals) == 0 {
+				problems = append(problems, fmt.Sprintf("%s: variable %s (%s) has no values: %v", name, v.Name, v.Query, err))
+				vars[v.Name] = ".*"
+				continue
+			}
+			vars[v.Name] = vals[0]
+		}
+		t.Logf("%s: variables %v", name, vars)
+		for _, q := range qs {
+			expr := substitute(q.Expr, vars)
+			res, err := c.query(expr)
+			checked++
+			switch {
+			case err != nil:
+				problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", name, q.Panel, q.RefID, err, expr))
+			case len(res) == 0:
+				problems = append(problems, fmt.Sprintf("%s: panel %q %s returns no series\n    %s", name, q.Panel, q.RefID, expr))
+			}
+		}
+	}
+	t.Logf("checked %d rules and %d dashboard queries", len(rules), checked)
+	require.Empty(t, problems, "%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+}

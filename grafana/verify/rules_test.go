@@ -1,0 +1,128 @@
+package verify
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+const runbookURL = "https://github.com/gpuscope/gpuscope/blob/main/docs/runbooks.md#"
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Record      string            `yaml:"record"`
+			Expr        string            `yaml:"expr"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+type alertTests struct {
+	Tests []struct {
+		InputSeries   []any `yaml:"input_series"`
+		AlertRuleTest []struct {
+			Alertname string `yaml:"alertname"`
+			ExpAlerts []any  `yaml:"exp_alerts"`
+		} `yaml:"alert_rule_test"`
+	} `yaml:"tests"`
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, into), "parsing %s", path)
+}
+
+// anchors are GitHub's anchors of the level-2 headings of a markdown file.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]bool{}
+	strip := regexp.MustCompile(`[^a-z0-9 -]`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			a := strip.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), "")
+			out[strings.ReplaceAll(a, " ", "-")] = true
+		}
+	}
+	return out
+}
+
+func alerts(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	var rf ruleFile
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/gpuscope-alerts.yml"), &rf)
+	out := map[string]map[string]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "group %s holds a rule that is not an alert", g.Name)
+			m := map[string]string{"severity": r.Labels["severity"]}
+			for k, v := range r.Annotations {
+				m[k] = v
+			}
+			out[r.Alert] = m
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+func TestEveryAlertIsDocumented(t *testing.T) {
+	sections := anchors(t, filepath.Join(repoRoot, "docs/runbooks.md"))
+	for name, a := range alerts(t) {
+		assert.Contains(t, []string{"critical", "warning", "info"}, a["severity"], "%s: severity", name)
+		assert.NotEmpty(t, a["summary"], "%s: summary", name)
+		assert.NotEmpty(t, a["description"], "%s: description", name)
+		anchor, ok := strings.CutPrefix(a["runbook"], runbookURL)
+		if assert.True(t, ok, "%s: runbook %q does not point into docs/runbooks.md", name, a["runbook"]) {
+			assert.Equal(t, strings.ToLower(name), anchor, "%s: runbook anchor", name)
+			assert.True(t, sections[anchor], "%s: docs/runbooks.md has no section %q", name, anchor)
+		}
+		// GPU alerts name the host, the GPU and its model, and the pod when
+		// there is one. gpuscope_field_supported carries only field, gpu and
+		// UUID (docs/metrics.md), so that alert cannot name more.
+		if strings.Contains(a["description"], "$labels.gpu") && name != "GPUFieldUnsupported" {
+			for _, l := range []string{"$labels.Hostname", "$labels.modelName"} {
+				assert.Contains(t, a["description"], l, "%s: description", name)
+			}
+			if !strings.Contains(a["summary"]+a["description"], "$labels.pod") {
+				t.Errorf("%s: description does not name the pod", name)
+			}
+		}
+	}
+}
+
+// Every alert has promtool cases in which it fires and in which it stays
+// quiet: an evaluation expecting nothing, or input series (just below the
+// threshold) that must not make it fire.
+func TestEveryAlertIsUnitTested(t *testing.T) {
+	var at alertTests
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/tests/alerts_test.yml"), &at)
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range at.Tests {
+		for _, c := range tc.AlertRuleTest {
+			if len(c.ExpAlerts) > 0 {
+				fires[c.Alertname] = true
+			}
+			if len(c.ExpAlerts) < len(tc.InputSeries) {
+				quiet[c.Alertname] = true
+			}
+		}
+	}
+	for name := range alerts(t) {
+		assert.True(t, fires[name], "%s: no promtool case where it fires", name)
+		assert.True(t, quiet[name], "%s: no promtool case where it stays quiet", name)
+	}
+}

@@ -1,0 +1,67 @@
+package engine
+
+import "github.com/gpuscope/gpuscope/internal/source"
+
+// batch is the Sink a Collect call writes into. It stages the samples so the
+// source never runs under the engine's lock; its slices are reused, so the
+// steady state does not allocate.
+type batch struct {
+	vals        []stagedValue
+	texts       []stagedText
+	unsupported []stagedText
+	fails       []stagedFail
+	xids        []stagedValue
+}
+
+type stagedValue struct {
+	e     *source.Entity
+	field uint16
+	ts    int64
+	v     float64
+	code  uint64
+}
+
+type stagedText struct {
+	e     *source.Entity
+	field uint16
+	s     string
+}
+
+type stagedFail struct {
+	e     *source.Entity
+	field uint16
+	err   error
+}
+
+func (b *batch) reset() {
+	clear(b.vals)
+	b.vals = b.vals[:0]
+	clear(b.texts)
+	b.texts = b.texts[:0]
+	clear(b.unsupported)
+	b.unsupported = b.unsupported[:0]
+	clear(b.fails)
+	b.fails = b.fails[:0]
+	clear(b.xids)
+	b.xids = b.xids[:0]
+}
+
+func (b *batch) Value(e *source.Entity, field uint16, ts int64, v float64) {
+	b.vals = append(b.vals, stagedValue{e: e, field: field, ts: ts, v: v})
+}
+
+func (b *batch) Text(e *source.Entity, field uint16, s string) {
+	b.texts = append(b.texts, stagedText{e: e, field: field, s: s})
+}
+
+func (b *batch) Unsupported(e *source.Entity, field uint16, reason string) {
+	b.unsupported = append(b.unsupported, stagedText{e: e, field: field, s: reason})
+}
+
+func (b *batch) Fail(e *source.Entity, field uint16, err error) {
+	b.fails = append(b.fails, stagedFail{e: e, field: field, err: err})
+}
+
+func (b *batch) XID(e *source.Entity, xid uint64, ts int64) {
+	b.xids = append(b.xids, stagedValue{e: e, ts: ts, code: xid})
+}

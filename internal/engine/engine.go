@@ -1,0 +1,477 @@
+// Package engine samples a source in the background, each field group at its
+// watch interval, into bounded per-series buffers, and renders snapshots of
+// them as Prometheus exposition. A scrape never calls the source.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Source   source.Source
+	Counters *counters.Set
+	// DefaultInterval is the watch interval of fields whose CSV line gives
+	// none (dcgm-exporter's --collect-interval).
+	DefaultInterval time.Duration
+	// Window is the span of the window statistics.
+	Window time.Duration
+	// XIDWindow and ClockEventsWindow are the spans of dcgm-exporter's
+	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT.
+	XIDWindow, ClockEventsWindow time.Duration
+	Hostname                     string
+	Enrichers                    []enrich.Enricher
+	Log                          *logrus.Entry
+	// Now is the clock used for staleness and windows; time.Now when nil.
+	Now func() time.Time
+}
+
+// Engine owns the sampling loops and the series store.
+type Engine struct {
+	opts Options
+	log  *logrus.Entry
+	src  source.Source
+	enr  []enricherLabels
+
+	// collectMu serialises Collect calls and Watch, as the source contract
+	// promises.
+	collectMu sync.Mutex
+
+	// runMu guards the running loops and the reload sequence.
+	runMu   sync.Mutex
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup
+	baseCtx context.Context
+
+	mu       sync.RWMutex // guards everything below
+	plan     *plan
+	byPtr    map[*source.Entity]*entityState
+	byKey    map[string]*entityState
+	order    []*entityState
+	status   source.Status
+	sampled  bool
+	scratch  []float64
+	statusAt time.Time
+
+	m selfMetrics
+}
+
+type enricherLabels struct {
+	e     enrich.Enricher
+	names []string
+}
+
+// New checks the options and builds an engine; Start begins sampling.
+func New(opts Options) (*Engine, error) {
+	if opts.Source == nil {
+		return nil, errors.New("engine: no source")
+	}
+	if opts.Counters == nil || len(opts.Counters.Fields) == 0 {
+		return nil, errors.New("engine: no enabled field in the counters file")
+	}
+	if opts.DefaultInterval < counters.MinInterval {
+		return nil, fmt.Errorf("engine: collect interval %s is below the minimum %s", opts.DefaultInterval, counters.MinInterval)
+	}
+	if opts.Window <= 0 {
+		opts.Window = 15 * time.Second
+	}
+	if opts.XIDWindow <= 0 {
+		opts.XIDWindow = 5 * time.Minute
+	}
+	if opts.ClockEventsWindow <= 0 {
+		opts.ClockEventsWindow = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	e := &Engine{
+		opts:  opts,
+		log:   opts.Log,
+		src:   opts.Source,
+		byPtr: map[*source.Entity]*entityState{},
+		byKey: map[string]*entityState{},
+		m:     newSelfMetrics(),
+	}
+	for _, en := range opts.Enrichers {
+		e.enr = append(e.enr, enricherLabels{e: en, names: en.LabelNames()})
+	}
+	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window)
+	return e, nil
+}
+
+// Start watches the fields and starts one sampling loop per interval. A
+// source that refuses the watch is an error; later failures are not.
+func (e *Engine) Start(ctx context.Context) error {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.baseCtx = ctx
+	e.collectMu.Lock()
+	err := e.src.Watch(e.plan.groups)
+	e.collectMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("watching %d field groups on source %s: %w", len(e.plan.groups), e.src.Name(), err)
+	}
+	e.refreshEntities()
+	e.pollStatus()
+	e.startLoops()
+	go e.housekeeping(ctx)
+	return nil
+}
+
+// Stop ends the sampling loops and waits for them.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.stopLoops()
+}
+
+// Reload swaps in a new counters file. The series of fields that stay keep
+// their values and windows, so /metrics shows no gap. When the source refuses
+// the new watch, the old set is watched again and keeps running.
+func (e *Engine) Reload(set *counters.Set) error {
+	if set == nil || len(set.Fields) == 0 {
+		return errors.New("reload: no enabled field")
+	}
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window)
+	e.stopLoops()
+	e.collectMu.Lock()
+	err := e.src.Watch(np.groups)
+	if err != nil {
+		if rerr := e.src.Watch(e.plan.groups); rerr != nil {
+			e.log.WithError(rerr).Error("Re-watching the previous counters after a refused reload failed")
+		}
+	}
+	e.collectMu.Unlock()
+	if err != nil {
+		e.startLoops()
+		return fmt.Errorf("reload: source %s refused the new fields: %w", e.src.Name(), err)
+	}
+	e.mu.Lock()
+	old := e.plan
+	e.plan = np
+	for _, es := range e.byKey {
+		es.resize(np, old)
+		es.enrichGen = ^uint64(0)
+	}
+	e.mu.Unlock()
+	e.refreshEntities()
+	e.startLoops()
+	return nil
+}
+
+func (e *Engine) startLoops() {
+	ctx, cancel := context.WithCancel(e.baseCtx)
+	e.cancel = cancel
+	e.mu.RLock()
+	groups := e.plan.groups
+	e.mu.RUnlock()
+	for gi, g := range groups {
+		e.loops.Add(1)
+		go e.runGroup(ctx, gi, g.Interval)
+	}
+}
+
+func (e *Engine) stopLoops() {
+	if e.cancel != nil {
+		e.cancel()
+		e.loops.Wait()
+		e.cancel = nil
+	}
+}
+
+func (e *Engine) runGroup(ctx context.Context, gi int, interval time.Duration) {
+	defer e.loops.Done()
+	b := &batch{}
+	obs := e.m.collectDuration.WithLabelValues(interval.String())
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	failing := false
+	for {
+		start := time.Now()
+		err := e.collectOnce(ctx, gi, b)
+		obs.Observe(time.Since(start).Seconds())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				e.log.WithError(err).WithFields(logrus.Fields{"source": e.src.Name(), "interval": interval}).Warn("Collecting a field group failed; retrying at each interval")
+			}
+			failing = true
+		case err == nil && failing:
+			e.log.WithFields(logrus.Fields{"source": e.src.Name(), "interval": interval}).Info("Collecting the field group works again")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// collectOnce reads one group into b and applies it. A change of the
+// source's entities is handled here and is not an error.
+func (e *Engine) collectOnce(ctx context.Context, gi int, b *batch) error {
+	e.collectMu.Lock()
+	err := e.src.Collect(ctx, gi, b)
+	e.collectMu.Unlock()
+	e.apply(b)
+	b.reset()
+	if errors.Is(err, source.ErrEntitiesChanged) {
+		e.log.WithField("source", e.src.Name()).Info("Source entities changed; refreshing")
+		e.refreshEntities()
+		return nil
+	}
+	return err
+}
+
+// apply moves a staged batch into the store.
+func (e *Engine) apply(b *batch) {
+	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.plan
+	for i := range b.vals {
+		s := &b.vals[i]
+		es := e.byPtr[s.e]
+		si, ok := p.slotOf[s.field]
+		if es == nil || !ok {
+			continue
+		}
+		sv := &es.vals[si]
+		if s.ts >= sv.ts {
+			sv.ts, sv.v = s.ts, s.v
+		}
+		sv.has = true
+		if sv.support != supportYes {
+			sv.support = supportYes
+		}
+		sv.failing = false
+		if sv.ring != nil {
+			sv.ring.Push(s.ts, s.v)
+		}
+		if s.field == 112 && p.clock {
+			es.addClockMask(uint64(s.v), s.ts)
+		}
+		e.sampled = true
+	}
+	for _, x := range b.xids {
+		if es := e.byPtr[x.e]; es != nil {
+			es.addXID(x.code, x.ts)
+		}
+	}
+	for _, t := range b.texts {
+		es := e.byPtr[t.e]
+		ti, ok := p.textOf[t.field]
+		if es == nil || !ok || es.text[ti] == t.s {
+			continue
+		}
+		es.text[ti] = t.s
+		e.relabelLocked()
+	}
+	for _, u := range b.unsupported {
+		es := e.byPtr[u.e]
+		si, ok := p.slotOf[u.field]
+		if es == nil || !ok {
+			continue
+		}
+		sv := &es.vals[si]
+		if sv.support != supportNo {
+			e.log.WithFields(logrus.Fields{"field": fieldName(p, u.field), "entity": es.key, "reason": u.s}).
+				Warn("Field is not supported on this entity; it is left out of the exposition")
+		}
+		sv.support, sv.has = supportNo, false
+	}
+	for _, f := range b.fails {
+		es := e.byPtr[f.e]
+		si, ok := p.slotOf[f.field]
+		if es == nil || !ok {
+			continue
+		}
+		name := fieldName(p, f.field)
+		e.m.sampleErrors.WithLabelValues(name).Inc()
+		if sv := &es.vals[si]; !sv.failing {
+			sv.failing = true
+			e.log.WithError(f.err).WithFields(logrus.Fields{"field": name, "entity": es.key}).Warn("Reading a field failed")
+		}
+	}
+}
+
+func fieldName(p *plan, id uint16) string {
+	for _, f := range p.set.Fields {
+		if f.ID == id {
+			return f.Name
+		}
+	}
+	return fieldFor(p.set, id).Name
+}
+
+// refreshEntities re-reads the source's entity list. States are kept by
+// entity key, so a reconnect or a switch between DCGM and NVML keeps the
+// series of the entities both see.
+func (e *Engine) refreshEntities() {
+	list := e.src.Entities()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	byPtr := make(map[*source.Entity]*entityState, len(list))
+	byKey := make(map[string]*entityState, len(list))
+	for _, ent := range list {
+		k := ent.Key()
+		es := e.byKey[k]
+		if es == nil {
+			es = newEntityState(ent, e.plan)
+		} else {
+			es.ent = *ent
+		}
+		es.enrichGen = ^uint64(0)
+		byPtr[ent] = es
+		byKey[k] = es
+	}
+	e.byPtr, e.byKey = byPtr, byKey
+	e.order = e.order[:0]
+	for _, es := range byKey {
+		e.order = append(e.order, es)
+	}
+	sort.Slice(e.order, func(i, j int) bool { return entityLess(&e.order[i].ent, &e.order[j].ent) })
+	e.relabelLocked()
+}
+
+func entityLess(a, b *source.Entity) bool {
+	if a.GPU != b.GPU {
+		return a.GPU < b.GPU
+	}
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	if a.Switch != b.Switch {
+		return a.Switch < b.Switch
+	}
+	if a.GPUInstanceID != b.GPUInstanceID {
+		return a.GPUInstanceID < b.GPUInstanceID
+	}
+	if a.ComputeInstanceID != b.ComputeInstanceID {
+		return a.ComputeInstanceID < b.ComputeInstanceID
+	}
+	return a.Link < b.Link
+}
+
+// relabelLocked rebuilds the label strings whose inputs changed.
+func (e *Engine) relabelLocked() {
+	var gen uint64
+	for _, el := range e.enr {
+		gen += el.e.Generation()
+	}
+	gpus := map[int]*entityState{}
+	for _, es := range e.order {
+		if es.ent.Kind == source.GPU {
+			gpus[es.ent.GPU] = es
+		}
+	}
+	for _, es := range e.order {
+		var parent *entityState
+		if es.ent.Kind != source.GPU {
+			parent = gpus[es.ent.GPU]
+		}
+		es.labels = buildLabels(es, parent, e.plan, e.opts.Hostname, e.enr)
+		es.enrichGen = gen
+	}
+}
+
+// housekeeping polls the source's status and the enrichers' generations, so
+// that the scrape path reads both from memory.
+func (e *Engine) housekeeping(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.pollStatus()
+			e.mu.Lock()
+			var gen uint64
+			for _, el := range e.enr {
+				gen += el.e.Generation()
+			}
+			if len(e.order) > 0 && e.order[0].enrichGen != gen {
+				e.relabelLocked()
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+func (e *Engine) pollStatus() {
+	st := e.src.Status()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lost := make(map[string]bool, len(st.Lost))
+	for _, k := range st.Lost {
+		lost[k] = true
+	}
+	for _, es := range e.order {
+		es.lost = lost[es.key]
+	}
+	e.status = st
+	e.statusAt = e.opts.Now()
+}
+
+// Ready says whether the source is up and the first sample is in, and why
+// not when it is not.
+func (e *Engine) Ready() (bool, string) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	switch {
+	case !e.status.Up && e.status.Err != nil:
+		return false, fmt.Sprintf("source %s is down: %v", e.sourceName(), e.status.Err)
+	case !e.status.Up:
+		return false, fmt.Sprintf("source %s is down", e.sourceName())
+	case !e.sampled:
+		return false, "waiting for the first sample"
+	}
+	return true, fmt.Sprintf("source %s is up", e.sourceName())
+}
+
+func (e *Engine) sourceName() string {
+	if e.status.Active != "" {
+		return e.status.Active
+	}
+	return e.src.Name()
+}
+
+// Entities returns copies of the entities the engine currently knows, for
+// enrichers that map them (pod attribution) without calling the source.
+func (e *Engine) Entities() []*source.Entity {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*source.Entity, len(e.order))
+	for i, es := range e.order {
+		ent := es.ent
+		out[i] = &ent
+	}
+	return out
+}
+
+// Status returns the source status as last polled.
+func (e *Engine) Status() source.Status {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.status
+}

@@ -1,0 +1,514 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func parseSet(t testing.TB, csv string) *counters.Set {
+	t.Helper()
+	set, err := counters.Parse("test.csv", strings.NewReader(csv))
+	require.NoError(t, err)
+	return set
+}
+
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(bytes.NewBuffer(nil))
+	return logrus.NewEntry(l)
+}
+
+// newTestEngine builds an engine that is driven by hand: the test calls
+// collect instead of the background loops, so nothing depends on timing.
+func newTestEngine(t testing.TB, csv string, src *sourcetest.Source, clk *clock) *Engine {
+	t.Helper()
+	src.Now = clk.Now
+	e, err := New(Options{
+		Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: 10 * time.Second,
+		XIDWindow: time.Minute, ClockEventsWindow: time.Minute, Hostname: "node-1", Now: clk.Now, Log: quietLog(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, src.Watch(e.plan.groups))
+	e.refreshEntities()
+	e.pollStatus()
+	return e
+}
+
+// collectAll collects every group once.
+func collectAll(t testing.TB, e *Engine) {
+	t.Helper()
+	for gi := range e.plan.groups {
+		require.NoError(t, e.collectOnce(context.Background(), gi, &batch{}))
+	}
+}
+
+func scrape(t testing.TB, e *Engine) map[string]*dto.MetricFamily {
+	t.Helper()
+	out := e.Render(nil)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(out))
+	require.NoError(t, err, "exposition must parse:\n%s", out)
+	return mfs
+}
+
+// series returns the metric of the family whose labels include want.
+func series(mfs map[string]*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	mf := mfs[name]
+	if mf == nil {
+		return nil
+	}
+next:
+	for _, m := range mf.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	}
+	return m.Untyped.GetValue()
+}
+
+func constValues(v map[uint16]float64) sourcetest.ValueFunc {
+	return func(e *source.Entity, f uint16, _ time.Time) (float64, bool) {
+		x, ok := v[f]
+		return x + float64(e.GPU), ok
+	}
+}
+
+func TestPlanGroupsFieldsByInterval(t *testing.T) {
+	tests := []struct {
+		name      string
+		csv       string
+		intervals []time.Duration
+		ids       [][]uint16
+	}{
+		{
+			name:      "dcgm-exporter file: one group at the default interval",
+			csv:       "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
+			intervals: []time.Duration{time.Second},
+			ids:       [][]uint16{{150, 155}},
+		},
+		{
+			name: "three intervals, shortest first",
+			csv: "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\nDCGM_FI_DEV_GPU_TEMP, gauge, t, 5s\n" +
+				"DCGM_FI_PROF_DRAM_ACTIVE, gauge, d, 100ms\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
+			intervals: []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second},
+			ids:       [][]uint16{{1002, 1005}, {155}, {150}},
+		},
+		{
+			name:      "exporter-side fields watch what they derive from",
+			csv:       "DCGM_EXP_XID_ERRORS_COUNT, gauge, x\nDCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c, 2s\n",
+			intervals: []time.Duration{time.Second, 2 * time.Second},
+			ids:       [][]uint16{{230}, {112}},
+		},
+		{
+			name:      "a legacy and a current name share one watched field",
+			csv:       "dcgm_gpu_temp, gauge, t\nDCGM_FI_DEV_GPU_TEMP, gauge, t, 500ms\n",
+			intervals: []time.Duration{500 * time.Millisecond},
+			ids:       [][]uint16{{150}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlan(parseSet(t, tt.csv), time.Second, 15*time.Second)
+			require.Len(t, p.groups, len(tt.intervals))
+			for i, g := range p.groups {
+				assert.Equal(t, tt.intervals[i], g.Interval)
+				var ids []uint16
+				for _, f := range g.Fields {
+					ids = append(ids, f.ID)
+				}
+				sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+				assert.Equal(t, tt.ids[i], ids)
+			}
+		})
+	}
+}
+
+func TestRenderLabelsValuesAndTypes(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40, 156: 1000}))
+	src.Texts = map[uint16]string{1: "550.54.15"}
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"+
+		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy (in mJ).\n"+
+		"DCGM_FI_DRIVER_VERSION, label, Driver Version\n", src, clk)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+
+	temp := mfs["DCGM_FI_DEV_GPU_TEMP"]
+	require.NotNil(t, temp)
+	assert.Equal(t, dto.MetricType_GAUGE, temp.GetType())
+	assert.Equal(t, "GPU temperature (in C).", temp.GetHelp())
+	assert.Equal(t, dto.MetricType_COUNTER, mfs["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].GetType())
+	assert.NotContains(t, mfs, "DCGM_FI_DRIVER_VERSION", "label fields are labels, not families")
+
+	m := series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "1"})
+	require.Len(t, m, 1)
+	assert.Equal(t, 41.0, value(m[0]))
+	labels := map[string]string{}
+	for _, l := range m[0].Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	assert.Equal(t, map[string]string{
+		"gpu": "1", "UUID": "GPU-00000001-0000-0000-0000-000000000000", "pci_bus_id": "00000000:02:00.0",
+		"device": "nvidia1", "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-1",
+		"DCGM_FI_DRIVER_VERSION": "550.54.15",
+	}, labels)
+}
+
+func TestUnsupportedFieldIsAbsentNotZero(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, func(e *source.Entity, f uint16, _ time.Time) (float64, bool) {
+		if f == 1002 && e.GPU == 1 {
+			return 0, false
+		}
+		return 0.5, true
+	})
+	e := newTestEngine(t, "DCGM_FI_PROF_SM_ACTIVE, gauge, a\nDCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
+	collectAll(t, e)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE", map[string]string{"gpu": "0"}), 1)
+	assert.Empty(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE", map[string]string{"gpu": "1"}))
+	sup := series(mfs, "gpuscope_field_supported", map[string]string{"gpu": "1", "field": "DCGM_FI_PROF_SM_ACTIVE"})
+	require.Len(t, sup, 1)
+	assert.Equal(t, 0.0, value(sup[0]))
+	sup = series(mfs, "gpuscope_field_supported", map[string]string{"gpu": "0", "field": "DCGM_FI_PROF_SM_ACTIVE"})
+	require.Len(t, sup, 1)
+	assert.Equal(t, 1.0, value(sup[0]))
+}
+
+func TestWindowStatisticsMatchHandComputedValues(t *testing.T) {
+	clk := newClock()
+	// Ten samples 100 ms apart: 0.1, 0.2, ... 1.0 on GPU 0.
+	step := 0
+	src := sourcetest.NewGPUs(1, func(_ *source.Entity, f uint16, _ time.Time) (float64, bool) {
+		return float64(step) / 10, true
+	})
+	e := newTestEngine(t, "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, min max avg p50 p90 p99\n", src, clk)
+	for step = 1; step <= 10; step++ {
+		clk.Add(100 * time.Millisecond)
+		collectAll(t, e)
+	}
+	mfs := scrape(t, e)
+	want := map[string]float64{
+		"min": 0.1, "max": 1.0, "avg": 0.55,
+		// Linear interpolation between closest ranks: rank q*(n-1).
+		"p50": 0.55, "p90": 0.91, "p99": 0.991,
+	}
+	for stat, v := range want {
+		m := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"stat": stat, "gpu": "0"})
+		require.Len(t, m, 1, stat)
+		assert.InDelta(t, v, value(m[0]), 1e-9, stat)
+	}
+	n := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", map[string]string{"gpu": "0"})
+	require.Len(t, n, 1)
+	assert.Equal(t, 10.0, value(n[0]))
+
+	// The window slides: 10 s later only the samples of the last 10 s count,
+	// whoever scrapes.
+	for step = 1; step <= 5; step++ {
+		clk.Add(2 * time.Second)
+		collectAll(t, e)
+	}
+	mfs = scrape(t, e)
+	n = series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", map[string]string{"gpu": "0"})
+	require.Len(t, n, 1)
+	assert.Equal(t, 5.0, value(n[0]), "samples at -8s..0s are in a 10s window")
+	m := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"stat": "min", "gpu": "0"})
+	assert.InDelta(t, 0.1, value(m[0]), 1e-9)
+}
+
+func TestRepeatedXIDsEachCount(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{}))
+	e := newTestEngine(t, "DCGM_FI_DEV_XID_ERRORS, gauge, Last XID\nDCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs in window\n", src, clk)
+	at := clk.Now()
+	src.XIDs = []sourcetest.XID{{Entity: src.Ents[1], Code: 79, At: at}, {Entity: src.Ents[1], Code: 79, At: at.Add(time.Millisecond)}, {Entity: src.Ents[1], Code: 13, At: at}}
+	collectAll(t, e)
+	mfs := scrape(t, e)
+
+	tot := series(mfs, "gpuscope_xid_errors_total", map[string]string{"gpu": "1", "xid": "79"})
+	require.Len(t, tot, 1)
+	assert.Equal(t, 2.0, value(tot[0]))
+	assert.Equal(t, "GPU has fallen off the bus", labelOf(tot[0], "xid_description"))
+	last := series(mfs, "gpuscope_xid_last_seen_timestamp_seconds", map[string]string{"gpu": "1", "xid": "79"})
+	require.Len(t, last, 1)
+	assert.InDelta(t, float64(at.Add(time.Millisecond).UnixNano())/1e9, value(last[0]), 1e-3)
+	cnt := series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "79", "window_size_in_ms": "60000"})
+	require.Len(t, cnt, 1)
+	assert.Equal(t, 2.0, value(cnt[0]))
+	assert.Empty(t, series(mfs, "gpuscope_xid_errors_total", map[string]string{"gpu": "0"}))
+
+	// One more 79 a while later: the total keeps counting, the window count
+	// forgets what left the window.
+	clk.Add(2 * time.Minute)
+	src.XIDs = []sourcetest.XID{{Entity: src.Ents[1], Code: 79, At: clk.Now()}}
+	collectAll(t, e)
+	mfs = scrape(t, e)
+	assert.Equal(t, 3.0, value(series(mfs, "gpuscope_xid_errors_total", map[string]string{"gpu": "1", "xid": "79"})[0]))
+	assert.Equal(t, 1.0, value(series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "79"})[0]))
+	assert.Equal(t, 0.0, value(series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "13"})[0]))
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func TestClockEventsDecodeTheBitmask(t *testing.T) {
+	clk := newClock()
+	masks := []float64{0, 0x4, 0x4, 0x0, 0x4 | 0x40}
+	i := 0
+	src := sourcetest.NewGPUs(1, func(_ *source.Entity, f uint16, _ time.Time) (float64, bool) { return masks[i], true })
+	e := newTestEngine(t, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, reasons\nDCGM_EXP_CLOCK_EVENTS_COUNT, gauge, events\n", src, clk)
+	for i = range masks {
+		clk.Add(time.Second)
+		collectAll(t, e)
+	}
+	mfs := scrape(t, e)
+	check := func(family, event string, want float64) {
+		t.Helper()
+		m := series(mfs, family, map[string]string{"clock_event": event})
+		require.Len(t, m, 1, family+" "+event)
+		assert.Equal(t, want, value(m[0]), family+" "+event)
+	}
+	check("gpuscope_clock_events_total", "sw_power_cap", 2)
+	check("gpuscope_clock_events_total", "hw_thermal_slowdown", 1)
+	check("gpuscope_clock_events_total", "gpu_idle", 0)
+	check("gpuscope_clock_event_active", "sw_power_cap", 1)
+	check("gpuscope_clock_event_active", "hw_thermal_slowdown", 1)
+	check("gpuscope_clock_event_active", "hw_slowdown", 0)
+	check("DCGM_EXP_CLOCK_EVENTS_COUNT", "sw_power_cap", 2)
+	m := series(mfs, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", nil)
+	require.Len(t, m, 1)
+	assert.Equal(t, float64(0x44), value(m[0]))
+}
+
+func TestStaleSeriesLeaveTheExposition(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
+	collectAll(t, e)
+	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1)
+	src.Down = true
+	clk.Add(29 * time.Second)
+	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1, "recent values are served while the source is down")
+	clk.Add(2 * time.Second)
+	assert.Empty(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), "values older than 10 intervals (at least 30s) are dropped")
+}
+
+func TestReloadKeepsSeriesAndRefusedReloadKeepsOldSet(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40, 155: 300, 1002: 0.5}))
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\n", src, clk)
+	e.baseCtx = context.Background()
+	for range 3 {
+		clk.Add(100 * time.Millisecond)
+		collectAll(t, e)
+	}
+	require.NoError(t, e.Reload(parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max avg\n")))
+	e.Stop()
+	// Straight after the reload, before any new sample: old fields still
+	// served, window kept.
+	mfs := scrape(t, e)
+	assert.Len(t, series(mfs, "DCGM_FI_DEV_GPU_TEMP", nil), 1)
+	w := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", nil)
+	require.Len(t, w, 1)
+	assert.GreaterOrEqual(t, value(w[0]), 3.0, "the window survives the reload")
+	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"stat": "avg"}), 1)
+
+	src.Lock()
+	src.WatchErr = errors.New("refused")
+	src.Unlock()
+	err := e.Reload(parseSet(t, "DCGM_FI_DEV_MEM_CLOCK, gauge, m\n"))
+	e.Stop()
+	require.Error(t, err)
+	src.Lock()
+	src.WatchErr = nil
+	src.Unlock()
+	collectAll(t, e)
+	mfs = scrape(t, e)
+	assert.Len(t, series(mfs, "DCGM_FI_DEV_POWER_USAGE", nil), 1, "the previous set keeps running")
+	assert.Empty(t, series(mfs, "DCGM_FI_DEV_MEM_CLOCK", nil))
+}
+
+func TestEntitiesChangeKeepsSeriesByKey(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
+	collectAll(t, e)
+	// The source reconnects: new pointers, same GPUs, plus one more.
+	fresh := sourcetest.NewGPUs(3, nil)
+	src.Lock()
+	src.Ents = fresh.Ents
+	src.ChangeEntities = true
+	src.Unlock()
+	collectAll(t, e)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	assert.Len(t, series(mfs, "DCGM_FI_DEV_GPU_TEMP", nil), 3)
+	assert.Equal(t, 3.0, value(series(mfs, "gpuscope_gpus", nil)[0]))
+}
+
+func TestReady(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
+	ok, why := e.Ready()
+	assert.False(t, ok)
+	assert.Contains(t, why, "first sample")
+	collectAll(t, e)
+	ok, _ = e.Ready()
+	assert.True(t, ok)
+	src.Lock()
+	src.Down = true
+	src.Unlock()
+	e.pollStatus()
+	ok, why = e.Ready()
+	assert.False(t, ok)
+	assert.Contains(t, why, "down")
+}
+
+func TestLostGPUIsReported(t *testing.T) {
+	clk := newClock()
+	src := &lostSource{Source: sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))}
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src.Source, clk)
+	e.src = src
+	src.lost = []string{src.Ents[1].Key()}
+	e.pollStatus()
+	mfs := scrape(t, e)
+	assert.Equal(t, 1.0, value(series(mfs, "gpuscope_gpu_lost", map[string]string{"gpu": "1"})[0]))
+	assert.Equal(t, 0.0, value(series(mfs, "gpuscope_gpu_lost", map[string]string{"gpu": "0"})[0]))
+}
+
+type lostSource struct {
+	*sourcetest.Source
+	lost []string
+}
+
+func (l *lostSource) Status() source.Status { return source.Status{Up: true, Lost: l.lost} }
+
+func TestBackgroundLoopsSampleAtTheirIntervals(t *testing.T) {
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40, 1002: 0.5}))
+	set := parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 1s\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms\n")
+	e, err := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Log: quietLog()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, e.Start(ctx))
+	require.Eventually(t, func() bool { ok, _ := e.Ready(); return ok }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		src.Lock()
+		defer src.Unlock()
+		return src.Collects >= 12
+	}, 20*time.Second, 10*time.Millisecond)
+	e.Stop()
+	src.Lock()
+	n := src.Collects
+	src.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	src.Lock()
+	defer src.Unlock()
+	assert.Equal(t, n, src.Collects, "no collection after Stop")
+}
+
+func TestApplyDoesNotAllocate(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(8, constValues(map[uint16]float64{150: 40, 1002: 0.5, 1004: 0.3}))
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max p99\nDCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, a, 100ms, max\n", src, clk)
+	b := &batch{}
+	gi := 0 // the 100 ms group
+	ctx := context.Background()
+	for range 200 { // fill the rings and grow the batch once
+		clk.Add(100 * time.Millisecond)
+		require.NoError(t, e.collectOnce(ctx, gi, b))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		clk.Add(100 * time.Millisecond)
+		_ = e.collectOnce(ctx, gi, b)
+	})
+	assert.Zero(t, allocs, "sampling allocates nothing in the steady state")
+}
+
+func TestExpositionEscapesLabelValues(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src.Ents[0].ModelName = "weird \"model\"\\name"
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
+	collectAll(t, e)
+	m := series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil)
+	require.Len(t, m, 1)
+	assert.Equal(t, "weird \"model\"\\name", labelOf(m[0], "modelName"))
+}
+
+func ExampleEngine_Render() {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src.Now = clk.Now
+	set, _ := counters.Parse("example.csv", strings.NewReader("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"))
+	e, _ := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog()})
+	_ = src.Watch(e.plan.groups)
+	e.refreshEntities()
+	_ = e.collectOnce(context.Background(), 0, &batch{})
+	fmt.Print(strings.SplitAfter(string(e.Render(nil)), "\n")[2])
+	// Output: DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:01:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1"} 40
+}

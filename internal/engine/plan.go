@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/internal/window"
+)
+
+// slot is one distinct field the source is asked to read. Several CSV lines
+// can share a slot (a legacy name and its current name both resolve to one
+// DCGM field ID).
+type slot struct {
+	id       uint16
+	interval time.Duration
+	// ringCap is the number of samples the window needs; 0 when no metric of
+	// this slot asks for statistics.
+	ringCap int
+	// stale is how old the latest sample may be before the series is left
+	// out of the exposition.
+	stale time.Duration
+}
+
+// metric is one exported family that is read straight from a slot.
+type metric struct {
+	field  counters.Field
+	slot   int
+	header string // "# HELP ...\n# TYPE ...\n"
+	// windowHeader and samplesHeader head the window statistics families;
+	// empty when the field asks for none.
+	windowHeader, samplesHeader string
+}
+
+// plan is everything the engine derives from one counters file. A reload
+// builds a new plan and swaps it in whole.
+type plan struct {
+	set     *counters.Set
+	groups  []source.Group
+	slots   []slot
+	slotOf  map[uint16]int
+	metrics []metric
+	// labelFields are the label-type fields; textOf maps their field ID to
+	// their index in entityState.text.
+	labelFields []counters.Field
+	textOf      map[uint16]int
+	// xid and clock say whether the XID and clock-event families of
+	// gpuscope's own are exported; expXID and expClock hold dcgm-exporter's
+	// window-count lines when the CSV enables them.
+	xid, clock       bool
+	expXID, expClock *counters.Field
+}
+
+// newPlan groups the fields of set by watch interval. XID and clock-event
+// reasons are watched implicitly when an exporter-side field needs them.
+func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
+	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}}
+	intervalOf := map[uint16]time.Duration{}
+	want := func(id uint16, iv time.Duration) {
+		if iv <= 0 {
+			iv = defaultInterval
+		}
+		if cur, ok := intervalOf[id]; !ok || iv < cur {
+			intervalOf[id] = iv
+		}
+	}
+	var sourceFields []counters.Field
+	for i := range set.Fields {
+		f := set.Fields[i]
+		switch f.ID {
+		case counters.FieldExpXIDErrorsCount:
+			p.expXID, p.xid = &set.Fields[i], true
+			want(counters.FieldXIDErrors, f.Interval)
+			continue
+		case counters.FieldExpClockEventsCount:
+			p.expClock, p.clock = &set.Fields[i], true
+			want(counters.FieldClockEventReasons, f.Interval)
+			continue
+		case counters.FieldXIDErrors:
+			p.xid = true
+		case counters.FieldClockEventReasons:
+			p.clock = true
+		}
+		want(f.ID, f.Interval)
+		sourceFields = append(sourceFields, f)
+	}
+	ids := make([]uint16, 0, len(intervalOf))
+	for id := range intervalOf {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		iv := intervalOf[id]
+		stale := 10 * iv
+		if stale < 30*time.Second {
+			stale = 30 * time.Second
+		}
+		p.slotOf[id] = len(p.slots)
+		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})
+	}
+	for _, f := range sourceFields {
+		si := p.slotOf[f.ID]
+		if f.Type == counters.Label {
+			if _, ok := p.textOf[f.ID]; !ok {
+				p.textOf[f.ID] = len(p.labelFields)
+			}
+			p.labelFields = append(p.labelFields, f)
+			continue
+		}
+		m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String())}
+		if len(f.Stats) > 0 {
+			s := &p.slots[si]
+			if c := int(win/s.interval) + 2; c > s.ringCap {
+				s.ringCap = min(c, window.MaxCapacity)
+			}
+			m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
+			m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
+		}
+		p.metrics = append(p.metrics, m)
+	}
+	// One group per distinct interval, shortest first, each field once.
+	byInterval := map[time.Duration]int{}
+	for _, s := range p.slots {
+		gi, ok := byInterval[s.interval]
+		if !ok {
+			gi = len(p.groups)
+			byInterval[s.interval] = gi
+			p.groups = append(p.groups, source.Group{Interval: s.interval})
+		}
+		p.groups[gi].Fields = append(p.groups[gi].Fields, fieldFor(set, s.id))
+	}
+	sort.SliceStable(p.groups, func(i, j int) bool { return p.groups[i].Interval < p.groups[j].Interval })
+	return p
+}
+
+// fieldFor returns the CSV line of a field ID, or a bare field for the
+// implicitly watched ones.
+func fieldFor(set *counters.Set, id uint16) counters.Field {
+	for _, f := range set.Fields {
+		if f.ID == id {
+			return f
+		}
+	}
+	switch id {
+	case counters.FieldXIDErrors:
+		return counters.Field{Name: "DCGM_FI_DEV_XID_ERRORS", ID: id, Type: counters.Gauge}
+	case counters.FieldClockEventReasons:
+		return counters.Field{Name: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", ID: id, Type: counters.Gauge}
+	}
+	return counters.Field{ID: id, Type: counters.Gauge}
+}
+
+func familyHeader(name, help, typ string) string {
+	return "# HELP " + name + " " + escapeHelp(help) + "\n# TYPE " + name + " " + typ + "\n"
+}

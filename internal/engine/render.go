@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// renderScratch is the per-render working memory, pooled so that concurrent
+// scrapes neither share nor allocate it.
+type renderScratch struct {
+	vals    []float64
+	samples []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return &renderScratch{} }}
+
+var statLabels = map[counters.Stat]string{
+	counters.StatMin: `,stat="min"} `,
+	counters.StatMax: `,stat="max"} `,
+	counters.StatAvg: `,stat="avg"} `,
+	counters.StatP50: `,stat="p50"} `,
+	counters.StatP90: `,stat="p90"} `,
+	counters.StatP99: `,stat="p99"} `,
+}
+
+// Render appends the exposition of the GPU series to buf: the CSV fields,
+// their window statistics, the XID and clock-event families, and the
+// per-GPU self metrics. It reads the store only.
+func (e *Engine) Render(buf []byte) []byte {
+	sc := scratchPool.Get().(*renderScratch)
+	defer scratchPool.Put(sc)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	now := e.opts.Now().UnixNano()
+	p := e.plan
+	for mi := range p.metrics {
+		m := &p.metrics[mi]
+		stale := now - int64(p.slots[m.slot].stale)
+		wrote := false
+		for _, es := range e.order {
+			sv := &es.vals[m.slot]
+			if !sv.has || sv.ts < stale {
+				continue
+			}
+			if !wrote {
+				buf = append(buf, m.header...)
+				wrote = true
+			}
+			buf = appendSample(buf, m.field.Name, es.labels, "} ", sv.v)
+		}
+	}
+	since := now - int64(e.opts.Window)
+	for mi := range p.metrics {
+		m := &p.metrics[mi]
+		if m.windowHeader == "" {
+			continue
+		}
+		wrote := false
+		sc.samples = sc.samples[:0]
+		for _, es := range e.order {
+			sv := &es.vals[m.slot]
+			if sv.ring == nil || sv.support == supportNo {
+				continue
+			}
+			var st statsView
+			st.Stats, sc.vals = sv.ring.Compute(since, sc.vals)
+			if st.Count == 0 {
+				continue
+			}
+			if !wrote {
+				buf = append(buf, m.windowHeader...)
+				sc.samples = append(sc.samples, m.samplesHeader...)
+				wrote = true
+			}
+			for _, s := range m.field.Stats {
+				buf = appendSample(buf, m.field.Name+"_window", es.labels, statLabels[s], st.get(s))
+			}
+			sc.samples = appendSample(sc.samples, m.field.Name+"_window_samples", es.labels, "} ", float64(st.Count))
+		}
+		buf = append(buf, sc.samples...)
+	}
+	buf = e.renderEvents(buf, now)
+	buf = e.renderHealth(buf)
+	return buf
+}
+
+func (e *Engine) renderEvents(buf []byte, now int64) []byte {
+	p := e.plan
+	if p.xid {
+		buf = appendFamily(buf, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
+			func(b []byte, es *entityState) []byte {
+				for _, x := range es.xids {
+					b = appendSample(b, "gpuscope_xid_errors_total", es.labels, x.label+"} ", float64(x.total))
+				}
+				return b
+			})
+		buf = appendFamily(buf, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
+			func(b []byte, es *entityState) []byte {
+				for _, x := range es.xids {
+					b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", es.labels, x.label+"} ", float64(x.lastSeen)/1e9)
+				}
+				return b
+			})
+	}
+	if f := p.expXID; f != nil {
+		since := now - int64(e.opts.XIDWindow)
+		win := `",window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"} `
+		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+			func(b []byte, es *entityState) []byte {
+				for _, x := range es.xids {
+					b = appendSample(b, f.Name, es.labels, `,xid="`+gpuevents.XIDLabel(x.code)+win, float64(es.xidRecent.count(x.code, since)))
+				}
+				return b
+			})
+	}
+	if p.clock {
+		buf = appendFamily(buf, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
+			func(b []byte, es *entityState) []byte {
+				if !es.clockSeen {
+					return b
+				}
+				for _, ce := range gpuevents.ClockEvents {
+					v := 0.0
+					if es.clockMask&ce.Bit != 0 {
+						v = 1
+					}
+					b = appendSample(b, "gpuscope_clock_event_active", es.labels, `,clock_event="`+ce.Name+`"} `, v)
+				}
+				return b
+			})
+		buf = appendFamily(buf, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
+			func(b []byte, es *entityState) []byte {
+				if !es.clockSeen {
+					return b
+				}
+				for i, ce := range gpuevents.ClockEvents {
+					b = appendSample(b, "gpuscope_clock_events_total", es.labels, `,clock_event="`+ce.Name+`"} `, float64(es.clockTot[i]))
+				}
+				return b
+			})
+	}
+	if f := p.expClock; f != nil {
+		since := now - int64(e.opts.ClockEventsWindow)
+		win := `",window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"} `
+		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+			func(b []byte, es *entityState) []byte {
+				if !es.clockSeen {
+					return b
+				}
+				for i, ce := range gpuevents.ClockEvents {
+					b = appendSample(b, f.Name, es.labels, `,clock_event="`+ce.Name+win, float64(es.clockRec.count(uint64(i), since)))
+				}
+				return b
+			})
+	}
+	return buf
+}
+
+func (e *Engine) renderHealth(buf []byte) []byte {
+	gpus := 0
+	for _, es := range e.order {
+		if es.ent.Kind == source.GPU {
+			gpus++
+		}
+	}
+	buf = append(buf, familyHeader("gpuscope_gpus", "GPUs the source sees now.", "gauge")...)
+	buf = appendSample(buf, "gpuscope_gpus", "{", "} ", float64(gpus))
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_lost", "1 while the GPU stopped answering; gpuscope retries it with backoff.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if es.ent.Kind != source.GPU {
+				return b
+			}
+			v := 0.0
+			if es.lost {
+				v = 1
+			}
+			return appendSample(b, "gpuscope_gpu_lost", es.labels, "} ", v)
+		})
+	p := e.plan
+	buf = appendFamily(buf, e.order, "gpuscope_field_supported", "1 when the GPU serves the field of the counters file, 0 when it cannot; the field is then absent, never 0.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if es.ent.Kind != source.GPU {
+				return b
+			}
+			for mi := range p.metrics {
+				m := &p.metrics[mi]
+				sv := &es.vals[m.slot]
+				var v float64
+				switch sv.support {
+				case supportYes:
+					v = 1
+				case supportNo:
+					v = 0
+				default:
+					continue
+				}
+				b = append(b, `gpuscope_field_supported{field="`...)
+				b = append(b, m.field.Name...)
+				b = append(b, `",gpu="`...)
+				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
+				b = append(b, `",UUID="`...)
+				b = append(b, escapeLabel(es.ent.UUID)...)
+				b = append(b, `"} `...)
+				b = appendFloat(b, v)
+				b = append(b, '\n')
+			}
+			return b
+		})
+	return buf
+}
+
+// appendFamily writes a family's header and the samples each entity adds,
+// leaving out the header when no entity adds any.
+func appendFamily(buf []byte, order []*entityState, name, help, typ string, each func([]byte, *entityState) []byte) []byte {
+	mark := len(buf)
+	buf = append(buf, familyHeader(name, help, typ)...)
+	body := len(buf)
+	for _, es := range order {
+		buf = each(buf, es)
+	}
+	if len(buf) == body {
+		return buf[:mark]
+	}
+	return buf
+}
+
+func appendSample(buf []byte, name, labels, tail string, v float64) []byte {
+	buf = append(buf, name...)
+	buf = append(buf, labels...)
+	buf = append(buf, tail...)
+	buf = appendFloat(buf, v)
+	return append(buf, '\n')
+}
+
+func appendFloat(buf []byte, v float64) []byte {
+	switch {
+	case math.IsInf(v, 1):
+		return append(buf, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(buf, "-Inf"...)
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.AppendInt(buf, int64(v), 10)
+	}
+	return strconv.AppendFloat(buf, v, 'g', -1, 64)
+}

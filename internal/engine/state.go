@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuscope/gpuscope/internal/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/internal/window"
+)
+
+// Bounds on the event history of one entity. XIDs are rare; a GPU that
+// storms faster than this keeps its totals exact and only the window counts
+// of dcgm-exporter's family saturate.
+const (
+	maxXIDCodes     = 64
+	maxRecentEvents = 512
+)
+
+type support int8
+
+const (
+	supportUnknown support = iota
+	supportYes
+	supportNo
+)
+
+// seriesVal is the latest sample of one slot on one entity, and its window.
+type seriesVal struct {
+	ts      int64
+	v       float64
+	has     bool
+	failing bool
+	support support
+	ring    *window.Ring
+}
+
+type xidCount struct {
+	code     uint64
+	total    uint64
+	lastSeen int64
+	label    string // `,xid="79",xid_description="..."`
+}
+
+// event is one XID or clock event kept for the window counts.
+type event struct {
+	ts   int64
+	code uint64
+}
+
+// eventRing keeps the most recent events, oldest overwritten first.
+type eventRing struct {
+	buf  []event
+	head int
+	n    int
+}
+
+func (r *eventRing) push(ev event) {
+	if r.buf == nil {
+		r.buf = make([]event, maxRecentEvents)
+	}
+	r.buf[r.head] = ev
+	r.head = (r.head + 1) % len(r.buf)
+	if r.n < len(r.buf) {
+		r.n++
+	}
+}
+
+// count returns the events with code newer than since.
+func (r *eventRing) count(code uint64, since int64) int {
+	c := 0
+	for i := 0; i < r.n; i++ {
+		ev := r.buf[(r.head-1-i+len(r.buf))%len(r.buf)]
+		if ev.ts <= since {
+			break
+		}
+		if ev.code == code {
+			c++
+		}
+	}
+	return c
+}
+
+// entityState is what the engine knows of one entity.
+type entityState struct {
+	ent source.Entity
+	key string
+	// labels is the label set without the closing brace, `{gpu="0",...`,
+	// so that families with extra labels can append theirs.
+	labels string
+	// enrichGen is the sum of the enrichers' generations labels was built
+	// with.
+	enrichGen uint64
+	vals      []seriesVal
+	text      []string
+	xids      []xidCount
+	xidRecent eventRing
+	clockMask uint64
+	clockSeen bool
+	clockTot  [9]uint64
+	clockRec  eventRing
+	lost      bool
+}
+
+func newEntityState(e *source.Entity, p *plan) *entityState {
+	es := &entityState{ent: *e, key: e.Key()}
+	es.resize(p, nil)
+	return es
+}
+
+// resize lays out the per-slot values for plan p, carrying the samples of
+// the fields that old also had.
+func (es *entityState) resize(p *plan, old *plan) {
+	vals := make([]seriesVal, len(p.slots))
+	for i, s := range p.slots {
+		if old != nil {
+			if oi, ok := old.slotOf[s.id]; ok && oi < len(es.vals) {
+				vals[i] = es.vals[oi]
+			}
+		}
+		switch {
+		case s.ringCap == 0:
+			vals[i].ring = nil
+		case vals[i].ring == nil:
+			vals[i].ring = window.NewRing(s.ringCap)
+		case vals[i].ring.Cap() != s.ringCap:
+			r := window.NewRing(s.ringCap)
+			r.CopyFrom(vals[i].ring)
+			vals[i].ring = r
+		}
+	}
+	es.vals = vals
+	text := make([]string, len(p.labelFields))
+	if old != nil {
+		for id, ni := range p.textOf {
+			if oi, ok := old.textOf[id]; ok && oi < len(es.text) {
+				text[ni] = es.text[oi]
+			}
+		}
+	}
+	es.text = text
+}
+
+func (es *entityState) addXID(code uint64, ts int64) {
+	es.xidRecent.push(event{ts: ts, code: code})
+	for i := range es.xids {
+		if es.xids[i].code == code {
+			es.xids[i].total++
+			if ts > es.xids[i].lastSeen {
+				es.xids[i].lastSeen = ts
+			}
+			return
+		}
+	}
+	if len(es.xids) >= maxXIDCodes {
+		return
+	}
+	es.xids = append(es.xids, xidCount{
+		code: code, total: 1, lastSeen: ts,
+		label: `,xid="` + gpuevents.XIDLabel(code) + `",xid_description="` + escapeLabel(gpuevents.XIDDescription(code)) + `"`,
+	})
+	sort.Slice(es.xids, func(i, j int) bool { return es.xids[i].code < es.xids[j].code })
+}
+
+// addClockMask decodes a clock-event reasons sample: a reason that becomes
+// set counts as one event.
+func (es *entityState) addClockMask(mask uint64, ts int64) {
+	for i, ce := range gpuevents.ClockEvents {
+		if mask&ce.Bit != 0 && (!es.clockSeen || es.clockMask&ce.Bit == 0) {
+			es.clockTot[i]++
+			es.clockRec.push(event{ts: ts, code: uint64(i)})
+		}
+	}
+	es.clockMask, es.clockSeen = mask, true
+}
+
+// buildLabels renders the identity labels, the label-type fields (taken from
+// the parent GPU for MIG instances and links) and the enrichers' labels.
+func buildLabels(es *entityState, parent *entityState, p *plan, hostname string, enr []enricherLabels) string {
+	var b strings.Builder
+	e := &es.ent
+	b.WriteString(`{gpu="`)
+	b.WriteString(strconv.Itoa(e.GPU))
+	b.WriteString(`",UUID="`)
+	b.WriteString(escapeLabel(e.UUID))
+	b.WriteString(`",pci_bus_id="`)
+	b.WriteString(escapeLabel(e.PCIBusID))
+	b.WriteString(`",device="`)
+	b.WriteString(escapeLabel(e.Device))
+	b.WriteString(`",modelName="`)
+	b.WriteString(escapeLabel(e.ModelName))
+	b.WriteString(`",Hostname="`)
+	b.WriteString(escapeLabel(hostname))
+	b.WriteByte('"')
+	if e.GPUInstanceID >= 0 {
+		b.WriteString(`,GPU_I_PROFILE="`)
+		b.WriteString(escapeLabel(e.GPUInstanceProfile))
+		b.WriteString(`",GPU_I_ID="`)
+		b.WriteString(strconv.Itoa(e.GPUInstanceID))
+		b.WriteByte('"')
+	}
+	if e.ComputeInstanceID >= 0 {
+		b.WriteString(`,GPU_CI_ID="`)
+		b.WriteString(strconv.Itoa(e.ComputeInstanceID))
+		b.WriteByte('"')
+	}
+	if e.Switch >= 0 {
+		b.WriteString(`,nvswitch="`)
+		b.WriteString(strconv.Itoa(e.Switch))
+		b.WriteByte('"')
+	}
+	if e.Link >= 0 {
+		b.WriteString(`,nvlink="`)
+		b.WriteString(strconv.Itoa(e.Link))
+		b.WriteByte('"')
+	}
+	text := es.text
+	if parent != nil {
+		text = parent.text
+	}
+	for i, f := range p.labelFields {
+		if idx := p.textOf[f.ID]; idx < len(text) && text[idx] != "" && i == firstLabelIndex(p, f.ID) {
+			b.WriteString(",")
+			b.WriteString(f.Name)
+			b.WriteString(`="`)
+			b.WriteString(escapeLabel(text[idx]))
+			b.WriteByte('"')
+		}
+	}
+	for _, el := range enr {
+		vals := el.e.Values(e)
+		for i, name := range el.names {
+			if i < len(vals) && vals[i] != "" {
+				b.WriteString(",")
+				b.WriteString(name)
+				b.WriteString(`="`)
+				b.WriteString(escapeLabel(vals[i]))
+				b.WriteByte('"')
+			}
+		}
+	}
+	return b.String()
+}
+
+// firstLabelIndex is the index of the first label field with the ID, so a
+// field listed twice under two names yields its label once per name.
+func firstLabelIndex(p *plan, id uint16) int {
+	for i, f := range p.labelFields {
+		if f.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+func escapeHelp(s string) string  { return helpEscaper.Replace(s) }

@@ -1,0 +1,27 @@
+// Package enrich defines how label enrichers (Kubernetes pods, HPC jobs) add
+// labels to the series of an entity. Enrichers refresh in the background; the
+// scrape path only calls Values, which must not block on I/O.
+package enrich
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// Enricher adds a fixed set of labels to the series of the entities it knows.
+type Enricher interface {
+	// LabelNames are the labels this enricher adds, fixed for its lifetime.
+	LabelNames() []string
+	// Values returns the label values for the entity, one per LabelNames
+	// entry, or nil when nothing applies. Empty strings mean "no value" and
+	// are left out of the exposition. The returned slice is read-only and
+	// must stay valid until the next Generation change.
+	Values(e *source.Entity) []string
+	// Generation changes whenever Values may return something new, so the
+	// renderer can cache label strings between changes.
+	Generation() uint64
+	// Collector exports the enricher's own metrics (its health, per-pod
+	// shares of shared GPUs, ...). It is registered once.
+	prometheus.Collector
+}

@@ -1,0 +1,192 @@
+// Package server serves gpuscope's HTTP endpoints: /metrics, /health, /ready,
+// the landing page and the profiling pause/resume API, behind the
+// exporter-toolkit's TLS and basic-auth web config.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// Renderer writes the GPU series of the last samples; the engine implements it.
+type Renderer interface {
+	Render(buf []byte) []byte
+	Ready() (bool, string)
+}
+
+// Options configure the server.
+type Options struct {
+	Address       string
+	WebConfigFile string
+	Engine        Renderer
+	// Gatherer holds gpuscope's own families (self metrics, Go and process
+	// collectors, enrichers); it is appended to the GPU series.
+	Gatherer prometheus.Gatherer
+	// Profiling pauses and resumes DCGM profiling; nil when the source has
+	// no profiling lock.
+	Profiling source.ProfilingController
+	Version   string
+	Log       *logrus.Entry
+}
+
+// Server is gpuscope's HTTP server.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+	bufs sync.Pool
+}
+
+// maxPooledBuffer keeps one huge exposition from pinning memory in the pool.
+const maxPooledBuffer = 8 << 20
+
+// New builds the handlers.
+func New(opts Options) (*Server, error) {
+	if opts.Log == nil {
+		opts.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "gpuscope",
+		Description: "High-resolution GPU metrics from DCGM and NVML for Prometheus",
+		Version:     opts.Version,
+		Links: []web.LandingLinks{
+			{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
+			{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
+			{Address: "health", Text: "Health", Description: "Liveness"},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the landing page: %w", err)
+	}
+	s.mux.Handle("/", landing)
+	s.mux.HandleFunc("/metrics", s.metrics)
+	s.mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	s.mux.HandleFunc("/ready", s.ready)
+	s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
+	s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
+	return s, nil
+}
+
+// Handler returns the server's routes, without TLS or authentication.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	bp := s.bufs.Get().(*[]byte)
+	buf := s.opts.Engine.Render((*bp)[:0])
+	if s.opts.Gatherer != nil {
+		mfs, err := s.opts.Gatherer.Gather()
+		if err != nil {
+			s.opts.Log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
+		}
+		bw := appendWriter{buf: buf}
+		enc := expfmt.NewEncoder(&bw, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				s.opts.Log.WithError(err).WithField("family", mf.GetName()).Warn("Encoding a metric family failed")
+			}
+		}
+		buf = bw.buf
+	}
+	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	if _, err := w.Write(buf); err != nil {
+		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
+	}
+	if cap(buf) <= maxPooledBuffer {
+		*bp = buf[:0]
+		s.bufs.Put(bp)
+	}
+}
+
+type appendWriter struct{ buf []byte }
+
+func (a *appendWriter) Write(p []byte) (int, error) {
+	a.buf = append(a.buf, p...)
+	return len(p), nil
+}
+
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	ok, why := s.opts.Engine.Ready()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_, _ = w.Write([]byte(why + "\n"))
+}
+
+func (s *Server) profiling(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "use POST", http.StatusMethodNotAllowed)
+			return
+		}
+		if s.opts.Profiling == nil {
+			http.Error(w, "this source holds no profiling lock (only DCGM does)", http.StatusNotImplemented)
+			return
+		}
+		var err error
+		action := "resumed"
+		if pause {
+			action = "paused"
+			err = s.opts.Profiling.PauseProfiling()
+		} else {
+			err = s.opts.Profiling.ResumeProfiling()
+		}
+		if err != nil {
+			s.opts.Log.WithError(err).WithField("pause", pause).Error("Changing the profiling state failed")
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		s.opts.Log.WithField("remote", r.RemoteAddr).Infof("Profiling %s on request", action)
+		_, _ = w.Write([]byte("profiling " + action + "\n"))
+	}
+}
+
+// ListenAndServe serves until ctx ends, with TLS and basic auth from the web
+// config file when one is given.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.opts.Address)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.opts.Address, err)
+	}
+	return s.Serve(ctx, l)
+}
+
+// Serve serves on l until ctx ends.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	cfg := s.opts.WebConfigFile
+	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
+	logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+	errc := make(chan error, 1)
+	go func() { errc <- web.Serve(l, srv, flags, logger) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+			err = e
+		}
+		return err
+	}
+}

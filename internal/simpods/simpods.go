@@ -1,0 +1,89 @@
+// Package simpods attaches simulated pod labels to simulated GPUs, so that a
+// demo or a dashboard test shows what --kubernetes adds on a real cluster
+// without one. It is used with --source=sim only.
+package simpods
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// Pod is one simulated pod.
+type Pod struct {
+	Namespace, Name, Container string
+}
+
+// Layout of a simulated node: the first half of the GPUs run a training job,
+// the next quarter a notebook that holds its GPUs but leaves the last one
+// idle (the waste the "idle but allocated" views look for), and the rest is
+// unallocated.
+var (
+	Training = Pod{Namespace: "ml-training", Name: "llama-train-0", Container: "trainer"}
+	Notebook = Pod{Namespace: "research", Name: "notebook-7f9c", Container: "jupyter"}
+)
+
+// Assign returns the pod of each GPU of an n-GPU node (nil: unallocated).
+func Assign(n int) []*Pod {
+	out := make([]*Pod, n)
+	train := (n + 1) / 2
+	note := n / 4
+	for i := 0; i < n; i++ {
+		switch {
+		case i < train:
+			out[i] = &Training
+		case i < train+note:
+			out[i] = &Notebook
+		}
+	}
+	return out
+}
+
+// IdleGPUs are the allocated GPUs the simulated workload leaves idle.
+func IdleGPUs(n int) []int {
+	pods := Assign(n)
+	for i := n - 1; i >= 0; i-- {
+		if pods[i] == &Notebook {
+			return []int{i}
+		}
+	}
+	return nil
+}
+
+// Enricher labels GPU series with the simulated pods.
+type Enricher struct {
+	pods [][]string
+	up   prometheus.Gauge
+}
+
+// New returns the enricher for an n-GPU simulated node.
+func New(n int) *Enricher {
+	e := &Enricher{up: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gpuscope_kubernetes_up",
+		Help: "1 while the kubelet PodResources API answers; with --sim-pods the simulated allocations are always current.",
+	})}
+	e.up.Set(1)
+	for _, p := range Assign(n) {
+		if p == nil {
+			e.pods = append(e.pods, nil)
+			continue
+		}
+		e.pods = append(e.pods, []string{p.Name, p.Namespace, p.Container})
+	}
+	return e
+}
+
+func (e *Enricher) LabelNames() []string { return []string{"pod", "namespace", "container"} }
+
+func (e *Enricher) Values(ent *source.Entity) []string {
+	if ent.GPU < 0 || ent.GPU >= len(e.pods) {
+		return nil
+	}
+	return e.pods[ent.GPU]
+}
+
+func (e *Enricher) Generation() uint64 { return 1 }
+
+func (e *Enricher) Describe(ch chan<- *prometheus.Desc) { e.up.Describe(ch) }
+
+func (e *Enricher) Collect(ch chan<- prometheus.Metric) { e.up.Collect(ch) }

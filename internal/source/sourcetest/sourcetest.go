@@ -1,0 +1,145 @@
+// Package sourcetest provides a scripted source for tests and benchmarks of
+// everything above the sources: values come from a function, so a test knows
+// exactly what the engine must export.
+package sourcetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// ValueFunc returns the value of a field on an entity at a time, and whether
+// the entity has the field at all.
+type ValueFunc func(e *source.Entity, field uint16, ts time.Time) (float64, bool)
+
+// Source is a scripted source. Its exported fields may be changed between
+// Collect calls under Lock.
+type Source struct {
+	sync.Mutex
+	NameValue string
+	Ents      []*source.Entity
+	Values    ValueFunc
+	// Texts are the values of label-type fields, by field ID.
+	Texts map[uint16]string
+	// Now is the sample clock; time.Now when nil.
+	Now func() time.Time
+	// XIDs are handed to the sink at the next Collect of a group with
+	// field 230, then cleared.
+	XIDs []XID
+	// Down makes Collect fail and Status report the source down.
+	Down bool
+	// WatchErr is returned by the next Watch calls.
+	WatchErr error
+	// ChangeEntities makes the next Collect return ErrEntitiesChanged.
+	ChangeEntities bool
+
+	groups   []source.Group
+	Watches  int
+	Collects int
+}
+
+// XID is one scripted XID event.
+type XID struct {
+	Entity *source.Entity
+	Code   uint64
+	At     time.Time
+}
+
+// NewGPUs returns a source of n GPUs whose every field reads value().
+func NewGPUs(n int, values ValueFunc) *Source {
+	s := &Source{NameValue: "test", Values: values}
+	for i := 0; i < n; i++ {
+		e := source.NewGPU(i, fmt.Sprintf("GPU-%08d-0000-0000-0000-000000000000", i), fmt.Sprintf("00000000:%02X:00.0", i+1), "NVIDIA H100 80GB HBM3")
+		s.Ents = append(s.Ents, &e)
+	}
+	return s
+}
+
+func (s *Source) Name() string { return s.NameValue }
+
+func (s *Source) Watch(groups []source.Group) error {
+	s.Lock()
+	defer s.Unlock()
+	s.Watches++
+	if s.WatchErr != nil {
+		return s.WatchErr
+	}
+	s.groups = groups
+	return nil
+}
+
+func (s *Source) Entities() []*source.Entity {
+	s.Lock()
+	defer s.Unlock()
+	return append([]*source.Entity(nil), s.Ents...)
+}
+
+// Groups returns the groups of the last accepted Watch.
+func (s *Source) Groups() []source.Group {
+	s.Lock()
+	defer s.Unlock()
+	return s.groups
+}
+
+func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error {
+	s.Lock()
+	defer s.Unlock()
+	s.Collects++
+	if s.Down {
+		return fmt.Errorf("scripted source is down")
+	}
+	if group >= len(s.groups) {
+		return fmt.Errorf("no group %d", group)
+	}
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	ts := now.UnixNano()
+	for _, f := range s.groups[group].Fields {
+		for _, e := range s.Ents {
+			if t, ok := s.Texts[f.ID]; ok {
+				sink.Text(e, f.ID, t)
+				continue
+			}
+			if f.ID == 230 {
+				for _, x := range s.XIDs {
+					if x.Entity == e {
+						sink.XID(e, x.Code, x.At.UnixNano())
+						sink.Value(e, f.ID, x.At.UnixNano(), float64(x.Code))
+					}
+				}
+				continue
+			}
+			v, ok := s.Values(e, f.ID, now)
+			if !ok {
+				sink.Unsupported(e, f.ID, "scripted as unsupported")
+				continue
+			}
+			sink.Value(e, f.ID, ts, v)
+		}
+		if f.ID == 230 {
+			s.XIDs = nil
+		}
+	}
+	if s.ChangeEntities {
+		s.ChangeEntities = false
+		return source.ErrEntitiesChanged
+	}
+	return nil
+}
+
+func (s *Source) Status() source.Status {
+	s.Lock()
+	defer s.Unlock()
+	if s.Down {
+		return source.Status{Up: false, Err: fmt.Errorf("scripted down")}
+	}
+	return source.Status{Up: true}
+}
+
+func (s *Source) Close() error { return nil }

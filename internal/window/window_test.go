@@ -1,0 +1,135 @@
+package window
+
+import (
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestComputeIsExact(t *testing.T) {
+	tests := []struct {
+		name                         string
+		vals                         []float64
+		min, max, avg, p50, p90, p99 float64
+	}{
+		{"one sample", []float64{3}, 3, 3, 3, 3, 3, 3},
+		{"two samples interpolate", []float64{0, 10}, 0, 10, 5, 5, 9, 9.9},
+		{"unsorted input", []float64{5, 1, 4, 2, 3}, 1, 5, 3, 3, 4.6, 4.96},
+		{"constant", []float64{7, 7, 7, 7}, 7, 7, 7, 7, 7, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRing(16)
+			for i, v := range tt.vals {
+				r.Push(int64(i+1), v)
+			}
+			st, _ := r.Compute(0, nil)
+			assert.Equal(t, len(tt.vals), st.Count)
+			assert.InDelta(t, tt.min, st.Min, 1e-12)
+			assert.InDelta(t, tt.max, st.Max, 1e-12)
+			assert.InDelta(t, tt.avg, st.Avg, 1e-12)
+			assert.InDelta(t, tt.p50, st.P50, 1e-12)
+			assert.InDelta(t, tt.p90, st.P90, 1e-12)
+			assert.InDelta(t, tt.p99, st.P99, 1e-12)
+		})
+	}
+}
+
+// TestPercentilesOf150Samples checks the window of a 15 s span at 100 ms
+// against an independent nearest-rank computation: the interpolated value
+// lies between the two ranks around q*(n-1).
+func TestPercentilesOf150Samples(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	r := NewRing(152)
+	var vals []float64
+	for i := range 150 {
+		v := rng.Float64()
+		vals = append(vals, v)
+		r.Push(int64(i+1), v)
+	}
+	st, _ := r.Compute(0, nil)
+	sort.Float64s(vals)
+	for _, c := range []struct {
+		q   float64
+		got float64
+	}{{0.5, st.P50}, {0.9, st.P90}, {0.99, st.P99}} {
+		pos := c.q * 149
+		lo, hi := vals[int(pos)], vals[min(int(pos)+1, 149)]
+		assert.GreaterOrEqual(t, c.got, lo)
+		assert.LessOrEqual(t, c.got, hi)
+		want := lo + (pos-float64(int(pos)))*(hi-lo)
+		assert.InDelta(t, want, c.got, 1e-12)
+	}
+}
+
+func TestRingKeepsTheNewestAndTheWindowSlides(t *testing.T) {
+	r := NewRing(4)
+	for i := 1; i <= 10; i++ {
+		r.Push(int64(i), float64(i))
+	}
+	assert.Equal(t, 4, r.Len())
+	st, _ := r.Compute(0, nil)
+	assert.Equal(t, 7.0, st.Min)
+	assert.Equal(t, 10.0, st.Max)
+	st, _ = r.Compute(8, nil)
+	assert.Equal(t, 2, st.Count, "only samples newer than since")
+	st, _ = r.Compute(10, nil)
+	assert.Zero(t, st.Count)
+}
+
+func TestPushIgnoresOlderAndReplacesSameTimestamp(t *testing.T) {
+	r := NewRing(8)
+	r.Push(10, 1)
+	r.Push(5, 100)
+	r.Push(10, 2)
+	st, _ := r.Compute(0, nil)
+	assert.Equal(t, 1, st.Count)
+	assert.Equal(t, 2.0, st.Max)
+}
+
+func TestCopyFromKeepsNewest(t *testing.T) {
+	old := NewRing(10)
+	for i := 1; i <= 10; i++ {
+		old.Push(int64(i), float64(i))
+	}
+	small := NewRing(3)
+	small.CopyFrom(old)
+	st, _ := small.Compute(0, nil)
+	assert.Equal(t, 3, st.Count)
+	assert.Equal(t, 8.0, st.Min)
+	big := NewRing(20)
+	big.CopyFrom(old)
+	st, _ = big.Compute(0, nil)
+	assert.Equal(t, 10, st.Count)
+}
+
+func TestCapacityIsBounded(t *testing.T) {
+	assert.Equal(t, MaxCapacity, NewRing(1<<30).Cap())
+	assert.Equal(t, 2, NewRing(0).Cap())
+}
+
+func TestComputeReusesScratch(t *testing.T) {
+	r := NewRing(150)
+	for i := range 150 {
+		r.Push(int64(i+1), float64(i))
+	}
+	scratch := make([]float64, 0, 150)
+	allocs := testing.AllocsPerRun(50, func() { _, scratch = r.Compute(0, scratch) })
+	require.Zero(t, allocs)
+}
+
+func BenchmarkCompute150(b *testing.B) {
+	r := NewRing(152)
+	rng := rand.New(rand.NewSource(1))
+	for i := range 150 {
+		r.Push(int64(i+1), rng.Float64())
+	}
+	var scratch []float64
+	b.ReportAllocs()
+	for b.Loop() {
+		_, scratch = r.Compute(0, scratch)
+	}
+}

@@ -1,0 +1,233 @@
+package nvml
+
+import (
+	"fmt"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+type opKind uint8
+
+const (
+	opValue opKind = iota
+	opText
+	opUnsupported
+	opFail
+)
+
+// op is one call to the sink, recorded by a device goroutine and replayed
+// by Collect: the sink is only called from Collect's goroutine.
+type op struct {
+	kind  opKind
+	e     *source.Entity
+	field uint16
+	v     float64
+	s     string
+	err   error
+}
+
+// result is what one device read produced. Its size is bounded by the
+// group's fields times the device's entities.
+type result struct {
+	dev int
+	ts  int64
+	ops []op
+}
+
+func (r *result) apply(sink source.Sink) {
+	for i := range r.ops {
+		o := &r.ops[i]
+		switch o.kind {
+		case opValue:
+			sink.Value(o.e, o.field, r.ts, o.v)
+		case opText:
+			sink.Text(o.e, o.field, o.s)
+		case opUnsupported:
+			sink.Unsupported(o.e, o.field, o.s)
+		case opFail:
+			sink.Fail(o.e, o.field, o.err)
+		}
+	}
+}
+
+// deviceRead is the state of one read of one device.
+type deviceRead struct {
+	s   *Source
+	d   *device
+	res *result
+	now time.Time
+	// lost is set when an error took the GPU out; the read stops there.
+	lost bool
+}
+
+// unsupported reports a field once per (entity, field) per Watch; after
+// that the field is not read again on that entity.
+func (dr *deviceRead) unsupported(ent int, e *source.Entity, field uint16, reason string) {
+	k := fieldKey{entity: ent, field: field}
+	if dr.d.reported[k] {
+		return
+	}
+	dr.d.reported[k] = true
+	dr.res.ops = append(dr.res.ops, op{kind: opUnsupported, e: e, field: field, s: reason})
+	dr.s.log.WithFields(logrus.Fields{"gpu": dr.d.index, "entity": e.Key(), "field": field, "reason": reason}).
+		Debug("field not supported")
+}
+
+// check sorts a read error: nil is a sample, NOT_SUPPORTED makes the
+// field absent, a lost GPU stops the read, anything else is a failure.
+func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case isNotSupported(err):
+		dr.unsupported(ent, e, field, err.Error())
+	case isLost(err):
+		dr.s.markLost(dr.d, err, dr.now)
+		dr.lost = true
+	default:
+		dr.res.ops = append(dr.res.ops, op{kind: opFail, e: e, field: field, err: err})
+	}
+	return false
+}
+
+func (dr *deviceRead) skip(ent int, field uint16) bool {
+	return dr.d.reported[fieldKey{entity: ent, field: field}]
+}
+
+// read samples one GPU and its MIG instances. It runs in the GPU's own
+// goroutine, which holds d.busy.
+func (s *Source) read(d *device, fields []counters.Field, gen uint64, now time.Time) *result {
+	res := &result{dev: d.index, ts: now.UnixNano()}
+	if d.gen != gen {
+		d.gen = gen
+		clear(d.reported)
+	}
+	if d.isLost() {
+		if !d.retryDue(now) || !s.recover(d, now) {
+			return res
+		}
+	}
+	dr := &deviceRead{s: s, d: d, res: res, now: now}
+	h := d.handle()
+	r := &reading{src: s, dev: d, h: h}
+	var gpmFields []uint16
+	for _, f := range fields {
+		spec, ok := fieldMap[f.ID]
+		switch {
+		case !ok:
+			dr.unsupported(0, d.gpu, f.ID, unsupportedReason(f.ID))
+			continue
+		case spec.derived, spec.xid:
+			continue
+		case spec.gpm != 0:
+			gpmFields = append(gpmFields, f.ID)
+			continue
+		case dr.skip(0, f.ID):
+			continue
+		}
+		if spec.text != nil {
+			txt, err := spec.text(r)
+			if dr.check(0, d.gpu, f.ID, err) {
+				res.ops = append(res.ops, op{kind: opText, e: d.gpu, field: f.ID, s: txt})
+			}
+		} else {
+			v, err := spec.value(r)
+			if dr.check(0, d.gpu, f.ID, err) {
+				res.ops = append(res.ops, op{kind: opValue, e: d.gpu, field: f.ID, v: v})
+			}
+		}
+		if dr.lost {
+			return res
+		}
+	}
+	if len(gpmFields) > 0 {
+		if !d.gpmSupported {
+			for _, id := range gpmFields {
+				dr.unsupported(0, d.gpu, id, reasonPreHopper)
+			}
+		} else {
+			dr.gpm(0, d.gpu, &d.gpm, func(smp gonvml.GpmSample) gonvml.Return { return h.GpmSampleGet(smp) }, gpmFields)
+			if dr.lost {
+				return res
+			}
+		}
+	}
+	dr.readInstances(fields, gpmFields)
+	if !dr.lost {
+		s.refreshProcesses(d, h, now)
+	}
+	return res
+}
+
+// readInstances reads the per-instance fields (memory, GPM) of each MIG
+// GPU instance. Device-level fields stay on the parent GPU only.
+func (dr *deviceRead) readInstances(fields []counters.Field, gpmFields []uint16) {
+	d := dr.d
+	for i, in := range d.instances {
+		ent := i + 1
+		r := &reading{src: dr.s, dev: d, h: in.h}
+		for _, f := range fields {
+			spec, ok := fieldMap[f.ID]
+			if !ok || !spec.instance || spec.value == nil || dr.skip(ent, f.ID) {
+				continue
+			}
+			v, err := spec.value(r)
+			if dr.check(ent, in.entity, f.ID, err) {
+				dr.res.ops = append(dr.res.ops, op{kind: opValue, e: in.entity, field: f.ID, v: v})
+			}
+			if dr.lost {
+				return
+			}
+		}
+		// Without GPM on the parent, the parent already reported the
+		// profiling fields as unsupported.
+		if len(gpmFields) > 0 && d.gpmSupported {
+			h, giID := d.handle(), in.giID
+			dr.gpm(ent, in.entity, &in.gpm, func(smp gonvml.GpmSample) gonvml.Return { return h.GpmMigSampleGet(giID, smp) }, gpmFields)
+			if dr.lost {
+				return
+			}
+		}
+	}
+}
+
+// gpm reads the profiling fields of one entity through GPM.
+func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gonvml.GpmSample) gonvml.Return, ids []uint16) {
+	var wanted []uint16
+	var metrics []gonvml.GpmMetricId
+	for _, id := range ids {
+		if !dr.skip(ent, id) {
+			wanted = append(wanted, id)
+			metrics = append(metrics, fieldMap[id].gpm)
+		}
+	}
+	if len(metrics) == 0 {
+		return
+	}
+	vals, ok, err := dr.s.gpmRead(st, take, metrics)
+	if err != nil {
+		// One error for the whole sample: report it on each field, but
+		// stop at the first if it took the GPU out.
+		for _, id := range wanted {
+			dr.check(ent, e, id, err)
+			if dr.lost {
+				return
+			}
+		}
+		return
+	}
+	if !ok {
+		return // the first sample only sets the baseline
+	}
+	for i, id := range wanted {
+		m := vals[i]
+		if dr.check(ent, e, id, nvmlErr(fmt.Sprintf("GpmMetricsGet(metric %d)", m.MetricId), gonvml.Return(m.NvmlReturn))) {
+			dr.res.ops = append(dr.res.ops, op{kind: opValue, e: e, field: id, v: m.Value * fieldMap[id].gpmScale})
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package nvml
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+)
+
+// compatDir holds dcgm-exporter's own counters files, outside the repo.
+const compatDir = "../../shared/compat/dcgm-exporter"
+
+func countersFiles(t *testing.T) []string {
+	files := []string{"../etc/default-counters.csv", "../etc/dcp-metrics.csv"}
+	compat, err := filepath.Glob(filepath.Join(compatDir, "*.csv"))
+	require.NoError(t, err)
+	if len(compat) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: the dcgm-exporter compatibility files are required in CI", compatDir)
+		}
+		t.Logf("%s is missing: testing only the shipped counters files", compatDir)
+	}
+	return append(files, compat...)
+}
+
+// On the fake DGX H100, every field of each counters file that the NVML
+// source serves yields a sample on every GPU, and every other field is
+// reported unsupported with a reason.
+func TestCountersFilesOnDGXH100(t *testing.T) {
+	served := counters.NVMLSupport()
+	for _, file := range countersFiles(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			set, err := counters.Load(file)
+			require.NoError(t, err)
+			f := nvmlfake.New(nvmlfake.DGXH100)
+			s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: set.Fields}}))
+			sink := newSink()
+			collectTwice(t, s, sink)
+			for i := range f.GPUs {
+				e := gpuEntity(t, s, i)
+				for _, fld := range set.Fields {
+					k := sample{e.Key(), fld.ID}
+					_, isValue := sink.values[k]
+					_, isText := sink.texts[k]
+					reason, known := served[fld.ID]
+					switch {
+					case fieldMap[fld.ID].derived:
+						assert.Empty(t, sink.unsupported[k], "%s: derived by the engine", fld.Name)
+					case known && reason == "" && fld.ID != fVGPULicenseStatus:
+						assert.True(t, isValue || isText, "%s (line %d) on GPU %d: unsupported %v, fails %v",
+							fld.Name, fld.Line, i, sink.unsupported[k], sink.fails[k])
+					default:
+						// Not served, or (vGPU license) not a vGPU guest.
+						assert.False(t, isValue || isText, "%s on GPU %d", fld.Name, i)
+						assert.Len(t, sink.unsupported[k], 1, "%s on GPU %d", fld.Name, i)
+					}
+				}
+			}
+			assert.Empty(t, sink.fails)
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package nvml
+
+import (
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// gpmState holds the two GPM samples of one GPU or MIG instance. GPM
+// metrics are computed between two samples, so each collection takes a new
+// sample into cur and compares it with prev; the two are then swapped.
+// Exactly two samples exist per entity, allocated on first use and freed
+// when the GPU is lost or the source closes.
+type gpmState struct {
+	prev, cur gonvml.GpmSample
+	have      bool
+}
+
+func (g *gpmState) free() {
+	for _, smp := range []gonvml.GpmSample{g.prev, g.cur} {
+		if smp != nil {
+			_ = smp.Free()
+		}
+	}
+	g.prev, g.cur, g.have = nil, nil, false
+}
+
+// gpmRead takes one sample with take and returns the metrics between it
+// and the previous sample; ok is false on the first sample.
+func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return, metrics []gonvml.GpmMetricId) ([]gonvml.GpmMetric, bool, error) {
+	for _, p := range []*gonvml.GpmSample{&g.cur, &g.prev} {
+		if *p == nil {
+			smp, ret := s.lib.GpmSampleAlloc()
+			if err := nvmlErr("GpmSampleAlloc", ret); err != nil {
+				return nil, false, err
+			}
+			*p = smp
+		}
+	}
+	if err := nvmlErr("GpmSampleGet", take(g.cur)); err != nil {
+		g.have = false
+		return nil, false, err
+	}
+	if !g.have {
+		g.prev, g.cur, g.have = g.cur, g.prev, true
+		return nil, false, nil
+	}
+	m := &gonvml.GpmMetricsGetType{NumMetrics: uint32(len(metrics)), Sample1: g.prev, Sample2: g.cur}
+	for i, id := range metrics {
+		m.Metrics[i].MetricId = uint32(id)
+	}
+	ret := s.lib.GpmMetricsGet(m)
+	g.prev, g.cur = g.cur, g.prev
+	if err := nvmlErr("GpmMetricsGet", ret); err != nil {
+		return nil, false, err
+	}
+	return m.Metrics[:len(metrics)], true, nil
+}

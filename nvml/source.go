@@ -1,0 +1,345 @@
+// Package nvml is the NVML source: it reads the DCGM fields a driver alone
+// can give through go-nvml (GPM for profiling fields on Hopper and later),
+// watches XID events, lists MIG instances and compute processes. It is the
+// only package besides dcgm that calls NVML, and it calls nothing before a
+// successful Init.
+package nvml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// ErrNoDriver says the NVML library is not there.
+var ErrNoDriver = errors.New("NVIDIA driver library libnvidia-ml.so.1 not found: run the container " +
+	"with the nvidia runtime class (runtimeClassName: nvidia, or docker run --gpus all), " +
+	"or set LD_LIBRARY_PATH to the directory that holds the driver's libraries")
+
+// ErrNoGPU says NVML works but sees no GPU.
+var ErrNoGPU = errors.New("NVML sees no NVIDIA GPU")
+
+// ErrReadTimeout is counted for a GPU whose read did not finish in time.
+var ErrReadTimeout = errors.New("NVML read still running")
+
+// Config configures the NVML source. Zero durations and sizes take the
+// defaults below.
+type Config struct {
+	// Lib is the NVML library; nil means the real one (gonvml.New()).
+	Lib      gonvml.Interface
+	Hostname string
+	Logger   *logrus.Entry
+	// RetryBackoff is the first delay before a lost GPU is retried; each
+	// failed retry doubles it up to MaxRetryBackoff. Defaults 1s and 1m.
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// ReadTimeout bounds a collection when the context has no deadline and
+	// the group has no interval. Default 1s.
+	ReadTimeout time.Duration
+	// ProcessInterval is how often the process list is refreshed during
+	// collections. Default 5s.
+	ProcessInterval time.Duration
+	// MaxProcesses caps the processes kept per GPU. Default 256.
+	MaxProcesses int
+	// EventWait is the XID event set's wait timeout, which bounds how long
+	// Close waits for the event goroutine. Default 500ms.
+	EventWait time.Duration
+	// XIDQueue caps the XID events kept between collections. Default 1024.
+	XIDQueue int
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setDur(&c.RetryBackoff, time.Second)
+	setDur(&c.MaxRetryBackoff, time.Minute)
+	setDur(&c.ReadTimeout, time.Second)
+	setDur(&c.ProcessInterval, 5*time.Second)
+	setDur(&c.EventWait, 500*time.Millisecond)
+	if c.MaxRetryBackoff < c.RetryBackoff {
+		c.MaxRetryBackoff = c.RetryBackoff
+	}
+	if c.MaxProcesses <= 0 {
+		c.MaxProcesses = 256
+	}
+	if c.XIDQueue <= 0 {
+		c.XIDQueue = 1024
+	}
+}
+
+// Source is the NVML source. It implements source.Source and
+// source.ProcessLister.
+type Source struct {
+	cfg     Config
+	lib     gonvml.Interface
+	realLib bool
+	log     *logrus.Entry
+
+	driverVersion string
+	nvmlVersion   string
+	devices       []*device
+	xid           *xidWatcher
+
+	mu     sync.Mutex
+	groups []source.Group
+	gen    uint64
+
+	entitiesChanged atomic.Bool
+	closed          atomic.Bool
+	inflight        sync.WaitGroup
+
+	procMu sync.RWMutex
+	procs  map[int][]source.Process
+}
+
+var (
+	_ source.Source        = (*Source)(nil)
+	_ source.ProcessLister = (*Source)(nil)
+)
+
+// New initialises NVML and discovers the GPUs. No other NVML function is
+// called unless Init succeeds.
+func New(cfg Config) (*Source, error) {
+	cfg.defaults()
+	s := &Source{cfg: cfg, lib: cfg.Lib, procs: map[int][]source.Process{}}
+	if s.lib == nil {
+		s.lib, s.realLib = gonvml.New(), true
+	}
+	s.log = cfg.Logger.WithField("source", "nvml")
+	if cfg.Hostname != "" {
+		s.log = s.log.WithField("hostname", cfg.Hostname)
+	}
+	switch ret := s.lib.Init(); ret {
+	case gonvml.SUCCESS:
+	case gonvml.ERROR_LIBRARY_NOT_FOUND:
+		return nil, fmt.Errorf("nvml: %w", ErrNoDriver)
+	case gonvml.ERROR_DRIVER_NOT_LOADED:
+		return nil, fmt.Errorf("nvml: libnvidia-ml.so.1 is there but the NVIDIA kernel driver is not loaded "+
+			"(check nvidia-smi and dmesg on the host): %w", ret)
+	default:
+		return nil, fmt.Errorf("nvml: Init: %w", ret)
+	}
+	if err := s.discover(); err != nil {
+		_ = s.lib.Shutdown()
+		return nil, err
+	}
+	s.xid = newXIDWatcher(s.lib, s.log, s.devices, cfg.EventWait, cfg.XIDQueue)
+	return s, nil
+}
+
+func (s *Source) discover() error {
+	var ret gonvml.Return
+	s.driverVersion, ret = s.lib.SystemGetDriverVersion()
+	if err := nvmlErr("SystemGetDriverVersion", ret); err != nil {
+		return fmt.Errorf("nvml: %w", err)
+	}
+	s.nvmlVersion, ret = s.lib.SystemGetNVMLVersion()
+	if err := nvmlErr("SystemGetNVMLVersion", ret); err != nil {
+		return fmt.Errorf("nvml: %w", err)
+	}
+	n, ret := s.lib.DeviceGetCount()
+	if err := nvmlErr("DeviceGetCount", ret); err != nil {
+		return fmt.Errorf("nvml: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("nvml (driver %s): %w", s.driverVersion, ErrNoGPU)
+	}
+	for i := 0; i < n; i++ {
+		d, err := s.openDevice(i)
+		if err != nil {
+			return fmt.Errorf("nvml: %w", err)
+		}
+		s.devices = append(s.devices, d)
+		s.log.WithFields(logrus.Fields{"gpu": i, "uuid": d.uuid, "model": d.gpu.ModelName,
+			"gpm": d.gpmSupported, "mig_instances": len(d.instances)}).Info("GPU found")
+	}
+	return nil
+}
+
+// Name implements source.Source.
+func (s *Source) Name() string { return "nvml" }
+
+// Watch implements source.Source. It resets what was reported as
+// unsupported, so a reloaded counters file reports it again.
+func (s *Source) Watch(groups []source.Group) error {
+	cp := make([]source.Group, len(groups))
+	for i, g := range groups {
+		cp[i] = source.Group{Interval: g.Interval, Fields: append([]counters.Field(nil), g.Fields...)}
+	}
+	s.mu.Lock()
+	s.groups = cp
+	s.gen++
+	s.mu.Unlock()
+	return nil
+}
+
+// Entities implements source.Source: each GPU, then its MIG instances.
+func (s *Source) Entities() []*source.Entity {
+	var out []*source.Entity
+	for _, d := range s.devices {
+		out = append(out, d.entities()...)
+	}
+	return out
+}
+
+// Status implements source.Source.
+func (s *Source) Status() source.Status {
+	st := source.Status{Up: !s.closed.Load(), Active: "nvml"}
+	if !st.Up {
+		st.Err = errors.New("nvml source closed")
+	}
+	for _, d := range s.devices {
+		if d.isLost() {
+			st.Lost = append(st.Lost, d.gpu.Key())
+		}
+	}
+	return st
+}
+
+// Close implements source.Source.
+func (s *Source) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.xid.close(4 * s.cfg.EventWait)
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		for _, d := range s.devices {
+			d.gpm.free()
+			for _, in := range d.instances {
+				in.gpm.free()
+			}
+		}
+	case <-time.After(s.cfg.ReadTimeout):
+		s.log.Warn("NVML reads still running at close; their GPM samples are not freed")
+	}
+	if err := nvmlErr("Shutdown", s.lib.Shutdown()); err != nil {
+		return fmt.Errorf("nvml: %w", err)
+	}
+	return nil
+}
+
+// Collect implements source.Source. GPUs are read concurrently, one
+// goroutine per GPU; a GPU that has not answered by the deadline is counted
+// as failed, and skipped (and counted again) while its read still runs, so
+// one slow GPU never holds the others back.
+func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error {
+	if s.closed.Load() {
+		return errors.New("nvml: collect after close")
+	}
+	s.mu.Lock()
+	if group < 0 || group >= len(s.groups) {
+		n := len(s.groups)
+		s.mu.Unlock()
+		return fmt.Errorf("nvml: collect: group %d out of range (%d groups watched)", group, n)
+	}
+	g, gen := s.groups[group], s.gen
+	s.mu.Unlock()
+
+	now := time.Now()
+	deadline := now.Add(s.cfg.ReadTimeout)
+	if g.Interval > 0 {
+		deadline = now.Add(g.Interval)
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+
+	results := make(chan *result, len(s.devices))
+	started := make([]bool, len(s.devices))
+	pending := 0
+	for i, d := range s.devices {
+		if !d.busy.CompareAndSwap(false, true) {
+			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w since an earlier collection", d.index, ErrReadTimeout))
+			continue
+		}
+		started[i] = true
+		pending++
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			r := s.read(d, g.Fields, gen, now)
+			// Free the GPU before handing over the result, so the next
+			// collection never sees a finished read as still running.
+			d.busy.Store(false)
+			results <- r
+		}()
+	}
+
+	got := make([]*result, len(s.devices))
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+wait:
+	for pending > 0 {
+		select {
+		case r := <-results:
+			got[r.dev] = r
+			pending--
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for i, d := range s.devices {
+		switch {
+		case got[i] != nil:
+			got[i].apply(sink)
+		case started[i]:
+			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w after %s", d.index, ErrReadTimeout, deadline.Sub(now)))
+		}
+	}
+	for _, f := range g.Fields {
+		if f.ID == counters.FieldXIDErrors {
+			s.deliverXIDs(sink, now)
+			break
+		}
+	}
+	if s.entitiesChanged.Swap(false) {
+		return fmt.Errorf("nvml: MIG layout changed: %w", source.ErrEntitiesChanged)
+	}
+	return nil
+}
+
+// failAll counts a failed read of every field the GPU serves in the group.
+func (s *Source) failAll(sink source.Sink, d *device, fields []counters.Field, err error) {
+	if d.isLost() {
+		return
+	}
+	for _, f := range fields {
+		if spec, ok := fieldMap[f.ID]; ok && !spec.derived {
+			sink.Fail(d.gpu, f.ID, err)
+		}
+	}
+}
+
+// deliverXIDs hands every queued XID event to the sink, repeats included,
+// and the last XID of each GPU as field 230.
+func (s *Source) deliverXIDs(sink source.Sink, now time.Time) {
+	for _, e := range s.xid.drain() {
+		sink.XID(e.dev.gpu, e.xid, e.ts)
+	}
+	ts := now.UnixNano()
+	for _, d := range s.devices {
+		if !d.isLost() {
+			sink.Value(d.gpu, counters.FieldXIDErrors, ts, float64(s.xid.lastXID(d)))
+		}
+	}
+}

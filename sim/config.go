@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// MaxGPUs is the largest node the simulator builds (an HGX board has 16).
+const MaxGPUs = 16
+
+// Config describes the simulated node. Start from DefaultConfig: the zero
+// value of EventRate disables rare events.
+type Config struct {
+	// GPUs is the number of GPUs, 1..MaxGPUs; 0 means 8.
+	GPUs int
+	// Model is one of Models(); "" means h100.
+	Model string
+	// Seed makes the node reproducible: the same seed and the same sample
+	// times give the same identities and the same values.
+	Seed int64
+	// MIG is the MIG layout of every GPU: "" (off), "all" (seven instances
+	// of the model's smallest profile) or a comma-separated list of
+	// "[N x]PROFILE" items such as "7x1g.10gb" or "3g.40gb,2x2g.20gb".
+	// The layout must fit in 7 compute and 8 memory slices.
+	MIG string
+	// NVLinks per GPU; 0 means the model's (H100/H200 18, A100 12, L4 none).
+	NVLinks int
+	// Hostname is the node name the simulated GPUs live on.
+	Hostname string
+	// Now is the clock samples are taken at; nil means time.Now.
+	Now func() time.Time
+	// EventRate multiplies the rate of rare events (XIDs, ECC errors, PCIe
+	// replays, NVLink errors, hardware slowdowns); 0 disables them.
+	EventRate float64
+	// SharedGPUs puts two processes of different pods on each of the first
+	// SharedGPUs GPUs, to demonstrate shared-GPU attribution.
+	SharedGPUs int
+	// IdleGPUs are indexes of GPUs that are allocated but run no work: a
+	// process holds a CUDA context and nothing else, the waste that
+	// "allocated but idle" views look for.
+	IdleGPUs []int
+}
+
+// DefaultConfig is eight H100s with rare events at their normal rate.
+func DefaultConfig() Config {
+	return Config{GPUs: 8, Model: "h100", EventRate: 1, Hostname: "gpuscope-sim"}
+}
+
+// resolved is a validated Config with its defaults applied.
+type resolved struct {
+	Config
+	model *model
+	links int
+	mig   []migProfile
+}
+
+func resolve(cfg Config) (*resolved, error) {
+	r := &resolved{Config: cfg}
+	if r.GPUs == 0 {
+		r.GPUs = 8
+	}
+	if r.GPUs < 1 || r.GPUs > MaxGPUs {
+		return nil, fmt.Errorf("sim: GPUs %d: must be between 1 and %d", cfg.GPUs, MaxGPUs)
+	}
+	name := strings.ToLower(strings.TrimSpace(r.Model))
+	if name == "" {
+		name = "h100"
+	}
+	m, ok := models[name]
+	if !ok {
+		return nil, fmt.Errorf("sim: unknown model %q (known: %s)", cfg.Model, strings.Join(Models(), ", "))
+	}
+	r.model = m
+	switch {
+	case r.NVLinks < 0:
+		return nil, fmt.Errorf("sim: NVLinks %d: must not be negative", cfg.NVLinks)
+	case r.NVLinks == 0:
+		r.links = m.links
+	case m.links == 0:
+		return nil, fmt.Errorf("sim: NVLinks %d: model %s has no NVLink", cfg.NVLinks, m.key)
+	case r.NVLinks > m.links:
+		return nil, fmt.Errorf("sim: NVLinks %d: model %s has at most %d", cfg.NVLinks, m.key, m.links)
+	default:
+		r.links = r.NVLinks
+	}
+	mig, err := parseMIG(m, r.MIG)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	r.mig = mig
+	if math.IsNaN(r.EventRate) || math.IsInf(r.EventRate, 0) || r.EventRate < 0 {
+		return nil, fmt.Errorf("sim: EventRate %v: must be a finite number >= 0", cfg.EventRate)
+	}
+	if r.SharedGPUs < 0 || r.SharedGPUs > r.GPUs {
+		return nil, fmt.Errorf("sim: SharedGPUs %d: must be between 0 and GPUs (%d)", cfg.SharedGPUs, r.GPUs)
+	}
+	if r.SharedGPUs > 0 && len(mig) > 0 {
+		return nil, fmt.Errorf("sim: SharedGPUs %d with MIG %q: MIG already gives each pod its own instance", cfg.SharedGPUs, cfg.MIG)
+	}
+	seen := make(map[int]bool, len(r.IdleGPUs))
+	for _, i := range r.IdleGPUs {
+		if i < 0 || i >= r.GPUs {
+			return nil, fmt.Errorf("sim: IdleGPUs: index %d out of range 0..%d", i, r.GPUs-1)
+		}
+		if seen[i] {
+			return nil, fmt.Errorf("sim: IdleGPUs: index %d repeated", i)
+		}
+		seen[i] = true
+	}
+	if r.Hostname == "" {
+		r.Hostname = "gpuscope-sim"
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r, nil
+}

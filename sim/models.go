@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// model is the identity and the physical envelope of one simulated GPU type.
+type model struct {
+	key  string
+	name string // as NVML reports it
+	// Framebuffer, MiB, as NVML reports it.
+	fbTotal, fbReserved int64
+	idleW, limitW       float64
+	maxSMClock          float64 // MHz
+	idleSMClock         float64
+	memClock            float64
+	links               int     // NVLinks per GPU
+	linkBytes           float64 // bytes/s per direction per link
+	pcieBytes           float64 // usable bytes/s per direction
+	tempRise            float64 // C above ambient at the power limit
+	vbios               string
+	// migProfiles is empty when the model has no MIG; the first profile is
+	// the smallest one, which "all" uses.
+	migProfiles []migProfile
+}
+
+type migProfile struct {
+	name      string
+	compute   int // compute slices out of 7
+	memSlices int // memory slices out of 8
+}
+
+// migSlices is the number of compute slices of a full GPU.
+const (
+	migComputeSlices = 7
+	migMemSlices     = 8
+)
+
+var hopper80Profiles = []migProfile{
+	{"1g.10gb", 1, 1}, {"1g.20gb", 1, 2}, {"2g.20gb", 2, 2}, {"3g.40gb", 3, 4}, {"4g.40gb", 4, 4}, {"7g.80gb", 7, 8},
+}
+
+var models = map[string]*model{
+	"h100": {
+		key: "h100", name: "NVIDIA H100 80GB HBM3", fbTotal: 81559, fbReserved: 592,
+		idleW: 72, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 2619,
+		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 42, vbios: "96.00.99.00.01",
+		migProfiles: hopper80Profiles,
+	},
+	"h200": {
+		key: "h200", name: "NVIDIA H200", fbTotal: 143771, fbReserved: 638,
+		idleW: 78, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 3201,
+		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 40, vbios: "96.00.A5.00.01",
+		migProfiles: []migProfile{
+			{"1g.18gb", 1, 1}, {"1g.35gb", 1, 2}, {"2g.35gb", 2, 2}, {"3g.71gb", 3, 4}, {"4g.71gb", 4, 4}, {"7g.141gb", 7, 8},
+		},
+	},
+	"a100": {
+		key: "a100", name: "NVIDIA A100-SXM4-80GB", fbTotal: 81920, fbReserved: 571,
+		idleW: 58, limitW: 400, maxSMClock: 1410, idleSMClock: 210, memClock: 1593,
+		links: 12, linkBytes: 25e9, pcieBytes: 25e9, tempRise: 38, vbios: "92.00.45.00.06",
+		migProfiles: hopper80Profiles,
+	},
+	"l4": {
+		key: "l4", name: "NVIDIA L4", fbTotal: 23034, fbReserved: 431,
+		idleW: 16, limitW: 72, maxSMClock: 2040, idleSMClock: 210, memClock: 6251,
+		links: 0, pcieBytes: 25e9, tempRise: 45, vbios: "95.04.29.00.01",
+	},
+}
+
+// Models lists the model names Config.Model accepts, sorted.
+func Models() []string {
+	names := make([]string, 0, len(models))
+	for k := range models {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// parseMIG turns a MIG layout into the profiles of one GPU's instances.
+//
+// Syntax: "" (MIG off); "all" (seven instances of the model's smallest
+// profile); or a comma-separated list of items "[N x]PROFILE", for example
+// "7x1g.10gb" or "3g.40gb,2x2g.20gb". Every GPU gets the same layout. The
+// layout must fit the GPU: at most 7 compute slices and 8 memory slices.
+func parseMIG(m *model, layout string) ([]migProfile, error) {
+	layout = strings.TrimSpace(layout)
+	if layout == "" {
+		return nil, nil
+	}
+	if len(m.migProfiles) == 0 {
+		return nil, fmt.Errorf("MIG %q: model %s (%s) does not support MIG", layout, m.key, m.name)
+	}
+	if strings.EqualFold(layout, "all") {
+		out := make([]migProfile, migComputeSlices)
+		for i := range out {
+			out[i] = m.migProfiles[0]
+		}
+		return out, nil
+	}
+	var out []migProfile
+	compute, mem := 0, 0
+	for _, item := range strings.Split(layout, ",") {
+		item = strings.TrimSpace(item)
+		count := 1
+		prof := item
+		if i := strings.IndexByte(item, 'x'); i > 0 {
+			n, err := strconv.Atoi(strings.TrimSpace(item[:i]))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("MIG %q: item %q: count must be a positive integer", layout, item)
+			}
+			count, prof = n, strings.TrimSpace(item[i+1:])
+		}
+		p, ok := findProfile(m, prof)
+		if !ok {
+			return nil, fmt.Errorf("MIG %q: unknown profile %q for %s (known: %s)", layout, prof, m.key, profileNames(m))
+		}
+		for j := 0; j < count; j++ {
+			out = append(out, p)
+			compute += p.compute
+			mem += p.memSlices
+		}
+	}
+	if compute > migComputeSlices || mem > migMemSlices {
+		return nil, fmt.Errorf("MIG %q: layout needs %d compute and %d memory slices; a %s GPU has at most %d and %d",
+			layout, compute, mem, m.key, migComputeSlices, migMemSlices)
+	}
+	return out, nil
+}
+
+func findProfile(m *model, name string) (migProfile, bool) {
+	for _, p := range m.migProfiles {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return migProfile{}, false
+}
+
+func profileNames(m *model) string {
+	names := make([]string, len(m.migProfiles))
+	for i, p := range m.migProfiles {
+		names[i] = p.name
+	}
+	return strings.Join(names, ", ")
+}

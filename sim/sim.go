@@ -1,0 +1,524 @@
+// Package sim is a source of simulated GPUs for demos, tests and benchmarks.
+//
+// A simulated node runs one data-parallel training job across its GPUs (or
+// one job per MIG instance): steps of 1-2 s with a compute phase (high SM,
+// tensor and DRAM activity) and an all-reduce phase (NVLink traffic),
+// data-loader stalls of 0.5-2 s, framebuffer use ramping up over the first
+// minutes, power following activity, temperatures lagging power, and rare
+// faults (ECC errors, XIDs, PCIe replays, NVLink errors, hardware slowdowns).
+//
+// Every value is a function of the seed and the sample time (the workload
+// starts at the first Collect), plus state (temperatures, energy, error
+// counters) integrated on a fixed 100 ms grid of absolute time. So two sources
+// with the same seed sampled at the same times give the same values, whatever
+// order their field groups are collected in.
+//
+// Units are DCGM's: ratios 0..1 for DCGM_FI_PROF_*, percent for *_UTIL, MiB
+// for framebuffer, MHz, W, mJ, C, bytes/s for the PROF PCIe and NVLink
+// fields, ns for violations. DCGM_FI_DEV_NVLINK_BANDWIDTH_* are rates in MB/s
+// (tx+rx), as DCGM reports them, although dcgm-exporter's CSV calls them
+// counters.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+const (
+	tickNS  = int64(100_000_000) // the integration grid: 100 ms
+	tickSec = 0.1
+	mib     = 1 << 20
+	xidRing = 32
+	// contextMiB is the framebuffer a CUDA context holds with nothing loaded.
+	contextMiB = 514
+	maxCatch   = 36_000 // ticks integrated after a gap (1 h); older time is skipped
+)
+
+// Source is a simulated node. It implements source.Source and
+// source.ProcessLister.
+type Source struct {
+	mu   sync.Mutex
+	cfg  *resolved
+	seed uint64
+	job  job // the node-wide job, when MIG is off
+	gpus []*gpuSim
+
+	entities []*source.Entity
+	groups   []groupPlan
+	// xidWatched says whether XID events are recorded for the sink.
+	xidWatched bool
+
+	started    bool
+	t0, last   int64 // ticks
+	nowTick    int64
+	evCum      [numEvents]float64
+	evNVLinkOn bool
+}
+
+type gpuSim struct {
+	idx    int
+	ent    *source.Entity
+	idle   bool // allocated, running nothing
+	gis    []*giSim
+	links  []*source.Entity
+	serial string
+	pids   [2]uint32
+
+	memFrac, ambient float64
+
+	temp, memTemp, powerAvg, energy float64
+	viol                            [numViol]float64
+	eccSBEVol, eccDBEVol            float64
+	eccSBEAgg, eccDBEAgg            float64
+	pcieReplay                      float64
+	remapCorr, remapUncorr          float64
+	nvlErr                          [4][maxLinks]float64
+	lastXID                         float64
+	health                          float64
+	healthUntil                     int64
+	slowUntil, thermUntil           int64
+	ring                            [xidRing]xidEvent
+	ringStart, ringLen              int
+
+	// The instant of the last Collect.
+	act       activity
+	powerInst float64
+	capped    bool
+	fbUsed    int64
+	reasons   uint64
+}
+
+type giSim struct {
+	idx     int
+	ent     *source.Entity
+	prof    migProfile
+	job     job
+	fbTotal int64
+	memFrac float64
+	pid     uint32
+
+	act    activity
+	fbUsed int64
+}
+
+type xidEvent struct {
+	xid uint64
+	ts  int64
+}
+
+type op struct {
+	ent *source.Entity
+	g   *gpuSim
+	gi  *giSim
+	f   *fieldInfo
+}
+
+type unsupported struct {
+	ent    *source.Entity
+	id     uint16
+	reason string
+}
+
+type groupPlan struct {
+	ops      []op
+	unsup    []unsupported
+	reported bool
+	xid      bool
+}
+
+// Violation counters.
+const (
+	violPower = iota
+	violThermal
+	violBoard
+	violLowUtil
+	numViol
+)
+
+// New builds a simulated node.
+func New(cfg Config) (*Source, error) {
+	r, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: r, seed: uint64(r.Seed)}
+	s.job = newJob(s.seed, 0)
+	s.setEventRates()
+	usedPIDs := make(map[uint32]bool)
+	pid := func(a, b uint64) uint32 {
+		p := uint32(2000 + hash4(s.seed, a, tagPID, b)%900_000)
+		for usedPIDs[p] {
+			p++
+		}
+		usedPIDs[p] = true
+		return p
+	}
+	m := r.model
+	for i := 0; i < r.GPUs; i++ {
+		h := hash4(s.seed, uint64(i), tagIdentity, 0)
+		ent := source.NewGPU(i, formatUUID("GPU-", h, hash4(s.seed, uint64(i), tagIdentity, 1)), pciBusID(i), m.name)
+		g := &gpuSim{
+			idx:     i,
+			ent:     &ent,
+			serial:  fmt.Sprintf("%013d", h%10_000_000_000_000),
+			memFrac: 0.78 + 0.14*unit(hash4(s.seed, uint64(i), tagMem, 0)),
+			ambient: 24 + 8*unit(hash4(s.seed, uint64(i), tagAmbient, 0)),
+		}
+		for _, k := range r.IdleGPUs {
+			g.idle = g.idle || k == i
+		}
+		g.pids[0] = pid(uint64(i), 0)
+		g.pids[1] = pid(uint64(i), 1)
+		usable := m.fbTotal - m.fbReserved
+		for k, p := range r.mig {
+			e := ent
+			e.Kind = source.GPUInstance
+			e.GPUInstanceID = k + 1
+			if len(r.mig) == 1 && p.compute == migComputeSlices {
+				e.GPUInstanceID = 0
+			}
+			e.GPUInstanceProfile = p.name
+			e.MIGUUID = formatUUID("MIG-", hash4(s.seed, uint64(i), tagIdentity, uint64(100+k)), hash4(s.seed, uint64(i), tagIdentity, uint64(200+k)))
+			key := uint64(1000 + i*16 + k)
+			g.gis = append(g.gis, &giSim{
+				idx: k, ent: &e, prof: p, job: newJob(s.seed, key),
+				fbTotal: int64(p.memSlices) * (usable / migMemSlices),
+				memFrac: 0.75 + 0.2*unit(hash4(s.seed, key, tagMem, 0)),
+				pid:     pid(uint64(i), uint64(10+k)),
+			})
+		}
+		for l := 0; l < r.links; l++ {
+			e := ent
+			e.Kind = source.NVLink
+			e.Link = l
+			g.links = append(g.links, &e)
+		}
+		s.gpus = append(s.gpus, g)
+	}
+	for _, g := range s.gpus {
+		s.entities = append(s.entities, g.ent)
+	}
+	return s, nil
+}
+
+// dgxBusIDs are the PCI buses of the GPUs of a DGX H100, in index order.
+var dgxBusIDs = [MaxGPUs]int{0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb, 0x19, 0x2b, 0x3b, 0x5e, 0x9b, 0xac, 0xbb, 0xdc}
+
+func pciBusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", dgxBusIDs[i]) }
+
+func formatUUID(prefix string, a, b uint64) string {
+	return fmt.Sprintf("%s%08x-%04x-%04x-%04x-%012x", prefix, uint32(a>>32), uint16(a>>16), uint16(a), uint16(b>>48), b&0xffffffffffff)
+}
+
+// Name is the source label.
+func (s *Source) Name() string { return "sim" }
+
+// Hostname is the simulated node's name.
+func (s *Source) Hostname() string { return s.cfg.Hostname }
+
+// Status is always up: nothing simulated goes away.
+func (s *Source) Status() source.Status { return source.Status{Up: true} }
+
+// Close releases nothing; the simulator holds no outside resources.
+func (s *Source) Close() error { return nil }
+
+// Entities returns the GPUs, and their MIG instances and NVLinks when the
+// watched fields are sampled on them, in a stable order.
+func (s *Source) Entities() []*source.Entity {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*source.Entity, len(s.entities))
+	copy(out, s.entities)
+	return out
+}
+
+// Watch plans which (entity, field) pairs each group samples.
+func (s *Source) Watch(groups []source.Group) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	needMIG, needLinks := false, false
+	for _, gr := range groups {
+		for _, f := range gr.Fields {
+			info := fieldsByID[f.ID]
+			if info == nil {
+				continue
+			}
+			needMIG = needMIG || info.scope == scopeGPUAndMIG
+			needLinks = needLinks || info.scope == scopeLink || info.scope == scopeGPUAndLink
+		}
+	}
+	needMIG = needMIG && len(s.cfg.mig) > 0
+	needLinks = needLinks && s.cfg.links > 0
+
+	s.entities = s.entities[:0]
+	for _, g := range s.gpus {
+		s.entities = append(s.entities, g.ent)
+		if needMIG {
+			for _, gi := range g.gis {
+				s.entities = append(s.entities, gi.ent)
+			}
+		}
+		if needLinks {
+			s.entities = append(s.entities, g.links...)
+		}
+	}
+
+	s.groups = make([]groupPlan, len(groups))
+	s.xidWatched = false
+	for i, gr := range groups {
+		p := &s.groups[i]
+		for _, f := range gr.Fields {
+			s.plan(p, f.ID, needMIG, needLinks)
+		}
+		if p.xid {
+			if s.xidWatched {
+				p.xid = false // events are handed over once, by the first group
+			}
+			s.xidWatched = true
+		}
+	}
+	return nil
+}
+
+func (s *Source) plan(p *groupPlan, id uint16, needMIG, needLinks bool) {
+	if engineDerived(id) {
+		// The engine derives these; the XID count needs the XID events.
+		if id == counters.FieldExpXIDErrorsCount {
+			p.xid = true
+		}
+		return
+	}
+	info := fieldsByID[id]
+	unsup := func(reason string) {
+		for _, g := range s.gpus {
+			p.unsup = append(p.unsup, unsupported{ent: g.ent, id: id, reason: reason})
+		}
+	}
+	switch {
+	case info == nil:
+		unsup("field not simulated")
+		return
+	case info.nvlink && s.cfg.links == 0:
+		unsup("GPU model has no NVLink")
+		return
+	case info.scope == scopeLink && info.link >= s.cfg.links:
+		unsup("NVLink index beyond the GPU's links")
+		return
+	}
+	if id == fieldXIDErrors {
+		p.xid = true
+	}
+	for _, g := range s.gpus {
+		if info.scope != scopeLink {
+			p.ops = append(p.ops, op{ent: g.ent, g: g, f: info})
+		}
+		if needMIG && (info.scope == scopeGPUAndMIG || info.scope == scopeText) {
+			for _, gi := range g.gis {
+				p.ops = append(p.ops, op{ent: gi.ent, g: g, gi: gi, f: info})
+			}
+		}
+		if !needLinks {
+			continue
+		}
+		switch info.scope {
+		case scopeLink:
+			p.ops = append(p.ops, op{ent: g.links[info.link], g: g, f: info})
+		case scopeGPUAndLink, scopeText:
+			for _, l := range g.links {
+				p.ops = append(p.ops, op{ent: l, g: g, f: info})
+			}
+		}
+	}
+}
+
+// Collect samples every field of a group at the clock's current time.
+func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sim: collect group %d: %w", group, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if group < 0 || group >= len(s.groups) {
+		return fmt.Errorf("sim: collect group %d: only %d groups are watched", group, len(s.groups))
+	}
+	ns := s.cfg.Now().UnixNano()
+	tick := floorDiv(ns, tickNS)
+	s.advance(tick)
+	s.sample(ns, tick)
+
+	p := &s.groups[group]
+	if !p.reported {
+		for _, u := range p.unsup {
+			sink.Unsupported(u.ent, u.id, u.reason)
+		}
+		p.reported = true
+	}
+	for i := range p.ops {
+		o := &p.ops[i]
+		if o.f.scope == scopeText {
+			sink.Text(o.ent, o.f.id, s.text(o.g, o.f.id))
+			continue
+		}
+		sink.Value(o.ent, o.f.id, ns, s.value(o))
+	}
+	if p.xid {
+		for _, g := range s.gpus {
+			for ; g.ringLen > 0; g.ringLen-- {
+				ev := g.ring[g.ringStart]
+				g.ringStart = (g.ringStart + 1) % xidRing
+				sink.XID(g.ent, ev.xid, ev.ts)
+			}
+		}
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// sample computes each GPU's instantaneous state at ns.
+func (s *Source) sample(ns, tick int64) {
+	s.nowTick = tick
+	tsec := float64(ns-s.t0*tickNS) / 1e9
+	for _, g := range s.gpus {
+		g.act = s.gpuActivity(g, tsec)
+		g.powerInst, g.capped = s.power(g, &g.act, tick)
+		g.fbUsed = s.fbUsed(g, tsec)
+		var r uint64
+		if g.act.idle {
+			r |= reasonGPUIdle
+		}
+		if g.capped {
+			r |= reasonSWPowerCap
+		}
+		if tick < g.slowUntil {
+			r |= reasonHWSlowdown
+		}
+		if tick < g.thermUntil {
+			r |= reasonHWThermal
+		}
+		g.reasons = r
+	}
+}
+
+// Clock event reason bits, as NVML and DCGM define them.
+const (
+	reasonGPUIdle    = 0x1
+	reasonSWPowerCap = 0x4
+	reasonHWSlowdown = 0x8
+	reasonHWThermal  = 0x40
+)
+
+// idleActivity is a GPU with a CUDA context and no kernels.
+var idleActivity = activity{intensity: 0.15, idle: true}
+
+func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
+	if g.idle {
+		for _, gi := range g.gis {
+			gi.act = idleActivity
+		}
+		return idleActivity
+	}
+	if len(g.gis) == 0 {
+		return s.job.at(tsec)
+	}
+	a := activity{idle: true}
+	for _, gi := range g.gis {
+		gi.act = gi.job.at(tsec)
+		a.blend(&gi.act, float64(gi.prof.compute)/migComputeSlices)
+		a.idle = a.idle && gi.act.idle
+	}
+	// MIG turns off NVLink peer traffic.
+	a.nvlink = 0
+	return a
+}
+
+// fbUsed returns the GPU's used framebuffer (MiB) tsec after the start and
+// updates its MIG instances' share.
+func (s *Source) fbUsed(g *gpuSim, tsec float64) int64 {
+	if g.idle {
+		var sum int64
+		for _, gi := range g.gis {
+			gi.fbUsed = contextMiB
+			sum += contextMiB
+		}
+		if len(g.gis) == 0 {
+			sum = contextMiB
+		}
+		return sum
+	}
+	if len(g.gis) == 0 {
+		usable := s.cfg.model.fbTotal - s.cfg.model.fbReserved
+		return int64(g.memFrac * float64(usable) * s.job.memRamp(tsec))
+	}
+	var sum int64
+	for _, gi := range g.gis {
+		gi.fbUsed = int64(gi.memFrac * float64(gi.fbTotal) * gi.job.memRamp(tsec))
+		sum += gi.fbUsed
+	}
+	return sum
+}
+
+// power returns the board power (W) for an activity and whether the power
+// limit capped it.
+func (s *Source) power(g *gpuSim, a *activity, tick int64) (float64, bool) {
+	m := s.cfg.model
+	load := (0.05 + 0.45*a.sm + 0.4*a.tensor + 0.2*a.dram) * a.intensity
+	load *= 1 + 0.04*(unit(hash4(s.seed, uint64(g.idx), tagNoise, uint64(tick)))-0.5)
+	demand := m.idleW + (m.limitW-m.idleW)*load
+	if demand > m.limitW {
+		return m.limitW * (0.99 + 0.01*unit(hash4(s.seed, uint64(g.idx), tagNoise+100, uint64(tick)))), true
+	}
+	return demand, false
+}
+
+// Processes lists one training process per GPU or MIG instance, two on each
+// shared GPU. Their memory adds up to the framebuffer in use.
+func (s *Source) Processes() []source.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := s.cfg.Now().UnixNano()
+	tsec := 0.0
+	if s.started {
+		tsec = float64(ns-s.t0*tickNS) / 1e9
+	}
+	var out []source.Process
+	for _, g := range s.gpus {
+		used := s.fbUsed(g, tsec)
+		if len(g.gis) > 0 {
+			for _, gi := range g.gis {
+				a := gi.job.at(tsec)
+				if g.idle {
+					a = idleActivity
+				}
+				out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
+					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: math.Round(a.sm * 100)})
+			}
+			continue
+		}
+		util := math.Round(s.job.at(tsec).sm * 100)
+		if g.idle {
+			util = 0
+		}
+		if g.idx < s.cfg.SharedGPUs {
+			first := used * 55 / 100
+			out = append(out,
+				source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(first) * mib, SMUtil: math.Round(util * 0.6)},
+				source.Process{PID: g.pids[1], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used-first) * mib, SMUtil: util - math.Round(util*0.6)})
+			continue
+		}
+		out = append(out, source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used) * mib, SMUtil: util})
+	}
+	return out
+}

@@ -1,0 +1,426 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/gpuscope/gpuscope/internal/source"
+)
+
+// Rare events, with their base rate per GPU-hour (EventRate 1).
+const (
+	evSBE = iota
+	evPCIeReplay
+	evNVLinkErr
+	evXID13
+	evXID31
+	evHWSlowdown
+	evHWThermal
+	evDBE
+	evXID79
+	numEvents
+)
+
+var eventPerHour = [numEvents]float64{
+	evSBE:        0.2,
+	evPCIeReplay: 0.5,
+	evNVLinkErr:  0.3,
+	evXID13:      0.05,
+	evXID31:      0.05,
+	evHWSlowdown: 0.01,
+	evHWThermal:  0.005,
+	evDBE:        0.002,
+	evXID79:      0.0005,
+}
+
+// healthTicks is how long (10 min) a severe XID leaves the health status
+// degraded.
+const healthTicks = 6000
+
+func (s *Source) setEventRates() {
+	cum := 0.0
+	for i := 0; i < numEvents; i++ {
+		r := eventPerHour[i]
+		if i == evNVLinkErr && s.cfg.links == 0 {
+			r = 0
+		}
+		cum += r * s.cfg.EventRate * tickSec / 3600
+		s.evCum[i] = cum
+	}
+}
+
+// advance integrates the node's state up to tick on the absolute 100 ms grid.
+func (s *Source) advance(tick int64) {
+	if !s.started {
+		s.start(tick)
+		return
+	}
+	if tick <= s.last {
+		return
+	}
+	if tick-s.last > maxCatch {
+		// A long pause (suspended process, clock jump): integrate only the
+		// last hour in detail and account energy for the rest at the
+		// last average power.
+		skip := tick - maxCatch - s.last
+		for _, g := range s.gpus {
+			g.energy += g.powerAvg * float64(skip) * tickSec * 1000
+		}
+		s.last = tick - maxCatch
+	}
+	for t := s.last + 1; t <= tick; t++ {
+		tsec := float64(t-s.t0) * tickSec
+		for _, g := range s.gpus {
+			s.step(g, t, tsec)
+		}
+	}
+	s.last = tick
+}
+
+func (s *Source) start(tick int64) {
+	s.started = true
+	s.t0, s.last = tick, tick
+	m := s.cfg.model
+	idle := m.idleW / m.limitW
+	for _, g := range s.gpus {
+		g.temp = g.ambient + m.tempRise*idle
+		g.memTemp = g.ambient + 6 + 0.8*m.tempRise*idle
+		g.powerAvg = m.idleW
+		uptime := (1 + 29*unit(hash4(s.seed, uint64(g.idx), tagEnergy, 0))) * 86400
+		g.energy = math.Floor(uptime * m.idleW * 1.5 * 1000)
+		g.eccSBEAgg = math.Floor(4 * unit(hash4(s.seed, uint64(g.idx), tagEnergy, 1)))
+	}
+}
+
+// step advances one GPU by one tick.
+func (s *Source) step(g *gpuSim, t int64, tsec float64) {
+	m := s.cfg.model
+	a := s.gpuActivity(g, tsec)
+	p, capped := s.power(g, &a, t)
+	g.energy += p * tickSec * 1000
+	g.powerAvg += (p - g.powerAvg) * 0.1
+	frac := p / m.limitW
+	// First-order lags: the die follows power within tens of seconds, the
+	// memory stacks a little slower.
+	g.temp += (g.ambient + m.tempRise*frac - g.temp) * (tickSec / 25)
+	g.memTemp += (g.ambient + 6 + 0.8*m.tempRise*frac + 10*a.dram - g.memTemp) * (tickSec / 40)
+	const dt = float64(tickNS)
+	if capped {
+		g.viol[violPower] += dt
+	}
+	if a.idle {
+		g.viol[violLowUtil] += dt
+	}
+	if t < g.slowUntil {
+		g.viol[violBoard] += dt
+	}
+	if t < g.thermUntil {
+		g.viol[violThermal] += dt
+	}
+	u := unit(hash4(s.seed, uint64(g.idx), tagEvent, uint64(t)))
+	if u < s.evCum[numEvents-1] {
+		for ev := 0; ev < numEvents; ev++ {
+			if u < s.evCum[ev] {
+				s.event(g, ev, t)
+				break
+			}
+		}
+	}
+}
+
+func (s *Source) event(g *gpuSim, ev int, t int64) {
+	v := unit(hash4(s.seed, uint64(g.idx), tagEventPick, uint64(t)))
+	switch ev {
+	case evSBE:
+		g.eccSBEVol++
+		g.eccSBEAgg++
+		if v < 0.1 {
+			g.remapCorr++
+		}
+	case evDBE:
+		g.eccDBEVol++
+		g.eccDBEAgg++
+		g.remapUncorr++
+		s.xid(g, 48, t)
+		g.health, g.healthUntil = 10, t+healthTicks
+	case evPCIeReplay:
+		g.pcieReplay += 1 + math.Floor(v*3)
+	case evNVLinkErr:
+		link := int(v * float64(s.cfg.links))
+		k := unit(hash4(s.seed, uint64(g.idx), tagEventDur, uint64(t)))
+		switch {
+		case k < 0.6:
+			g.nvlErr[0][link]++
+		case k < 0.8:
+			g.nvlErr[1][link]++
+		case k < 0.95:
+			g.nvlErr[2][link]++
+		default:
+			g.nvlErr[3][link]++
+		}
+	case evXID13:
+		s.xid(g, 13, t)
+	case evXID31:
+		s.xid(g, 31, t)
+	case evXID79:
+		s.xid(g, 79, t)
+		g.health, g.healthUntil = 20, t+healthTicks
+	case evHWSlowdown:
+		g.slowUntil = t + 20 + int64(v*80)
+	case evHWThermal:
+		g.thermUntil = t + 30 + int64(v*120)
+	}
+}
+
+// xid records an XID; the ring holds events until the watching group's next
+// Collect hands them to the sink, and drops the oldest when full.
+func (s *Source) xid(g *gpuSim, code uint64, t int64) {
+	g.lastXID = float64(code)
+	if !s.xidWatched {
+		return
+	}
+	if g.ringLen == xidRing {
+		g.ringStart = (g.ringStart + 1) % xidRing
+		g.ringLen--
+	}
+	g.ring[(g.ringStart+g.ringLen)%xidRing] = xidEvent{xid: code, ts: t * tickNS}
+	g.ringLen++
+}
+
+// noise is a deterministic value in [-1, 1) for one sample of one field.
+func (s *Source) noise(g *gpuSim, sub int, id uint16) float64 {
+	return 2*unit(hash4(s.seed, uint64(g.idx)<<8|uint64(sub), uint64(id)|tagNoise<<16, uint64(s.nowTick))) - 1
+}
+
+// value is the current value of one planned (entity, field).
+func (s *Source) value(o *op) float64 {
+	g, m := o.g, s.cfg.model
+	id := o.f.id
+	if o.f.scope == scopeLink {
+		return s.linkValue(g, o.f.kind, o.f.link)
+	}
+	if o.gi != nil {
+		gi := o.gi
+		switch id {
+		case fieldFBTotal:
+			return float64(gi.fbTotal)
+		case fieldFBUsed:
+			return float64(gi.fbUsed)
+		case fieldFBFree:
+			return float64(gi.fbTotal - gi.fbUsed)
+		case fieldFBReserved:
+			return 0
+		}
+		return s.profValue(&gi.act, id, s.noise(g, gi.idx+1, id), float64(gi.prof.compute)/migComputeSlices)
+	}
+	if o.ent.Kind == source.NVLink {
+		switch id {
+		case fieldProfNVLinkTXBytes:
+			return s.linkBytes(g, o.ent.Link, false)
+		case fieldProfNVLinkRXBytes:
+			return s.linkBytes(g, o.ent.Link, true)
+		}
+	}
+	switch id {
+	case fieldSMClock:
+		switch {
+		case g.act.idle:
+			return m.idleSMClock
+		case g.capped:
+			return math.Round(m.maxSMClock*(0.88+0.06*unit(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15
+		}
+		return m.maxSMClock
+	case fieldMemClock:
+		return m.memClock
+	case fieldClockEventReasons:
+		return float64(g.reasons)
+	case fieldMaxSMClock:
+		return m.maxSMClock
+	case fieldMaxMemClock:
+		return m.memClock
+	case fieldMemoryTemp:
+		return math.Round(g.memTemp)
+	case fieldGPUTemp:
+		return math.Round(g.temp)
+	case fieldPowerUsage:
+		return math.Round(g.powerAvg*1000) / 1000
+	case fieldTotalEnergy:
+		return math.Floor(g.energy)
+	case fieldPowerUsageInstant:
+		return math.Round(g.powerInst*1000) / 1000
+	case fieldPowerMgmtLimit, fieldEnforcedPowerLimit:
+		return m.limitW
+	case fieldPCIeReplayCounter:
+		return g.pcieReplay
+	case fieldGPUUtil:
+		return math.Round(100 * clamp01(g.act.gr/0.95*(1+0.03*s.noise(g, 0, id))))
+	case fieldMemCopyUtil:
+		return math.Round(100 * clamp01(0.9*g.act.dram*(1+0.05*s.noise(g, 0, id))))
+	case fieldEncUtil, fieldDecUtil:
+		return 0
+	case fieldXIDErrors:
+		return g.lastXID
+	case fieldPowerViolation:
+		return g.viol[violPower]
+	case fieldThermalViolation:
+		return g.viol[violThermal]
+	case fieldBoardLimitViolation:
+		return g.viol[violBoard]
+	case fieldLowUtilViolation:
+		return g.viol[violLowUtil]
+	case fieldSyncBoostViolation, fieldReliabilityViol:
+		return 0
+	case fieldFBTotal:
+		return float64(m.fbTotal)
+	case fieldFBUsed:
+		return float64(g.fbUsed)
+	case fieldFBFree:
+		return float64(m.fbTotal - m.fbReserved - g.fbUsed)
+	case fieldFBReserved:
+		return float64(m.fbReserved)
+	case fieldECCSBEVolTotal:
+		return g.eccSBEVol
+	case fieldECCDBEVolTotal:
+		return g.eccDBEVol
+	case fieldECCSBEAggTotal:
+		return g.eccSBEAgg
+	case fieldECCDBEAggTotal:
+		return g.eccDBEAgg
+	case fieldRetiredSBE, fieldRetiredDBE, fieldRetiredPending:
+		// These boards repair memory by row remapping; pages are not retired.
+		return 0
+	case fieldUncorrRemappedRows:
+		return g.remapUncorr
+	case fieldCorrRemappedRows:
+		return g.remapCorr
+	case fieldRowRemapFailure, fieldVGPULicenseStatus, fieldExpP2PStatus:
+		return 0
+	case fieldNVLinkCRCFlitTotal:
+		return s.linkErrTotal(g, 0)
+	case fieldNVLinkCRCDataTotal:
+		return s.linkErrTotal(g, 1)
+	case fieldNVLinkReplayTotal:
+		return s.linkErrTotal(g, 2)
+	case fieldNVLinkRecoveryTotal:
+		return s.linkErrTotal(g, 3)
+	case fieldNVLinkBandwidthTot:
+		sum := 0.0
+		for l := 0; l < s.cfg.links; l++ {
+			sum += s.linkValue(g, linkBandwidth, l)
+		}
+		return sum
+	case fieldProfNVLinkTXBytes, fieldProfNVLinkRXBytes:
+		sum := 0.0
+		for l := 0; l < s.cfg.links; l++ {
+			sum += s.linkBytes(g, l, id == fieldProfNVLinkRXBytes)
+		}
+		return sum
+	case fieldExpGPUHealthStatus:
+		if s.nowTick < g.healthUntil {
+			return g.health
+		}
+		return 0
+	}
+	return s.profValue(&g.act, id, s.noise(g, 0, id), 1)
+}
+
+// profValue is a DCGM_FI_PROF_* activity of a GPU or MIG instance; share is
+// the instance's part of the GPU, which scales its PCIe traffic.
+func (s *Source) profValue(a *activity, id uint16, n, share float64) float64 {
+	switch id {
+	case fieldProfGREngineActive:
+		return clamp01(a.gr + 0.01*n)
+	case fieldProfSMActive:
+		return clamp01(a.sm + 0.02*n)
+	case fieldProfSMOccupancy:
+		return clamp01(a.occ + 0.02*n)
+	case fieldProfTensorActive:
+		return clamp01(a.tensor + 0.02*n)
+	case fieldProfDRAMActive:
+		return clamp01(a.dram + 0.02*n)
+	case fieldProfFP64Active:
+		return clamp01(a.fp64 * (1 + 0.2*n))
+	case fieldProfFP32Active:
+		return clamp01(a.fp32 + 0.01*n)
+	case fieldProfFP16Active:
+		return clamp01(a.fp16 + 0.01*n)
+	case fieldProfPCIeTXBytes:
+		return math.Round(a.pcieTX * (1 + 0.1*n) * s.cfg.model.pcieBytes * share)
+	case fieldProfPCIeRXBytes:
+		return math.Round(a.pcieRX * (1 + 0.1*n) * s.cfg.model.pcieBytes * share)
+	}
+	return 0
+}
+
+// linkBytes is one link's traffic in one direction, bytes/s.
+func (s *Source) linkBytes(g *gpuSim, link int, rx bool) float64 {
+	sub := 2 * link
+	if rx {
+		sub++
+	}
+	n := s.noise(g, 0, 0xF800+uint16(sub))
+	return math.Round(clamp01(g.act.nvlink*(1+0.1*n)) * s.cfg.model.linkBytes)
+}
+
+func (s *Source) linkValue(g *gpuSim, kind linkKind, link int) float64 {
+	switch kind {
+	case linkCRCFlit:
+		return g.nvlErr[0][link]
+	case linkCRCData:
+		return g.nvlErr[1][link]
+	case linkReplay:
+		return g.nvlErr[2][link]
+	case linkRecovery:
+		return g.nvlErr[3][link]
+	case linkBandwidth:
+		return math.Round((s.linkBytes(g, link, false) + s.linkBytes(g, link, true)) / 1e6)
+	case linkProfTX:
+		return s.linkBytes(g, link, false)
+	case linkProfRX:
+		return s.linkBytes(g, link, true)
+	}
+	return 0
+}
+
+func (s *Source) linkErrTotal(g *gpuSim, k int) float64 {
+	sum := 0.0
+	for l := 0; l < s.cfg.links; l++ {
+		sum += g.nvlErr[k][l]
+	}
+	return sum
+}
+
+// Static strings of label-type fields.
+const (
+	driverVersion = "570.133.20"
+	nvmlVersion   = "12.570.133.20"
+)
+
+func (s *Source) text(g *gpuSim, id uint16) string {
+	switch id {
+	case fieldDriverVersion:
+		return driverVersion
+	case fieldNVMLVersion:
+		return nvmlVersion
+	case fieldName:
+		return s.cfg.model.name
+	case fieldBrand:
+		return "NVIDIA"
+	case fieldSerial:
+		return g.serial
+	case fieldUUID:
+		return g.ent.UUID
+	case fieldOEMInforomVer:
+		return "2.1"
+	case fieldPCIBusID:
+		return g.ent.PCIBusID
+	case fieldECCInforomVer:
+		return "7.16"
+	case fieldPowerInforomVer:
+		return "N/A"
+	case fieldInforomImageVer:
+		return "G520.0200.00.05"
+	case fieldVBIOSVersion:
+		return s.cfg.model.vbios
+	}
+	return ""
+}

@@ -1,0 +1,106 @@
+// Package e2e runs the real gpuscope binary against a real Prometheus server.
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/e2etest"
+)
+
+// TestCompatFieldsReachPrometheusForAllGPUs is the product's promise in one
+// test: the default counters file, on 8 simulated GPUs, scraped by a real
+// Prometheus, gives every enabled field on every GPU with dcgm-exporter's
+// labels.
+func TestCompatFieldsReachPrometheusForAllGPUs(t *testing.T) {
+	root := e2etest.RepoRoot()
+	csv := filepath.Join(root, "etc", "default-counters.csv")
+	set, err := counters.Load(csv)
+	require.NoError(t, err)
+
+	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-seed", "7")
+	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")})
+
+	// Every gauge and counter of the file, on all 8 GPUs. Fields that only
+	// exist when an event happened (the XID window count) are checked by
+	// the unit tests instead.
+	var names []string
+	for _, f := range set.Fields {
+		if f.Type == counters.Label || f.ID == counters.FieldExpXIDErrorsCount {
+			continue
+		}
+		names = append(names, f.Name)
+	}
+	require.NotEmpty(t, names)
+	e2etest.Eventually(t, prom, `count by (__name__) ({__name__=~"`+strings.Join(names, "|")+`", job="gpuscope"})`, 60*time.Second,
+		func(res []e2etest.Sample) error {
+			got := map[string]float64{}
+			for _, s := range res {
+				got[s.Metric["__name__"]] = s.Value
+			}
+			var missing []string
+			for _, n := range names {
+				want := 8.0
+				if n == "DCGM_EXP_CLOCK_EVENTS_COUNT" {
+					want = 8 * 9 // one series per clock-event reason
+				}
+				if got[n] != want {
+					missing = append(missing, fmt.Sprintf("%s=%v", n, got[n]))
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("fields without %s series: %v", "8 GPUs'", missing)
+			}
+			return nil
+		})
+
+	res, err := e2etest.Query(t, prom, `DCGM_FI_DEV_GPU_TEMP{gpu="3"}`)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	m := res[0].Metric
+	assert.Equal(t, "nvidia3", m["device"])
+	assert.Regexp(t, `^GPU-[0-9a-f]{8}-`, m["UUID"])
+	assert.Regexp(t, `^00000000:[0-9A-F]{2}:00\.0$`, m["pci_bus_id"])
+	assert.Equal(t, "NVIDIA H100 80GB HBM3", m["modelName"])
+	assert.Equal(t, "e2e-node", m["Hostname"])
+	assert.NotEmpty(t, m["DCGM_FI_DRIVER_VERSION"], "label-type fields become labels")
+	assert.Greater(t, res[0].Value, 20.0)
+	assert.Less(t, res[0].Value, 100.0)
+
+	up, err := e2etest.Query(t, prom, `gpuscope_source_up{source="sim"}`)
+	require.NoError(t, err)
+	require.Len(t, up, 1)
+	assert.Equal(t, 1.0, up[0].Value)
+}
+
+func TestEndpoints(t *testing.T) {
+	base, _ := e2etest.GPUScope(t, "--source", "sim", "--sim-gpus", "2")
+	for _, c := range []struct {
+		path, contains string
+	}{
+		{"/health", "ok"},
+		{"/ready", "up"},
+		{"/", "gpuscope"},
+		{"/metrics", "gpuscope_build_info"},
+	} {
+		resp, err := http.Get(base + c.path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, c.path)
+		assert.Contains(t, string(body), c.contains, c.path)
+	}
+	resp, err := http.Post(base+"/api/v1/profiling/pause", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotImplemented, resp.StatusCode, "the sim holds no profiling lock")
+}
