@@ -21,8 +21,4 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   need_root pkill -x prometheus >/dev/null 2>&1 || true
 fi
 
-GOBIN="$(go env GOPATH)/bin"
-if ! command -v helm >/dev/null && [ ! -x "$GOBIN/helm" ]; then
-  echo "install-test-deps: building helm v3.22.0 from the Go module proxy"
-  GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.22.0
-fi
+"$(dirname "$0")/install-helm.sh"

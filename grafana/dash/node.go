@@ -116,9 +116,9 @@ func Node() (dashboard.Dashboard, error) {
 			q(ng("DCGM_FI_DEV_ROW_REMAP_FAILURE", ""), "remap failure · "+gpuLegend),
 			q(ng("DCGM_FI_DEV_RETIRED_PENDING", ""), "pages pending retirement · "+gpuLegend))).
 		WithPanel(timeSeries("PCIe replays", "", "ops", 12, 7,
-			q(`rate(`+ng("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "")+`[$__rate_interval])`, gpuLegend))).
+			q(ngRate("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"), gpuLegend))).
 		WithPanel(timeSeries("Throttled time", "Share of time clocks were held by power or thermal limits.", "percentunit", 12, 7,
-			q(`rate(`+ng("DCGM_FI_DEV_POWER_VIOLATION", "")+`[$__rate_interval]) / 1e9`, "power · "+gpuLegend),
-			q(`rate(`+ng("DCGM_FI_DEV_THERMAL_VIOLATION", "")+`[$__rate_interval]) / 1e9`, "thermal · "+gpuLegend)))
+			q(ngRate("DCGM_FI_DEV_POWER_VIOLATION")+" / 1e9", "power · "+gpuLegend),
+			q(ngRate("DCGM_FI_DEV_THERMAL_VIOLATION")+" / 1e9", "thermal · "+gpuLegend)))
 	return b.Build()
 }

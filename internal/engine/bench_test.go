@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/sim"
+)
+
+// benchSize is one node shape of the scrape benchmarks. All run the shipped
+// etc/dcp-metrics.csv on eight simulated H100s. That file already samples
+// DCGM_FI_PROF_NVLINK_{TX,RX}_BYTES per link, so every size has the 18 link
+// entities of each GPU with those two fields; the largest size adds the
+// per-link fields (perLinkCSV), which is what a link-level dashboard reads.
+type benchSize struct {
+	name    string
+	mig     string
+	perLink bool
+}
+
+var benchSizes = []benchSize{
+	{name: "8gpu"},
+	{name: "8gpu_mig", mig: "7x1g.10gb"},
+	{name: "8gpu_mig_nvlink", mig: "7x1g.10gb", perLink: true},
+}
+
+// perLinkCSV lists, for each of the 18 links of an H100, its bandwidth and
+// error counters at 1s and its profiling TX/RX rates at 100ms with the same
+// statistics as the GPU-level NVLink rates of etc/dcp-metrics.csv.
+func perLinkCSV() string {
+	var b strings.Builder
+	b.WriteString("\n# Per-link NVLink fields (benchmark size 8gpu_mig_nvlink)\n")
+	for l := 0; l < 18; l++ {
+		s := strconv.Itoa(l)
+		for _, f := range []string{"BANDWIDTH", "CRC_FLIT_ERROR_COUNT", "CRC_DATA_ERROR_COUNT", "REPLAY_ERROR_COUNT", "RECOVERY_ERROR_COUNT"} {
+			b.WriteString("DCGM_FI_DEV_NVLINK_" + f + "_L" + s + ", counter, NVLink " + f + " of link " + s + "., 1s\n")
+		}
+		for _, d := range []string{"TX", "RX"} {
+			b.WriteString("DCGM_FI_PROF_NVLINK_L" + s + "_" + d + "_BYTES, gauge, NVLink " + d + " rate of link " + s + " (bytes/s)., 100ms, max avg p90\n")
+		}
+	}
+	return b.String()
+}
+
+func benchCounters(tb testing.TB, perLink bool) *counters.Set {
+	tb.Helper()
+	csv, err := io.ReadAll(etc.DCPMetrics())
+	require.NoError(tb, err)
+	text := string(csv)
+	if perLink {
+		text += perLinkCSV()
+	}
+	set, err := counters.Parse("dcp-metrics.csv", strings.NewReader(text))
+	require.NoError(tb, err)
+	return set
+}
+
+// newBenchEngine builds an engine on a simulated node with a hand-driven
+// clock and fills every window: 15 s of 100 ms samples (1 s for the slow
+// group), so the window statistics run over full rings as in production.
+func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *clock) {
+	tb.Helper()
+	clk := newClock()
+	cfg := sim.DefaultConfig()
+	cfg.MIG = sz.mig
+	cfg.EventRate = 0
+	cfg.Now = clk.Now
+	src, err := sim.New(cfg)
+	require.NoError(tb, err)
+	e, err := New(Options{
+		Source: src, Counters: benchCounters(tb, sz.perLink), DefaultInterval: time.Second, Window: 15 * time.Second,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(),
+	})
+	require.NoError(tb, err)
+	require.NoError(tb, src.Watch(e.plan.groups))
+	e.refreshEntities()
+	e.pollStatus()
+	b := &batch{}
+	for tick := 0; tick <= 160; tick++ {
+		for gi, g := range e.plan.groups {
+			if tick%int(g.Interval/(100*time.Millisecond)) == 0 {
+				require.NoError(tb, e.collectOnce(context.Background(), gi, b))
+			}
+		}
+		clk.Add(100 * time.Millisecond)
+	}
+	return e, clk
+}
+
+// families parses the engine's own exposition into the metric families that
+// client_golang's encoder would get from a registry, in exposition order.
+func families(tb testing.TB, out []byte) ([]*dto.MetricFamily, int) {
+	tb.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := p.TextToMetricFamilies(bytes.NewReader(out))
+	require.NoError(tb, err)
+	mfs := make([]*dto.MetricFamily, 0, len(byName))
+	series := 0
+	for _, mf := range byName {
+		mfs = append(mfs, mf)
+		series += len(mf.Metric)
+	}
+	sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	return mfs, series
+}
+
+// BenchmarkRender is the cost of one /metrics body for the GPU series,
+// window statistics included. BenchmarkFloor encodes the same series, built
+// once as metric families, with client_golang's text encoder: the cost of
+// a scrape with nothing left to compute. Compare them side by side:
+//
+//	go test -run '^$' -bench 'Render|Floor|Collect' -benchmem ./internal/engine/
+func BenchmarkRender(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			e, _ := newBenchEngine(b, sz)
+			buf := e.Render(nil)
+			_, series := families(b, buf)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				buf = e.Render(buf[:0])
+			}
+			b.StopTimer()
+			reportPerSeries(b, series)
+		})
+	}
+}
+
+func BenchmarkFloor(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			e, _ := newBenchEngine(b, sz)
+			mfs, series := families(b, e.Render(nil))
+			var out bytes.Buffer
+			format := expfmt.NewFormat(expfmt.TypeTextPlain)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				out.Reset()
+				enc := expfmt.NewEncoder(&out, format)
+				for _, mf := range mfs {
+					if err := enc.Encode(mf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			reportPerSeries(b, series)
+		})
+	}
+}
+
+func reportPerSeries(b *testing.B, series int) {
+	b.ReportMetric(float64(series), "series")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(series), "ns/series")
+}
+
+// BenchmarkCollect is the steady-state cost of one sampling round of the
+// 100ms group (the profiling fields) on the largest node: the sim's Collect
+// plus the engine's apply into the per-series rings, per sample. The sim's
+// own share is BenchmarkSimCollect: subtract it for the engine's cost.
+func BenchmarkCollect(b *testing.B) {
+	e, clk := newBenchEngine(b, benchSizes[len(benchSizes)-1])
+	bt := &batch{}
+	ctx := context.Background()
+	require.NoError(b, e.collectOnce(ctx, 0, bt))
+	clk.Add(100 * time.Millisecond)
+	samples := samplesPerRound(b, e, clk)
+	b.ReportAllocs()
+	m0 := mallocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clk.Add(100 * time.Millisecond)
+		if err := e.collectOnce(ctx, 0, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	perSample(b, samples, mallocs()-m0)
+}
+
+// BenchmarkSimCollect is the sim's share of BenchmarkCollect: the same
+// Collect into a batch that is reset without being applied.
+func BenchmarkSimCollect(b *testing.B) {
+	e, clk := newBenchEngine(b, benchSizes[len(benchSizes)-1])
+	bt := &batch{}
+	ctx := context.Background()
+	samples := samplesPerRound(b, e, clk)
+	b.ReportAllocs()
+	m0 := mallocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clk.Add(100 * time.Millisecond)
+		if err := e.src.Collect(ctx, 0, bt); err != nil {
+			b.Fatal(err)
+		}
+		bt.reset()
+	}
+	b.StopTimer()
+	perSample(b, samples, mallocs()-m0)
+}
+
+func samplesPerRound(b *testing.B, e *Engine, clk *clock) int {
+	b.Helper()
+	bt := &batch{}
+	clk.Add(100 * time.Millisecond)
+	require.NoError(b, e.src.Collect(context.Background(), 0, bt))
+	n := len(bt.vals)
+	require.NotZero(b, n, "the 100ms group sampled nothing")
+	return n
+}
+
+// perSample reports the per-sample figures; allocs/sample counts every heap
+// allocation of the timed loop, whoever made it.
+func perSample(b *testing.B, samples int, allocs uint64) {
+	n := float64(b.N) * float64(samples)
+	b.ReportMetric(float64(samples), "samples/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/sample")
+	b.ReportMetric(float64(allocs)/n, "allocs/sample")
+}
+
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
