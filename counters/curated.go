@@ -150,7 +150,7 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS":    everyday(gpuCounter("count", "Number of remapped rows for uncorrectable errors")),
 	"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS":      everyday(gpuCounter("count", "Number of remapped rows for correctable errors")),
 	"DCGM_FI_DEV_ROW_REMAP_FAILURE":              everyday(gpuGauge(KindInt, "", "Whether remapping of rows has failed")),
-	"DCGM_FI_DEV_ROW_REMAP_PENDING":              gpuGauge(KindInt, "", "Whether remapping of rows is pending (a GPU reset is needed)."),
+	"DCGM_FI_DEV_ROW_REMAP_PENDING":              everyday(gpuGauge(KindInt, "", "Whether remapping of rows is pending (a GPU reset is needed).")),
 	"DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_MAX":     gpuGauge(KindInt, "count", "Memory banks with all spare rows available."),
 	"DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_HIGH":    gpuGauge(KindInt, "count", "Memory banks with most spare rows available."),
 	"DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_PARTIAL": gpuGauge(KindInt, "count", "Memory banks with some spare rows available."),
@@ -158,10 +158,10 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE":    gpuGauge(KindInt, "count", "Memory banks with no spare row available."),
 
 	// NVLink totals (per-link fields come from the patterns).
-	"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": gpuCounter("count", "Total number of NVLink flow-control CRC errors."),
-	"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": gpuCounter("count", "Total number of NVLink data CRC errors."),
-	"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL":   gpuCounter("count", "Total number of NVLink retries."),
-	"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": gpuCounter("count", "Total number of NVLink recovery errors."),
+	"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": everyday(gpuCounter("count", "Total number of NVLink flow-control CRC errors.")),
+	"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": everyday(gpuCounter("count", "Total number of NVLink data CRC errors.")),
+	"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL":   everyday(gpuCounter("count", "Total number of NVLink retries.")),
+	"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": everyday(gpuCounter("count", "Total number of NVLink recovery errors.")),
 	"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":            everyday(gpuCounter("bytes", "Total number of NVLink bandwidth counters for all lanes.")),
 	"DCGM_FI_DEV_NVLINK_TX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink TX bandwidth counter, all links."),
 	"DCGM_FI_DEV_NVLINK_RX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink RX bandwidth counter, all links."),

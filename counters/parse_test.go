@@ -211,8 +211,8 @@ func TestParseShippedFiles(t *testing.T) {
 		file    string
 		enabled int
 	}{
-		{"default-counters.csv", 45},
-		{"dcp-metrics.csv", 51},
+		{"default-counters.csv", 50},
+		{"dcp-metrics.csv", 56},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -14,7 +14,7 @@ var simSupport = func() map[uint16]bool {
 		240: true, 241: true, 242: true, 243: true, 244: true, 245: true,
 		250: true, 251: true, 252: true, 253: true,
 		310: true, 311: true, 312: true, 313: true,
-		390: true, 391: true, 392: true, 393: true, 394: true, 395: true,
+		390: true, 391: true, 392: true, 393: true, 394: true, 395: true, 396: true,
 		526:                     true,
 		FieldExpGPUHealthStatus: true, FieldExpP2PStatus: true,
 	}

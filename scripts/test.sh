@@ -22,14 +22,10 @@ go test -count=1 ./...
 echo "== go test -race (engine, window)"
 go test -count=1 -race ./internal/engine/ ./internal/window/
 
-for mod in $(git ls-files '*/go.mod' | xargs -n1 dirname); do
-  echo "== module $mod: vet and test"
-  (cd "$mod" && go vet ./... && go test -count=1 ./...)
-done
+echo "== alert rules (promtool) and dashboards (grafana module, live against a real Prometheus)"
+scripts/verify-dashboards.sh
 
-if ls deploy/prometheus/*.yml >/dev/null 2>&1; then
-  echo "== promtool check rules / test rules"
-  promtool check rules deploy/prometheus/*rules*.yml
-  promtool test rules deploy/prometheus/tests/*.yml
-fi
+echo "== Helm chart (deploy/helm/test module: helm lint, strict decoding, schema, drift)"
+(cd deploy/helm/test && go vet ./... && go test -count=1 ./...)
+
 echo "== all tests passed"

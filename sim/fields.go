@@ -61,6 +61,7 @@ const (
 	fieldUncorrRemappedRows  uint16 = 393
 	fieldCorrRemappedRows    uint16 = 394
 	fieldRowRemapFailure     uint16 = 395
+	fieldRowRemapPending     uint16 = 396
 	fieldNVLinkCRCFlitTotal  uint16 = 409
 	fieldNVLinkCRCDataTotal  uint16 = 419
 	fieldNVLinkReplayTotal   uint16 = 429
@@ -194,6 +195,7 @@ var gpuFields = []fieldInfo{
 	{id: fieldUncorrRemappedRows, name: "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"},
 	{id: fieldCorrRemappedRows, name: "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"},
 	{id: fieldRowRemapFailure, name: "DCGM_FI_DEV_ROW_REMAP_FAILURE"},
+	{id: fieldRowRemapPending, name: "DCGM_FI_DEV_ROW_REMAP_PENDING"},
 	{id: fieldNVLinkCRCFlitTotal, name: "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", nvlink: true},
 	{id: fieldNVLinkCRCDataTotal, name: "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", nvlink: true},
 	{id: fieldNVLinkReplayTotal, name: "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", nvlink: true},

@@ -292,6 +292,13 @@ func (s *Source) value(o *op) float64 {
 		return g.remapUncorr
 	case fieldCorrRemappedRows:
 		return g.remapCorr
+	case fieldRowRemapPending:
+		// An uncorrectable error's remap only takes effect at the next GPU
+		// reset, which the simulated node never does.
+		if g.remapUncorr > 0 {
+			return 1
+		}
+		return 0
 	case fieldRowRemapFailure, fieldVGPULicenseStatus, fieldExpP2PStatus:
 		return 0
 	case fieldNVLinkCRCFlitTotal:

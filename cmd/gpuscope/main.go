@@ -19,6 +19,10 @@ func main() {
 }
 
 func newApp() *cli.App {
+	// Builds outside the Makefile carry no version; --version must still work.
+	if version.Version == "" {
+		version.Version = "dev"
+	}
 	cli.VersionPrinter = func(c *cli.Context) {
 		fmt.Fprintln(c.App.Writer, version.Print("gpuscope"))
 	}

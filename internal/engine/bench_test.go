@@ -170,59 +170,61 @@ func reportPerSeries(b *testing.B, series int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(series), "ns/series")
 }
 
-// BenchmarkCollect is the steady-state cost of one sampling round of the
-// 100ms group (the profiling fields) on the largest node: the sim's Collect
-// plus the engine's apply into the per-series rings, per sample. The sim's
-// own share is BenchmarkSimCollect: subtract it for the engine's cost.
+// BenchmarkCollect is the steady-state sampling cost: one op is one
+// simulated second of a node's sampling (ten rounds of the 100ms group, one
+// of the 1s group): the sim's Collect plus the engine's apply into the
+// per-series rings. core% is that second's CPU time in % of one core, the
+// figure the process CPU run measures on the real binary. The sim's own
+// share is BenchmarkSimCollect: the same Collects into a batch that is
+// reset without being applied.
 func BenchmarkCollect(b *testing.B) {
-	e, clk := newBenchEngine(b, benchSizes[len(benchSizes)-1])
-	bt := &batch{}
-	ctx := context.Background()
-	require.NoError(b, e.collectOnce(ctx, 0, bt))
-	clk.Add(100 * time.Millisecond)
-	samples := samplesPerRound(b, e, clk)
-	b.ReportAllocs()
-	m0 := mallocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		clk.Add(100 * time.Millisecond)
-		if err := e.collectOnce(ctx, 0, bt); err != nil {
-			b.Fatal(err)
-		}
+	for _, sz := range []benchSize{benchSizes[0], benchSizes[len(benchSizes)-1]} {
+		b.Run(sz.name, func(b *testing.B) { benchSecond(b, sz, true) })
 	}
-	b.StopTimer()
-	perSample(b, samples, mallocs()-m0)
 }
 
-// BenchmarkSimCollect is the sim's share of BenchmarkCollect: the same
-// Collect into a batch that is reset without being applied.
 func BenchmarkSimCollect(b *testing.B) {
-	e, clk := newBenchEngine(b, benchSizes[len(benchSizes)-1])
-	bt := &batch{}
+	for _, sz := range []benchSize{benchSizes[0], benchSizes[len(benchSizes)-1]} {
+		b.Run(sz.name, func(b *testing.B) { benchSecond(b, sz, false) })
+	}
+}
+
+func benchSecond(b *testing.B, sz benchSize, apply bool) {
+	e, clk := newBenchEngine(b, sz)
 	ctx := context.Background()
-	samples := samplesPerRound(b, e, clk)
+	bt := &batch{}
+	// second samples one simulated second and returns how many values the
+	// source handed over.
+	second := func() (samples int) {
+		for tick := 0; tick < 10; tick++ {
+			clk.Add(100 * time.Millisecond)
+			for gi, g := range e.plan.groups {
+				if tick%int(g.Interval/(100*time.Millisecond)) != 0 {
+					continue
+				}
+				if err := e.src.Collect(ctx, gi, bt); err != nil {
+					b.Fatal(err)
+				}
+				samples += len(bt.vals)
+				if apply {
+					e.apply(bt)
+				}
+				bt.reset()
+			}
+		}
+		return samples
+	}
+	samples := second()
+	require.NotZero(b, samples, "one second sampled nothing")
 	b.ReportAllocs()
 	m0 := mallocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		clk.Add(100 * time.Millisecond)
-		if err := e.src.Collect(ctx, 0, bt); err != nil {
-			b.Fatal(err)
-		}
-		bt.reset()
+		second()
 	}
 	b.StopTimer()
 	perSample(b, samples, mallocs()-m0)
-}
-
-func samplesPerRound(b *testing.B, e *Engine, clk *clock) int {
-	b.Helper()
-	bt := &batch{}
-	clk.Add(100 * time.Millisecond)
-	require.NoError(b, e.src.Collect(context.Background(), 0, bt))
-	n := len(bt.vals)
-	require.NotZero(b, n, "the 100ms group sampled nothing")
-	return n
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e7, "core%")
 }
 
 // perSample reports the per-sample figures; allocs/sample counts every heap

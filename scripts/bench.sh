@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# gpuscope's benchmarks (docs/performance.md): go test -bench for the scrape
+# and sampling cost, then load runs of the real binary on the sim source for
+# process CPU, memory under reloads and scrape latency. Prints one table.
+#
+# Settings (environment):
+#   BENCH_COUNT  go test -count; the table shows medians          (5)
+#   BENCH_CPU    length of the process CPU run                    (60s)
+#   BENCH_SOAK   length of the memory run: 50 scrapers, SIGHUP
+#                every minute; the issue's full run is 20m        (2m)
+#   BENCH_LOAD   length of each latency run (1, 10, 100 scrapers) (10s)
+#   BENCH_ONLY   subset of: go cpu mem lat                        (all)
+#   BENCH_PORT   first loopback port the binary listens on        (19400)
+#   BENCH_OUT    folder for raw results and logs                  (bin/bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+
+COUNT=${BENCH_COUNT:-5}
+CPU=${BENCH_CPU:-60s}
+SOAK=${BENCH_SOAK:-2m}
+LOAD=${BENCH_LOAD:-10s}
+ONLY=${BENCH_ONLY:-go cpu mem lat}
+PORT=${BENCH_PORT:-19400}
+OUT=${BENCH_OUT:-bin/bench}
+mkdir -p "$OUT"
+
+for w in $ONLY; do
+  case $w in go | cpu | mem | lat) ;; *) echo "BENCH_ONLY: unknown part '$w' (use go cpu mem lat)" >&2; exit 2 ;; esac
+done
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+# rows collects the table: measurement | configuration | result | target.
+ROWS=()
+row() { ROWS+=("$1|$2|$3|$4"); }
+
+# field KEY LINE prints the value of KEY=... in a gpuscope-load result line.
+field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
+
+# per_link_csv writes etc/dcp-metrics.csv plus the per-link NVLink fields
+# of the 8gpu_mig_nvlink size (the same lines as perLinkCSV in
+# internal/engine/bench_test.go).
+per_link_csv() {
+  cat etc/dcp-metrics.csv
+  printf '\n# Per-link NVLink fields (benchmark size 8gpu_mig_nvlink)\n'
+  for l in $(seq 0 17); do
+    for f in BANDWIDTH CRC_FLIT_ERROR_COUNT CRC_DATA_ERROR_COUNT REPLAY_ERROR_COUNT RECOVERY_ERROR_COUNT; do
+      echo "DCGM_FI_DEV_NVLINK_${f}_L$l, counter, NVLink $f of link $l., 1s"
+    done
+    for d in TX RX; do
+      echo "DCGM_FI_PROF_NVLINK_L${l}_${d}_BYTES, gauge, NVLink $d rate of link $l (bytes/s)., 100ms, max avg p90"
+    done
+  done
+}
+
+# start_gpuscope LOG ARGS... starts the binary on the next port and waits
+# until /ready answers 200.
+start_gpuscope() {
+  local log=$1; shift
+  PORT=$((PORT + 1))
+  ADDR="127.0.0.1:$PORT"
+  bin/gpuscope --source=sim --sim-event-rate 0 --address "$ADDR" --log-level warn "$@" >"$log" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 100); do
+    if curl -fsS -o /dev/null "http://$ADDR/ready" 2>/dev/null; then return 0; fi
+    if ! kill -0 "$PID" 2>/dev/null; then echo "gpuscope exited; log $log:" >&2; cat "$log" >&2; exit 1; fi
+    sleep 0.2
+  done
+  echo "gpuscope on $ADDR was not ready after 20s; log $log" >&2
+  exit 1
+}
+
+stop_gpuscope() { cleanup; PID=; }
+
+load() { bin/gpuscope-load "$@"; }
+
+if want go; then
+  echo "== go test -bench (count $COUNT): scrape and sampling cost" >&2
+  go test -run '^$' -bench 'Render|Floor|Collect' -benchmem -count "$COUNT" ./internal/engine/ | tee "$OUT/go-bench.txt" >&2
+  # Median of each reported unit per benchmark: "name unit value" lines.
+  awk '/^Benchmark/ { n=$1; sub(/-[0-9]+$/, "", n); for (i = 3; i < NF; i += 2) print n, $(i+1), $i }' "$OUT/go-bench.txt" |
+    sort -k1,1 -k2,2 -k3,3g |
+    awk '{ k=$1" "$2; v[k, ++c[k]]=$3 } END { for (k in c) { n=c[k]; m=(n%2 ? v[k,(n+1)/2] : (v[k,n/2]+v[k,n/2+1])/2); print k, m } }' |
+    sort >"$OUT/go-medians.txt"
+  med() { awk -v k="$1 $2" '$1" "$2 == k { print $3 }' "$OUT/go-medians.txt"; }
+  for sz in 8gpu 8gpu_mig 8gpu_mig_nvlink; do
+    r=$(med "BenchmarkRender/$sz" ns/op); f=$(med "BenchmarkFloor/$sz" ns/op)
+    row "scrape cost ($sz)" "$(med "BenchmarkRender/$sz" series) series" \
+      "$(awk -v r="$r" -v f="$f" -v a="$(med "BenchmarkRender/$sz" allocs/op)" -v s="$(med "BenchmarkRender/$sz" ns/series)" \
+        'BEGIN { printf "render %.2f ms (%.0f ns/series, %d allocs), floor %.2f ms: %.2fx", r/1e6, s, a, f/1e6, r/f }')" "<= 1.5x floor"
+  done
+  for sz in 8gpu 8gpu_mig_nvlink; do
+    row "sampling cost ($sz)" "$(med "BenchmarkCollect/$sz" samples/op) samples per simulated second" \
+      "$(awk -v n="$(med "BenchmarkCollect/$sz" ns/sample)" -v a="$(med "BenchmarkCollect/$sz" allocs/sample)" \
+        -v sn="$(med "BenchmarkSimCollect/$sz" ns/sample)" -v c="$(med "BenchmarkCollect/$sz" core%)" -v sc="$(med "BenchmarkSimCollect/$sz" core%)" \
+        'BEGIN { printf "%.0f ns/sample (sim alone %.0f), %.4f allocs/sample; %.2f%% core (sim alone %.2f%%)", n, sn, a, c, sc }')" "0 allocs/sample"
+  done
+fi
+
+if want cpu || want mem || want lat; then
+  echo "== make build" >&2
+  make -s build >&2
+  go build -o bin/gpuscope-load ./cmd/gpuscope-load
+fi
+
+if want cpu; then
+  echo "== process CPU over $CPU: 8 GPUs, etc/dcp-metrics.csv (100ms + 1s), one scraper every 15s" >&2
+  start_gpuscope "$OUT/cpu.log" --collectors=etc/dcp-metrics.csv
+  sleep 5 # first windows and the Go runtime settle
+  res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 1 -pause 15s -d "$CPU" -sample 1s)
+  echo "$res" | tee "$OUT/cpu.txt" >&2
+  stop_gpuscope
+  row "process CPU" "8 GPUs, 100ms profiling + 1s rest, $CPU" "$(field cpu_pct "$res")% of one core, RSS $(field rss_max_mib "$res") MiB" "< 1% of a core"
+fi
+
+if want mem; then
+  echo "== memory over $SOAK: 8 GPUs, MIG 7x1g.10gb, per-link NVLink CSV, 15s windows; 50 scrapers every 1s, SIGHUP every minute" >&2
+  per_link_csv >"$OUT/dcp-metrics-nvlink.csv"
+  start_gpuscope "$OUT/mem.log" --collectors="$OUT/dcp-metrics-nvlink.csv" --sim-mig 7x1g.10gb --window 15s
+  res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 50 -pause 1s -hup 1m -d "$SOAK" -sample 1s -warmup 30s)
+  echo "$res" | tee "$OUT/mem.txt" >&2
+  stop_gpuscope
+  row "memory" "largest (MIG + NVLinks), $SOAK, $(field hups "$res") SIGHUPs, 50 scrapers" \
+    "RSS max $(field rss_max_mib "$res") MiB; median $(field rss_early_mib "$res") -> $(field rss_late_mib "$res") MiB ($(field rss_drift_pct "$res")%); $(field scrapes "$res") scrapes, $(field errors "$res") errors" \
+    "< 40 MiB, flat within 5%"
+fi
+
+if want lat; then
+  echo "== scrape latency, $LOAD per level: 8 GPUs, etc/dcp-metrics.csv" >&2
+  start_gpuscope "$OUT/lat.log" --collectors=etc/dcp-metrics.csv
+  sleep 16 # full 15s windows, so every scrape computes the statistics
+  for c in 1 10 100; do
+    res=$(load -url "http://$ADDR/metrics" -c "$c" -d "$LOAD")
+    echo "$res" | tee -a "$OUT/lat.txt" >&2
+    row "scrape latency" "$c concurrent scrapers, $LOAD" \
+      "p50 $(field p50_ms "$res") ms, p99 $(field p99_ms "$res") ms; $(field rate_per_s "$res")/s, $(field errors "$res") errors" "reported"
+  done
+  stop_gpuscope
+fi
+
+{
+  echo "measurement|configuration|result|target"
+  echo "---|---|---|---"
+  printf '%s\n' "${ROWS[@]}"
+} | column -t -s '|' -o ' | '
+echo "host: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); raw results in $OUT"
