@@ -109,9 +109,6 @@ const (
 	// scopeGPUAndMIG fields are also sampled per MIG GPU instance
 	// (profiling activity, framebuffer).
 	scopeGPUAndMIG
-	// scopeGPUAndLink fields are sampled on the GPU (sum of its links) and
-	// on each NVLink entity.
-	scopeGPUAndLink
 	// scopeLink fields belong to one link, named by fieldInfo.link.
 	scopeLink
 	// scopeText fields are static strings, sent on every entity of the GPU
@@ -212,8 +209,8 @@ var gpuFields = []fieldInfo{
 	{id: fieldProfFP16Active, name: "DCGM_FI_PROF_PIPE_FP16_ACTIVE", scope: scopeGPUAndMIG},
 	{id: fieldProfPCIeTXBytes, name: "DCGM_FI_PROF_PCIE_TX_BYTES", scope: scopeGPUAndMIG},
 	{id: fieldProfPCIeRXBytes, name: "DCGM_FI_PROF_PCIE_RX_BYTES", scope: scopeGPUAndMIG},
-	{id: fieldProfNVLinkTXBytes, name: "DCGM_FI_PROF_NVLINK_TX_BYTES", scope: scopeGPUAndLink, nvlink: true},
-	{id: fieldProfNVLinkRXBytes, name: "DCGM_FI_PROF_NVLINK_RX_BYTES", scope: scopeGPUAndLink, nvlink: true},
+	{id: fieldProfNVLinkTXBytes, name: "DCGM_FI_PROF_NVLINK_TX_BYTES", nvlink: true},
+	{id: fieldProfNVLinkRXBytes, name: "DCGM_FI_PROF_NVLINK_RX_BYTES", nvlink: true},
 	{id: fieldExpGPUHealthStatus, name: "DCGM_EXP_GPU_HEALTH_STATUS"},
 	{id: fieldExpP2PStatus, name: "DCGM_EXP_P2P_STATUS", nvlink: true},
 }

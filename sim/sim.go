@@ -250,7 +250,7 @@ func (s *Source) Watch(groups []source.Group) error {
 				continue
 			}
 			needMIG = needMIG || info.scope == scopeGPUAndMIG
-			needLinks = needLinks || info.scope == scopeLink || info.scope == scopeGPUAndLink
+			needLinks = needLinks || info.scope == scopeLink
 		}
 	}
 	needMIG = needMIG && len(s.cfg.mig) > 0
@@ -329,7 +329,7 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG, needLinks bool) {
 		switch info.scope {
 		case scopeLink:
 			p.ops = append(p.ops, op{ent: g.links[info.link], g: g, f: info})
-		case scopeGPUAndLink, scopeText:
+		case scopeText:
 			for _, l := range g.links {
 				p.ops = append(p.ops, op{ent: l, g: g, f: info})
 			}

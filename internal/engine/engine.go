@@ -16,6 +16,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/internal/window"
 )
 
 // Options configure an Engine.
@@ -119,14 +120,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.baseCtx = ctx
-	e.collectMu.Lock()
-	err := e.src.Watch(e.plan.groups)
-	e.collectMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("watching %d field groups on source %s: %w", len(e.plan.groups), e.src.Name(), err)
+	if err := e.open(); err != nil {
+		return err
 	}
-	e.refreshEntities()
-	e.pollStatus()
 	e.startLoops()
 	go e.housekeeping(ctx)
 	return nil
@@ -227,16 +223,26 @@ func (e *Engine) runGroup(ctx context.Context, gi int, interval time.Duration) {
 // collectOnce reads one group into b and applies it. A change of the
 // source's entities is handled here and is not an error.
 func (e *Engine) collectOnce(ctx context.Context, gi int, b *batch) error {
+	err := e.collectBatch(ctx, gi, b)
+	if errors.Is(err, source.ErrEntitiesChanged) {
+		e.log.WithField("source", e.src.Name()).Info("Source entities changed; refreshing")
+		e.refreshEntities()
+		// A reconnected source has samples waiting: read them now rather
+		// than an interval later, so series come back as soon as they can.
+		if err = e.collectBatch(ctx, gi, b); errors.Is(err, source.ErrEntitiesChanged) {
+			e.refreshEntities()
+			return nil
+		}
+	}
+	return err
+}
+
+func (e *Engine) collectBatch(ctx context.Context, gi int, b *batch) error {
 	e.collectMu.Lock()
 	err := e.src.Collect(ctx, gi, b)
 	e.collectMu.Unlock()
 	e.apply(b)
 	b.reset()
-	if errors.Is(err, source.ErrEntitiesChanged) {
-		e.log.WithField("source", e.src.Name()).Info("Source entities changed; refreshing")
-		e.refreshEntities()
-		return nil
-	}
 	return err
 }
 
@@ -264,6 +270,13 @@ func (e *Engine) apply(b *batch) {
 			sv.support = supportYes
 		}
 		sv.failing = false
+		// Rings are made on an entity's first sample of the slot: most
+		// entities of a large node never get most fields (a link has no
+		// per-link field of another link), and rings for them all would
+		// dominate memory.
+		if sv.ring == nil && p.slots[si].ringCap > 0 {
+			sv.ring = window.NewRing(p.slots[si].ringCap)
+		}
 		if sv.ring != nil {
 			sv.ring.Push(s.ts, s.v)
 		}

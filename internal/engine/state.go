@@ -119,11 +119,13 @@ func (es *entityState) resize(p *plan, old *plan) {
 				vals[i] = es.vals[oi]
 			}
 		}
+		// A ring is made by the first sample (Engine.apply); one that the
+		// window no longer needs is dropped, one that changes size keeps
+		// its samples.
 		switch {
 		case s.ringCap == 0:
 			vals[i].ring = nil
 		case vals[i].ring == nil:
-			vals[i].ring = window.NewRing(s.ringCap)
 		case vals[i].ring.Cap() != s.ringCap:
 			r := window.NewRing(s.ringCap)
 			r.CopyFrom(vals[i].ring)

@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/nvml"
+	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/sim"
+)
+
+// scrapeOnce renders what an engine over src exports after a few collections.
+func scrapeOnce(t *testing.T, src source.Source, set *counters.Set, clk *clock) map[string]*dto.MetricFamily {
+	t.Helper()
+	e, err := engine.New(engine.Options{Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog()})
+	require.NoError(t, err)
+	require.NoError(t, e.Open())
+	for range 3 {
+		clk.Add(time.Second)
+		require.NoError(t, e.CollectAll(context.Background()))
+	}
+	return parse(t, e.Render(nil))
+}
+
+// TestNVMLSourceMatchesTheSimSeries is the NVML source's promise: on a DGX
+// H100 with only a driver, every field of the shipped counters files that
+// NVML can serve is exported for all 8 GPUs, the GPM profiling fields
+// included, under the same names, types and labels as the sim source (and so
+// as DCGM), so dashboards and alerts do not care which source feeds them.
+func TestNVMLSourceMatchesTheSimSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(testing.TB) *counters.Set
+	}{{"default-counters", defaultSet}, {"dcp-metrics", dcpSet}} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := tc.set(t)
+			clk := newClock()
+			nv, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+			require.NoError(t, err)
+			defer nv.Close()
+			nvmlFamilies := scrapeOnce(t, nv, set, clk)
+
+			cfg := sim.DefaultConfig()
+			cfg.Now = clk.Now
+			sm, err := sim.New(cfg)
+			require.NoError(t, err)
+			simFamilies := scrapeOnce(t, sm, set, clk)
+
+			served := 0
+			for _, f := range set.Fields {
+				info, ok := counters.Lookup(f.Name)
+				require.True(t, ok)
+				if f.Type == counters.Label || info.Exporter() || !info.Sources.Has(counters.SourceNVML) {
+					continue
+				}
+				if f.Name == "DCGM_FI_DEV_VGPU_LICENSE_STATUS" {
+					// A DGX is no vGPU guest: the field is absent and said to be.
+					assert.Nil(t, nvmlFamilies[f.Name])
+					for _, m := range nvmlFamilies["gpuscope_field_supported"].Metric {
+						if labelOf(m, "field") == f.Name {
+							assert.Zero(t, gaugeOf(m))
+						}
+					}
+					continue
+				}
+				served++
+				mf := nvmlFamilies[f.Name]
+				require.NotNil(t, mf, "%s: NVML serves it, so it must be exported", f.Name)
+				assert.Len(t, gpusOf(mf), 8, "%s on all 8 GPUs", f.Name)
+				sf := simFamilies[f.Name]
+				require.NotNil(t, sf, "%s: the sim exports it too", f.Name)
+				assert.Equal(t, sf.GetType(), mf.GetType(), f.Name)
+				assert.Equal(t, labelNames(sf), labelNames(mf), "%s: same labels from both sources", f.Name)
+				if len(f.Stats) > 0 {
+					assert.NotNil(t, nvmlFamilies[f.Name+"_window"], "%s: window statistics", f.Name)
+				}
+			}
+			assert.Greater(t, served, 20)
+			if tc.name == "dcp-metrics" {
+				for _, prof := range []string{"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"} {
+					mf := nvmlFamilies[prof]
+					require.NotNil(t, mf, "%s through GPM", prof)
+					for _, m := range mf.Metric {
+						v := gaugeOf(m)
+						assert.True(t, v >= 0 && v <= 1, "%s is a ratio like DCGM's, got %v", prof, v)
+					}
+				}
+			}
+			// Fields NVML cannot serve are absent and said so, never 0.
+			for _, f := range set.Fields {
+				info, _ := counters.Lookup(f.Name)
+				if f.Type == counters.Label || info.Exporter() || info.Sources.Has(counters.SourceNVML) {
+					continue
+				}
+				assert.Nil(t, nvmlFamilies[f.Name], "%s: NVML cannot serve it", f.Name)
+			}
+		})
+	}
+}
