@@ -181,12 +181,13 @@ func TestParseStatCPU(t *testing.T) {
 }
 
 func TestParseStatusRSS(t *testing.T) {
-	got, err := parseStatusRSS([]byte("Name:\tgpuscope\nVmPeak:\t  900 kB\nVmRSS:\t   23456 kB\nThreads:\t9\n"))
+	rss, anon, err := parseStatusRSS([]byte("Name:\tgpuscope\nVmPeak:\t  900 kB\nVmRSS:\t   23456 kB\nRssAnon:\t 5000 kB\nRssFile:\t 18456 kB\nThreads:\t9\n"))
 	require.NoError(t, err)
-	assert.Equal(t, uint64(23456), got)
-	_, err = parseStatusRSS([]byte("Name:\tzombie\n"))
+	assert.Equal(t, uint64(23456), rss)
+	assert.Equal(t, uint64(5000), anon)
+	_, _, err = parseStatusRSS([]byte("Name:\tzombie\n"))
 	assert.ErrorContains(t, err, "no VmRSS line")
-	_, err = parseStatusRSS([]byte("VmRSS:\t12 MB\n"))
+	_, _, err = parseStatusRSS([]byte("VmRSS:\t12 MB\n"))
 	assert.ErrorContains(t, err, `want "VmRSS: <n> kB"`)
 }
 
@@ -204,6 +205,8 @@ func TestReadProcOfThisProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, b.cpuTicks, a.cpuTicks, "100ms of spinning shows in utime")
 	assert.Greater(t, b.rssKiB, uint64(1024), "a Go test binary holds more than 1 MiB")
+	assert.Greater(t, b.anonKiB, uint64(0))
+	assert.Less(t, b.anonKiB, b.rssKiB)
 	_, err = readProc(t.TempDir(), 1)
 	assert.ErrorContains(t, err, "reading CPU time of pid 1")
 }
@@ -246,7 +249,7 @@ func TestRunReportsProcessAndLoad(t *testing.T) {
 	l.SetOutput(&bytes.Buffer{})
 	line, err := run(context.Background(), cfg, logrus.NewEntry(l))
 	require.NoError(t, err)
-	for _, k := range []string{"concurrency=2 ", " errors=0 ", " p50_ms=", " p99_ms=", " cpu_pct=", " rss_max_mib=", " rss_drift_pct=", " hups=0"} {
+	for _, k := range []string{"concurrency=2 ", " errors=0 ", " p50_ms=", " p99_ms=", " cpu_pct=", " rss_max_mib=", " rss_anon_max_mib=", " rss_drift_pct=", " hups=0"} {
 		assert.Contains(t, line, k)
 	}
 	assert.NotContains(t, line, "NaN")

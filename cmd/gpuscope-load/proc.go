@@ -21,6 +21,9 @@ type procSample struct {
 	at       time.Time
 	cpuTicks uint64 // utime + stime
 	rssKiB   uint64
+	// anonKiB is RssAnon: the heap and stacks, without the mapped binary
+	// (RssFile), which the kernel may share and drop.
+	anonKiB uint64
 }
 
 // readProc reads the CPU time from /proc/<pid>/stat and VmRSS from
@@ -40,7 +43,7 @@ func readProc(root string, pid int) (procSample, error) {
 	if err != nil {
 		return s, fmt.Errorf("reading memory of pid %d: %w", pid, err)
 	}
-	if s.rssKiB, err = parseStatusRSS(b); err != nil {
+	if s.rssKiB, s.anonKiB, err = parseStatusRSS(b); err != nil {
 		return s, fmt.Errorf("%s: %w", statusPath, err)
 	}
 	return s, nil
@@ -70,29 +73,40 @@ func parseStatCPU(b []byte) (uint64, error) {
 	return utime + stime, nil
 }
 
-// parseStatusRSS returns the VmRSS line of /proc/<pid>/status, in KiB.
-func parseStatusRSS(b []byte) (uint64, error) {
+// parseStatusRSS returns the VmRSS and RssAnon lines of /proc/<pid>/status,
+// in KiB; RssAnon is 0 on kernels before 4.5, which lack it.
+func parseStatusRSS(b []byte) (rss, anon uint64, err error) {
+	found := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := sc.Text()
-		v, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
-			continue
+		for _, k := range []struct {
+			prefix string
+			dst    *uint64
+		}{{"VmRSS:", &rss}, {"RssAnon:", &anon}} {
+			v, ok := strings.CutPrefix(line, k.prefix)
+			if !ok {
+				continue
+			}
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, 0, fmt.Errorf("line %q: want \"%s <n> kB\"", line, k.prefix)
+			}
+			n, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("line %q: %w", line, err)
+			}
+			*k.dst = n
+			found = found || k.prefix == "VmRSS:"
 		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q: want \"VmRSS: <n> kB\"", line)
-		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("VmRSS line %q: %w", line, err)
-		}
-		return n, nil
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return 0, fmt.Errorf("no VmRSS line (is the process a zombie?)")
+	if !found {
+		return 0, 0, fmt.Errorf("no VmRSS line (is the process a zombie?)")
+	}
+	return rss, anon, nil
 }
 
 func truncate(b []byte) string {
@@ -107,8 +121,8 @@ type procStats struct {
 	// cpuPct is the CPU time used between the first and last sample, in %
 	// of one core.
 	cpuPct float64
-	// rssMaxMiB is the largest RSS seen.
-	rssMaxMiB float64
+	// rssMaxMiB and anonMaxMiB are the largest RSS and RssAnon seen.
+	rssMaxMiB, anonMaxMiB float64
 	// rssEarlyMiB and rssLateMiB are the median RSS of the first and last
 	// quarter of the samples taken after the warm-up; driftPct is how much
 	// the late one differs, in % of the early one.
@@ -124,6 +138,7 @@ func summariseProc(s []procSample, warmup time.Duration) procStats {
 	}
 	for _, p := range s {
 		st.rssMaxMiB = max(st.rssMaxMiB, float64(p.rssKiB)/1024)
+		st.anonMaxMiB = max(st.anonMaxMiB, float64(p.anonKiB)/1024)
 	}
 	first, last := s[0], s[len(s)-1]
 	if wall := last.at.Sub(first.at).Seconds(); wall > 0 {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,9 +43,9 @@ type Options struct {
 
 // Server is gpuscope's HTTP server.
 type Server struct {
-	opts Options
-	mux  *http.ServeMux
-	bufs sync.Pool
+	opts   Options
+	mux    *http.ServeMux
+	bodies coalescer
 }
 
 // maxPooledBuffer keeps one huge exposition from pinning memory in the pool.
@@ -58,7 +57,7 @@ func New(opts Options) (*Server, error) {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
-	s.bufs.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	s.bodies.render = s.renderAll
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "gpuscope",
 		Description: "High-resolution GPU metrics from DCGM and NVML for Prometheus",
@@ -88,30 +87,32 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	bp := s.bufs.Get().(*[]byte)
-	buf := s.opts.Engine.Render((*bp)[:0])
-	if s.opts.Gatherer != nil {
-		mfs, err := s.opts.Gatherer.Gather()
-		if err != nil {
-			s.opts.Log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
-		}
-		bw := appendWriter{buf: buf}
-		enc := expfmt.NewEncoder(&bw, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				s.opts.Log.WithError(err).WithField("family", mf.GetName()).Warn("Encoding a metric family failed")
-			}
-		}
-		buf = bw.buf
-	}
+	b := s.bodies.get()
+	defer s.bodies.release(b)
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	if _, err := w.Write(buf); err != nil {
+	if _, err := w.Write(b.buf); err != nil {
 		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
 	}
-	if cap(buf) <= maxPooledBuffer {
-		*bp = buf[:0]
-		s.bufs.Put(bp)
+}
+
+// renderAll appends the GPU series and then gpuscope's own families.
+func (s *Server) renderAll(buf []byte) []byte {
+	buf = s.opts.Engine.Render(buf)
+	if s.opts.Gatherer == nil {
+		return buf
 	}
+	mfs, err := s.opts.Gatherer.Gather()
+	if err != nil {
+		s.opts.Log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
+	}
+	bw := appendWriter{buf: buf}
+	enc := expfmt.NewEncoder(&bw, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			s.opts.Log.WithError(err).WithField("family", mf.GetName()).Warn("Encoding a metric family failed")
+		}
+	}
+	return bw.buf
 }
 
 type appendWriter struct{ buf []byte }

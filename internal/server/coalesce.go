@@ -1,0 +1,68 @@
+package server
+
+import "sync"
+
+// maxFreeBodies is how many rendered bodies are kept for reuse once their
+// scrapes are written. Coalescing keeps the number in use small, so a couple
+// is enough; more would only pin memory.
+const maxFreeBodies = 2
+
+// body is one rendered /metrics response, shared by every scrape that asked
+// for one while it was being rendered.
+type body struct {
+	buf  []byte
+	refs int
+	done chan struct{}
+}
+
+// coalescer renders /metrics once for all the scrapes that arrive while a
+// render is running. Fifty concurrent scrapers of a large node then hold a
+// few bodies instead of fifty, and the store's read lock is taken once.
+// A scrape that joins a render gets data at most one render older than its
+// arrival, which is below the resolution of the samples.
+type coalescer struct {
+	render func([]byte) []byte
+
+	mu       sync.Mutex
+	inflight *body
+	free     [][]byte
+}
+
+// get returns a rendered body; the caller writes it and calls release.
+func (c *coalescer) get() *body {
+	c.mu.Lock()
+	if b := c.inflight; b != nil {
+		b.refs++
+		c.mu.Unlock()
+		<-b.done
+		return b
+	}
+	b := &body{refs: 1, done: make(chan struct{})}
+	c.inflight = b
+	var buf []byte
+	if n := len(c.free); n > 0 {
+		buf, c.free = c.free[n-1], c.free[:n-1]
+	}
+	c.mu.Unlock()
+	// Waiters are released even if the render panics (net/http recovers
+	// handler panics); they then serve an empty body rather than hang.
+	defer func() {
+		c.mu.Lock()
+		c.inflight = nil
+		c.mu.Unlock()
+		close(b.done)
+	}()
+	b.buf = c.render(buf[:0])
+	return b
+}
+
+// release hands a body back; the last scrape to let go keeps its buffer for
+// the next render.
+func (c *coalescer) release(b *body) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.refs--
+	if b.refs == 0 && b.buf != nil && cap(b.buf) <= maxPooledBuffer && len(c.free) < maxFreeBodies {
+		c.free = append(c.free, b.buf[:0])
+	}
+}
