@@ -65,7 +65,7 @@ start_gpuscope() {
   local log=$1; shift
   PORT=$((PORT + 1))
   ADDR="127.0.0.1:$PORT"
-  bin/gpuscope --source=sim --sim-event-rate 0 --address "$ADDR" --log-level warn "$@" >"$log" 2>&1 &
+  "$OUT/gpuscope" --source=sim --sim-event-rate 0 --address "$ADDR" --log-level warn "$@" >"$log" 2>&1 &
   PID=$!
   for _ in $(seq 1 100); do
     if curl -fsS -o /dev/null "http://$ADDR/ready" 2>/dev/null; then return 0; fi
@@ -78,7 +78,7 @@ start_gpuscope() {
 
 stop_gpuscope() { cleanup; PID=; }
 
-load() { bin/gpuscope-load "$@"; }
+load() { "$OUT/gpuscope-load" "$@"; }
 
 if want go; then
   echo "== go test -bench (count $COUNT): scrape and sampling cost" >&2
@@ -104,9 +104,10 @@ if want go; then
 fi
 
 if want cpu || want mem || want lat; then
-  echo "== make build" >&2
-  make -s build >&2
-  go build -o bin/gpuscope-load ./cmd/gpuscope-load
+  # Binaries of their own, so that a long run is not disturbed by a rebuild.
+  echo "== make build BIN=$OUT/gpuscope" >&2
+  make -s build BIN="$OUT/gpuscope" >&2
+  go build -o "$OUT/gpuscope-load" ./cmd/gpuscope-load
 fi
 
 if want cpu; then

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,4 +179,25 @@ func TestVersion(t *testing.T) {
 	out, err := run(t, "--version")
 	require.NoError(t, err)
 	assert.Contains(t, out, "gpuscope")
+}
+
+func TestProfilingCommandPostsToTheExporter(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		got = append(got, r.Method+" "+r.URL.Path+" "+user+":"+pass)
+		if r.URL.Path == "/api/v1/profiling/resume" {
+			http.Error(w, "profiling module not loaded", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("profiling paused\n"))
+	}))
+	defer srv.Close()
+	out, err := run(t, "profiling", "pause", "--url", srv.URL, "--username", "prom", "--password", "pw")
+	require.NoError(t, err)
+	assert.Equal(t, "profiling paused\n", out)
+	_, err = run(t, "profiling", "resume", "--url", srv.URL+"/")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "profiling module not loaded")
+	assert.Equal(t, []string{"POST /api/v1/profiling/pause prom:pw", "POST /api/v1/profiling/resume :"}, got)
 }

@@ -24,7 +24,7 @@ func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source
 		log,
 	)
 	if err != nil {
-		return nil, fmt.Errorf("--source=auto: %w", err)
+		return nil, fmt.Errorf("--source=auto: %w; to try gpuscope without a GPU, use --source=sim", err)
 	}
 	return s, nil
 }

@@ -31,6 +31,9 @@ type metric struct {
 	// windowHeader and samplesHeader head the window statistics families;
 	// empty when the field asks for none.
 	windowHeader, samplesHeader string
+	// windowName and samplesName are the families' names, built once so
+	// that a render does not concatenate them per series.
+	windowName, samplesName string
 }
 
 // plan is everything the engine derives from one counters file. A reload
@@ -114,6 +117,7 @@ func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
 			if c := int(win/s.interval) + 2; c > s.ringCap {
 				s.ringCap = min(c, window.MaxCapacity)
 			}
+			m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
 			m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
 			m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
 		}

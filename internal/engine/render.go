@@ -78,9 +78,9 @@ func (e *Engine) Render(buf []byte) []byte {
 				wrote = true
 			}
 			for _, s := range m.field.Stats {
-				buf = appendSample(buf, m.field.Name+"_window", es.labels, statLabels[s], st.get(s))
+				buf = appendSample(buf, m.windowName, es.labels, statLabels[s], st.get(s))
 			}
-			sc.samples = appendSample(sc.samples, m.field.Name+"_window_samples", es.labels, "} ", float64(st.Count))
+			sc.samples = appendSample(sc.samples, m.samplesName, es.labels, "} ", float64(st.Count))
 		}
 		buf = append(buf, sc.samples...)
 	}

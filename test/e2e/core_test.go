@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,4 +105,18 @@ func TestEndpoints(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotImplemented, resp.StatusCode, "the sim holds no profiling lock")
+}
+
+// TestNoGPUIsAClearError runs the real binary where there is neither DCGM nor
+// an NVIDIA driver: auto mode tries both and says what is missing and what to
+// do, instead of serving nothing.
+func TestNoGPUIsAClearError(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	out, err := exec.Command(e2etest.Binary(t), "--address", e2etest.FreePort(t)).CombinedOutput()
+	require.Error(t, err, "gpuscope must not start without a source")
+	for _, want := range []string{"libdcgm.so.4", "libnvidia-ml.so.1", "--source=sim", "runtime class"} {
+		assert.Contains(t, string(out), want)
+	}
 }
