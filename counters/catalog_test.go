@@ -1,27 +1,16 @@
 package counters
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/internal/compattest"
 )
 
-// compatDir returns dcgm-exporter's reference counters files, skipping the
-// test when they are absent, except in CI where they must be there.
-func compatDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "compat", "dcgm-exporter")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("reference folder %s is missing: %v", dir, err)
-		}
-		t.Skipf("reference folder %s is missing, skipping", dir)
-	}
-	return dir
-}
+func compatDir(t *testing.T) string { return compattest.Dir(t) }
 
 func TestCatalogHasEveryGeneratedName(t *testing.T) {
 	assert.Len(t, dcgmFieldIDs, 624, "current DCGM field names")

@@ -1,7 +1,6 @@
 package nvml
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,23 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 )
 
-// compatDir holds dcgm-exporter's own counters files, outside the repo.
-const compatDir = "../../shared/compat/dcgm-exporter"
-
 func countersFiles(t *testing.T) []string {
 	files := []string{"../etc/default-counters.csv", "../etc/dcp-metrics.csv"}
-	compat, err := filepath.Glob(filepath.Join(compatDir, "*.csv"))
-	require.NoError(t, err)
-	if len(compat) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing: the dcgm-exporter compatibility files are required in CI", compatDir)
-		}
-		t.Logf("%s is missing: testing only the shipped counters files", compatDir)
+	dir := compattest.DirOrEmpty(t)
+	if dir == "" {
+		return files
 	}
+	compat, err := filepath.Glob(filepath.Join(dir, "*.csv"))
+	require.NoError(t, err)
 	return append(files, compat...)
 }
 

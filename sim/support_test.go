@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/compattest"
 )
 
 // emitted collects once with every given field watched on a node with
@@ -96,19 +97,7 @@ var legacyNames = map[string]string{
 	"dcgm_nvlink_bandwidth_total":            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
 }
 
-// compatDir is the folder of dcgm-exporter's counters files; tests skip
-// without it, except in CI.
-func compatDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "compat", "dcgm-exporter")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("compat folder %s is missing: %v", dir, err)
-		}
-		t.Skipf("compat folder %s is missing; skipping", dir)
-	}
-	return dir
-}
+func compatDir(t *testing.T) string { return compattest.Dir(t) }
 
 // compatFieldNames returns every field name of a counters file, those of
 // commented-out lines included.

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/compattest"
 )
 
 // run runs the CLI with args and returns its output and error.
@@ -150,13 +152,7 @@ func TestCountersCheck(t *testing.T) {
 }
 
 func TestCountersCheckAcceptsDCGMExporterFiles(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "compat", "dcgm-exporter")
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing; CI must have it", dir)
-		}
-		t.Skipf("%s is missing (it sits beside the checkout, not in it): skipping", dir)
-	}
+	dir := compattest.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.csv"))
 	require.NoError(t, err)
 	require.Len(t, files, 3)
