@@ -5,6 +5,7 @@
 #
 # Settings (environment):
 #   BENCH_COUNT  go test -count; the table shows medians          (5)
+#   BENCH_TIME   go test -benchtime                             (1s)
 #   BENCH_CPU    length of the process CPU run                    (60s)
 #   BENCH_SOAK   length of the memory run: 50 scrapers, SIGHUP
 #                every minute; the issue's full run is 20m        (2m)
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 
 COUNT=${BENCH_COUNT:-5}
+BTIME=${BENCH_TIME:-1s}
 CPU=${BENCH_CPU:-60s}
 SOAK=${BENCH_SOAK:-2m}
 LOAD=${BENCH_LOAD:-10s}
@@ -82,24 +84,31 @@ load() { "$OUT/gpuscope-load" "$@"; }
 
 if want go; then
   echo "== go test -bench (count $COUNT): scrape and sampling cost" >&2
-  go test -run '^$' -bench 'Render|Floor|Collect' -benchmem -count "$COUNT" ./internal/engine/ | tee "$OUT/go-bench.txt" >&2
+  go test -run '^$' -bench 'Render|Floor|Collect' -benchmem -benchtime "$BTIME" -count "$COUNT" ./internal/engine/ | tee "$OUT/go-bench.txt" >&2
   # Median of each reported unit per benchmark: "name unit value" lines.
   awk '/^Benchmark/ { n=$1; sub(/-[0-9]+$/, "", n); for (i = 3; i < NF; i += 2) print n, $(i+1), $i }' "$OUT/go-bench.txt" |
     sort -k1,1 -k2,2 -k3,3g |
     awk '{ k=$1" "$2; v[k, ++c[k]]=$3 } END { for (k in c) { n=c[k]; m=(n%2 ? v[k,(n+1)/2] : (v[k,n/2]+v[k,n/2+1])/2); print k, m } }' |
     sort >"$OUT/go-medians.txt"
+  num() { awk -v v="$1" 'BEGIN { printf "%.0f", v }'; }
   med() { awk -v k="$1 $2" '$1" "$2 == k { print $3 }' "$OUT/go-medians.txt"; }
   for sz in 8gpu 8gpu_mig 8gpu_mig_nvlink; do
     r=$(med "BenchmarkRender/$sz" ns/op); f=$(med "BenchmarkFloor/$sz" ns/op)
-    row "scrape cost ($sz)" "$(med "BenchmarkRender/$sz" series) series" \
+    row "scrape cost ($sz)" "$(num "$(med "BenchmarkRender/$sz" series)") series" \
       "$(awk -v r="$r" -v f="$f" -v a="$(med "BenchmarkRender/$sz" allocs/op)" -v s="$(med "BenchmarkRender/$sz" ns/series)" \
         'BEGIN { printf "render %.2f ms (%.0f ns/series, %d allocs), floor %.2f ms: %.2fx", r/1e6, s, a, f/1e6, r/f }')" "<= 1.5x floor"
   done
+  scaling=""
+  for n in 1 2 4 8 16; do
+    scaling+="${scaling:+, }$n: $(awk -v v="$(med "BenchmarkRenderScaling/gpus=$n" ns/series)" 'BEGIN { printf "%.0f", v }')"
+  done
+  row "scrape cost vs size" "largest shape on 1..16 GPUs ($(num "$(med "BenchmarkRenderScaling/gpus=1" series)")..$(num "$(med "BenchmarkRenderScaling/gpus=16" series)") series)" \
+    "ns/series by GPUs: $scaling" "linear (flat ns/series)"
   for sz in 8gpu 8gpu_mig_nvlink; do
-    row "sampling cost ($sz)" "$(med "BenchmarkCollect/$sz" samples/op) samples per simulated second" \
+    row "sampling cost ($sz)" "$(num "$(med "BenchmarkCollect/$sz" samples/op)") samples per simulated second" \
       "$(awk -v n="$(med "BenchmarkCollect/$sz" ns/sample)" -v a="$(med "BenchmarkCollect/$sz" allocs/sample)" \
         -v sn="$(med "BenchmarkSimCollect/$sz" ns/sample)" -v c="$(med "BenchmarkCollect/$sz" core%)" -v sc="$(med "BenchmarkSimCollect/$sz" core%)" \
-        'BEGIN { printf "%.0f ns/sample (sim alone %.0f), %.4f allocs/sample; %.2f%% core (sim alone %.2f%%)", n, sn, a, c, sc }')" "0 allocs/sample"
+        'BEGIN { printf "%.0f ns/sample (sim alone %.0f), %g allocs/sample; %.3f%% core (sim alone %.3f%%)", n, sn, a, c, sc }')" "0 allocs/sample"
   done
 fi
 
@@ -126,8 +135,11 @@ if want mem; then
   start_gpuscope "$OUT/mem.log" --collectors="$OUT/dcp-metrics-nvlink.csv" --sim-mig 7x1g.10gb --window 15s
   res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 50 -pause 1s -hup 1m -d "$SOAK" -sample 1s -warmup 30s)
   echo "$res" | tee "$OUT/mem.txt" >&2
+  # The reloads the exporter itself counts, so a SIGHUP that did nothing
+  # does not pass for one.
+  reloads=$(curl -fsS "http://$ADDR/metrics" | sed -n 's/^gpuscope_config_reloads_total{result="success"} //p')
   stop_gpuscope
-  row "memory" "largest (MIG + NVLinks), $SOAK, $(field hups "$res") SIGHUPs, 50 scrapers" \
+  row "memory" "largest (MIG + NVLinks), $SOAK, $(field hups "$res") SIGHUPs (${reloads:-0} reloads), 50 scrapers" \
     "RSS max $(field rss_max_mib "$res") MiB; median $(field rss_early_mib "$res") -> $(field rss_late_mib "$res") MiB ($(field rss_drift_pct "$res")%); $(field scrapes "$res") scrapes, $(field errors "$res") errors" \
     "< 40 MiB, flat within 5%"
 fi

@@ -22,12 +22,13 @@ import (
 )
 
 // benchSize is one node shape of the scrape benchmarks. All run the shipped
-// etc/dcp-metrics.csv on eight simulated H100s. That file already samples
-// DCGM_FI_PROF_NVLINK_{TX,RX}_BYTES per link, so every size has the 18 link
-// entities of each GPU with those two fields; the largest size adds the
-// per-link fields (perLinkCSV), which is what a link-level dashboard reads.
+// etc/dcp-metrics.csv on eight simulated H100s (window 15s, 100ms profiling
+// fields). Its NVLink fields are per GPU, so NVLink entities exist only in
+// the largest size, which adds the per-link fields of perLinkCSV: what a
+// link-level dashboard reads.
 type benchSize struct {
 	name    string
+	gpus    int
 	mig     string
 	perLink bool
 }
@@ -77,6 +78,9 @@ func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *clock) {
 	clk := newClock()
 	cfg := sim.DefaultConfig()
 	cfg.MIG = sz.mig
+	if sz.gpus > 0 {
+		cfg.GPUs = sz.gpus
+	}
 	cfg.EventRate = 0
 	cfg.Now = clk.Now
 	src, err := sim.New(cfg)
@@ -127,6 +131,27 @@ func families(tb testing.TB, out []byte) ([]*dto.MetricFamily, int) {
 func BenchmarkRender(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
+			e, _ := newBenchEngine(b, sz)
+			buf := e.Render(nil)
+			_, series := families(b, buf)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				buf = e.Render(buf[:0])
+			}
+			b.StopTimer()
+			reportPerSeries(b, series)
+		})
+	}
+}
+
+// BenchmarkRenderScaling renders the largest shape on 1 to 16 GPUs: the
+// ns/series column stays flat when the cost grows linearly with the series.
+func BenchmarkRenderScaling(b *testing.B) {
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		sz := benchSizes[len(benchSizes)-1]
+		sz.gpus = n
+		b.Run("gpus="+strconv.Itoa(n), func(b *testing.B) {
 			e, _ := newBenchEngine(b, sz)
 			buf := e.Render(nil)
 			_, series := families(b, buf)

@@ -28,6 +28,17 @@ var statLabels = map[counters.Stat]string{
 	counters.StatP99: `,stat="p99"} `,
 }
 
+// clockEventTails close the label set of the clock-event families, one per
+// reason of gpuevents.ClockEvents, built once so a render does not concatenate
+// them per GPU.
+var clockEventTails = func() [9]string {
+	var t [9]string
+	for i, ce := range gpuevents.ClockEvents {
+		t[i] = `,clock_event="` + ce.Name + `"} `
+	}
+	return t
+}()
+
 // Render appends the exposition of the GPU series to buf: the CSV fields,
 // their window statistics, the XID and clock-event families, and the
 // per-GPU self metrics. It reads the store only.
@@ -124,12 +135,12 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 				if !es.clockSeen {
 					return b
 				}
-				for _, ce := range gpuevents.ClockEvents {
+				for i, ce := range gpuevents.ClockEvents {
 					v := 0.0
 					if es.clockMask&ce.Bit != 0 {
 						v = 1
 					}
-					b = appendSample(b, "gpuscope_clock_event_active", es.labels, `,clock_event="`+ce.Name+`"} `, v)
+					b = appendSample(b, "gpuscope_clock_event_active", es.labels, clockEventTails[i], v)
 				}
 				return b
 			})
@@ -138,8 +149,8 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 				if !es.clockSeen {
 					return b
 				}
-				for i, ce := range gpuevents.ClockEvents {
-					b = appendSample(b, "gpuscope_clock_events_total", es.labels, `,clock_event="`+ce.Name+`"} `, float64(es.clockTot[i]))
+				for i := range gpuevents.ClockEvents {
+					b = appendSample(b, "gpuscope_clock_events_total", es.labels, clockEventTails[i], float64(es.clockTot[i]))
 				}
 				return b
 			})
@@ -147,13 +158,18 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 	if f := p.expClock; f != nil {
 		since := now - int64(e.opts.ClockEventsWindow)
 		win := `",window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"} `
+		// The label tails are built once per render, not per GPU.
+		var tails [len(clockEventTails)]string
+		for i, ce := range gpuevents.ClockEvents {
+			tails[i] = `,clock_event="` + ce.Name + win
+		}
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 			func(b []byte, es *entityState) []byte {
 				if !es.clockSeen {
 					return b
 				}
-				for i, ce := range gpuevents.ClockEvents {
-					b = appendSample(b, f.Name, es.labels, `,clock_event="`+ce.Name+win, float64(es.clockRec.count(uint64(i), since)))
+				for i := range gpuevents.ClockEvents {
+					b = appendSample(b, f.Name, es.labels, tails[i], float64(es.clockRec.count(uint64(i), since)))
 				}
 				return b
 			})
