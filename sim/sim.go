@@ -66,7 +66,6 @@ type gpuSim struct {
 	ent    *source.Entity
 	idle   bool // allocated, running nothing
 	gis    []*giSim
-	links  []*source.Entity
 	serial string
 	pids   [2]uint32
 
@@ -193,12 +192,6 @@ func New(cfg Config) (*Source, error) {
 				pid:     pid(uint64(i), uint64(10+k)),
 			})
 		}
-		for l := 0; l < r.links; l++ {
-			e := ent
-			e.Kind = source.NVLink
-			e.Link = l
-			g.links = append(g.links, &e)
-		}
 		s.gpus = append(s.gpus, g)
 	}
 	for _, g := range s.gpus {
@@ -228,8 +221,8 @@ func (s *Source) Status() source.Status { return source.Status{Up: true} }
 // Close releases nothing; the simulator holds no outside resources.
 func (s *Source) Close() error { return nil }
 
-// Entities returns the GPUs, and their MIG instances and NVLinks when the
-// watched fields are sampled on them, in a stable order.
+// Entities returns the GPUs, and their MIG instances when the watched
+// fields are sampled on them, in a stable order.
 func (s *Source) Entities() []*source.Entity {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,7 +235,7 @@ func (s *Source) Entities() []*source.Entity {
 func (s *Source) Watch(groups []source.Group) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	needMIG, needLinks := false, false
+	needMIG := false
 	for _, gr := range groups {
 		for _, f := range gr.Fields {
 			info := fieldsByID[f.ID]
@@ -250,11 +243,9 @@ func (s *Source) Watch(groups []source.Group) error {
 				continue
 			}
 			needMIG = needMIG || info.scope == scopeGPUAndMIG
-			needLinks = needLinks || info.scope == scopeLink
 		}
 	}
 	needMIG = needMIG && len(s.cfg.mig) > 0
-	needLinks = needLinks && s.cfg.links > 0
 
 	s.entities = s.entities[:0]
 	for _, g := range s.gpus {
@@ -264,9 +255,6 @@ func (s *Source) Watch(groups []source.Group) error {
 				s.entities = append(s.entities, gi.ent)
 			}
 		}
-		if needLinks {
-			s.entities = append(s.entities, g.links...)
-		}
 	}
 
 	s.groups = make([]groupPlan, len(groups))
@@ -274,7 +262,7 @@ func (s *Source) Watch(groups []source.Group) error {
 	for i, gr := range groups {
 		p := &s.groups[i]
 		for _, f := range gr.Fields {
-			s.plan(p, f.ID, needMIG, needLinks)
+			s.plan(p, f.ID, needMIG)
 		}
 		if p.xid {
 			if s.xidWatched {
@@ -286,7 +274,7 @@ func (s *Source) Watch(groups []source.Group) error {
 	return nil
 }
 
-func (s *Source) plan(p *groupPlan, id uint16, needMIG, needLinks bool) {
+func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	if engineDerived(id) {
 		// The engine derives these; the XID count needs the XID events.
 		if id == counters.FieldExpXIDErrorsCount {
@@ -315,23 +303,12 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG, needLinks bool) {
 		p.xid = true
 	}
 	for _, g := range s.gpus {
-		if info.scope != scopeLink {
-			p.ops = append(p.ops, op{ent: g.ent, g: g, f: info})
-		}
+		// Per-link fields (..._L<n>) are GPU fields in DCGM, one per link
+		// index, so they are sampled on the GPU as the DCGM source reads them.
+		p.ops = append(p.ops, op{ent: g.ent, g: g, f: info})
 		if needMIG && (info.scope == scopeGPUAndMIG || info.scope == scopeText) {
 			for _, gi := range g.gis {
 				p.ops = append(p.ops, op{ent: gi.ent, g: g, gi: gi, f: info})
-			}
-		}
-		if !needLinks {
-			continue
-		}
-		switch info.scope {
-		case scopeLink:
-			p.ops = append(p.ops, op{ent: g.links[info.link], g: g, f: info})
-		case scopeText:
-			for _, l := range g.links {
-				p.ops = append(p.ops, op{ent: l, g: g, f: info})
 			}
 		}
 	}

@@ -310,28 +310,25 @@ func TestMIGAllAndSingle(t *testing.T) {
 	}
 }
 
-func TestNVLinkEntities(t *testing.T) {
+// TestPerLinkFieldsLiveOnTheGPU: DCGM's ..._L<n> fields are GPU fields, one
+// per link index, so the sim samples them on the GPU as the DCGM source reads
+// them, and the series carry the same labels whichever source feeds them.
+func TestPerLinkFieldsLiveOnTheGPU(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 2
-	s, c := newSim(t, cfg, fieldGPUTemp, fieldNVLinkBandwidthTot)
-	assert.Len(t, s.Entities(), 2, "link totals live on the GPU")
-
 	cfg.NVLinks = 4
-	s, c = newSim(t, cfg, fieldGPUTemp, linkBwIDs[0], linkBwIDs[5], fieldNVLinkBandwidthTot)
+	s, c := newSim(t, cfg, fieldGPUTemp, linkBwIDs[0], linkBwIDs[3], linkBwIDs[5], fieldNVLinkBandwidthTot)
 	ents := s.Entities()
-	require.Len(t, ents, 2*(1+4))
-	for l := 0; l < 4; l++ {
-		assert.Equal(t, source.NVLink, ents[1+l].Kind)
-		assert.Equal(t, l, ents[1+l].Link)
-		assert.Equal(t, ents[0].UUID, ents[1+l].UUID)
+	require.Len(t, ents, 2, "no entity besides the GPUs")
+	for _, e := range ents {
+		assert.Equal(t, source.GPU, e.Kind)
 	}
 	rec := newRec()
 	run(t, s, c, rec, 100*time.Millisecond, 2*time.Minute)
-	assert.NotEmpty(t, rec.values[key{ents[1].Key(), linkBwIDs[0]}])
-	assert.Empty(t, rec.values[key{ents[2].Key(), linkBwIDs[0]}], "a per-link field is sampled on its link only")
-	assert.Empty(t, rec.values[key{ents[0].Key(), linkBwIDs[0]}])
+	assert.NotEmpty(t, rec.values[key{ents[0].Key(), linkBwIDs[0]}])
+	assert.NotEmpty(t, rec.values[key{ents[1].Key(), linkBwIDs[3]}])
 	assert.Equal(t, 1, rec.unsup[key{ents[0].Key(), linkBwIDs[5]}], "link 5 of a 4-link GPU")
-	_, hi := minMax(rec.values[key{ents[1].Key(), linkBwIDs[0]}])
+	_, hi := minMax(rec.values[key{ents[0].Key(), linkBwIDs[0]}])
 	assert.Greater(t, hi, 20_000.0, "all-reduce moves tens of GB/s per link (MB/s)")
 	assert.LessOrEqual(t, hi, 50_000.0)
 

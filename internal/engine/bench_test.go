@@ -23,9 +23,9 @@ import (
 
 // benchSize is one node shape of the scrape benchmarks. All run the shipped
 // etc/dcp-metrics.csv on eight simulated H100s (window 15s, 100ms profiling
-// fields). Its NVLink fields are per GPU, so NVLink entities exist only in
-// the largest size, which adds the per-link fields of perLinkCSV: what a
-// link-level dashboard reads.
+// fields). The largest size adds the per-link fields of perLinkCSV, 18
+// links' worth per GPU: what a link-level dashboard reads. DCGM reads the
+// ..._L<n> fields on the GPU, one series per link index, and so does the sim.
 type benchSize struct {
 	name    string
 	gpus    int

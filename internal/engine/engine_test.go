@@ -512,3 +512,34 @@ func ExampleEngine_Render() {
 	fmt.Print(strings.SplitAfter(string(e.Render(nil)), "\n")[2])
 	// Output: DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:01:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1"} 40
 }
+
+// TestMIGAndLinkEntitiesGetWindowsLikeGPUs: window statistics and labels
+// work the same on every entity kind: a MIG instance carries GPU_I_PROFILE
+// and GPU_I_ID, an NvSwitch link nvswitch and nvlink, and each gets its own
+// window; label-type fields come from the parent GPU.
+func TestMIGAndLinkEntitiesGetWindowsLikeGPUs(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, func(e *source.Entity, f uint16, _ time.Time) (float64, bool) {
+		return float64(e.Kind) + 0.5, true
+	})
+	gi := *src.Ents[0]
+	gi.Kind, gi.GPUInstanceID, gi.GPUInstanceProfile = source.GPUInstance, 3, "1g.10gb"
+	link := *src.Ents[0]
+	link.Kind, link.Switch, link.Link = source.NVLink, 2, 7
+	src.Ents = append(src.Ents, &gi, &link)
+	src.Texts = map[uint16]string{1: "570.1"}
+	e := newTestEngine(t, "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\nDCGM_FI_DRIVER_VERSION, label, d\n", src, clk)
+	for range 5 {
+		clk.Add(100 * time.Millisecond)
+		collectAll(t, e)
+	}
+	mfs := scrape(t, e)
+	m := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"GPU_I_ID": "3", "GPU_I_PROFILE": "1g.10gb", "stat": "max"})
+	require.Len(t, m, 1)
+	assert.Equal(t, float64(source.GPUInstance)+0.5, value(m[0]))
+	m = series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"nvswitch": "2", "nvlink": "7", "stat": "max"})
+	require.Len(t, m, 1)
+	assert.Equal(t, float64(source.NVLink)+0.5, value(m[0]))
+	assert.Equal(t, "570.1", labelOf(m[0], "DCGM_FI_DRIVER_VERSION"), "label fields come from the parent GPU")
+	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", nil), 3)
+}

@@ -103,7 +103,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	for _, f := range s.groups[group].Fields {
 		for _, e := range s.Ents {
 			if t, ok := s.Texts[f.ID]; ok {
-				sink.Text(e, f.ID, t)
+				// Text fields describe the board, so only GPUs carry them.
+				if e.Kind == source.GPU {
+					sink.Text(e, f.ID, t)
+				}
 				continue
 			}
 			if f.ID == 230 {
