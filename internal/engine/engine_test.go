@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 )
@@ -542,4 +544,49 @@ func TestMIGAndLinkEntitiesGetWindowsLikeGPUs(t *testing.T) {
 	assert.Equal(t, float64(source.NVLink)+0.5, value(m[0]))
 	assert.Equal(t, "570.1", labelOf(m[0], "DCGM_FI_DRIVER_VERSION"), "label fields come from the parent GPU")
 	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", nil), 3)
+}
+
+// podEnricher is a test enricher with fixed and per-entity labels.
+type podEnricher struct {
+	prometheus.Collector
+	gen uint64
+}
+
+func (p *podEnricher) LabelNames() []string { return []string{"pod", "namespace"} }
+func (p *podEnricher) Values(e *source.Entity) []string {
+	if e.GPU == 0 {
+		return []string{"train-0", "ml"}
+	}
+	return nil
+}
+func (p *podEnricher) Generation() uint64 { return p.gen }
+func (p *podEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
+	if e.GPU == 0 {
+		return []enrich.Label{{Name: "label_team", Value: "vision"}, {Name: "label_empty", Value: ""}}
+	}
+	return nil
+}
+
+func TestEnricherLabelsOnEverySeries(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	src.Now = clk.Now
+	pe := &podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}
+	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), DefaultInterval: time.Second,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Enrichers: []enrich.Enricher{pe}})
+	require.NoError(t, err)
+	require.NoError(t, e.Open())
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	m := series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "0"})
+	require.Len(t, m, 1)
+	assert.Equal(t, "train-0", labelOf(m[0], "pod"))
+	assert.Equal(t, "ml", labelOf(m[0], "namespace"))
+	assert.Equal(t, "vision", labelOf(m[0], "label_team"))
+	for _, l := range m[0].Label {
+		assert.NotEqual(t, "label_empty", l.GetName(), "empty values are left out")
+	}
+	m = series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "1"})
+	require.Len(t, m, 1)
+	assert.Empty(t, labelOf(m[0], "pod"))
 }

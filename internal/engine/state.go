@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/gpuevents"
 	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/internal/window"
@@ -238,6 +239,18 @@ func buildLabels(es *entityState, parent *entityState, p *plan, hostname string,
 				b.WriteString(name)
 				b.WriteString(`="`)
 				b.WriteString(escapeLabel(vals[i]))
+				b.WriteByte('"')
+			}
+		}
+		if xl, ok := el.e.(enrich.ExtraLabeler); ok {
+			for _, l := range xl.ExtraLabels(e) {
+				if l.Value == "" {
+					continue
+				}
+				b.WriteString(",")
+				b.WriteString(l.Name)
+				b.WriteString(`="`)
+				b.WriteString(escapeLabel(l.Value))
 				b.WriteByte('"')
 			}
 		}

@@ -25,3 +25,17 @@ type Enricher interface {
 	// shares of shared GPUs, ...). It is registered once.
 	prometheus.Collector
 }
+
+// Label is one label name and value.
+type Label struct {
+	Name, Value string
+}
+
+// ExtraLabeler is implemented by enrichers whose label names are not known
+// up front, such as pod labels copied from the Kubernetes API behind an
+// allowlist. The names must be valid Prometheus label names that collide
+// neither with the identity labels nor with any enricher's LabelNames; like
+// Values, the result is read-only and changes only with Generation.
+type ExtraLabeler interface {
+	ExtraLabels(e *source.Entity) []Label
+}
