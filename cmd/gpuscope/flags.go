@@ -35,6 +35,7 @@ const (
 	flagPodUID            = "kubernetes.pod-uid-label"
 	flagSharedAttribution = "kubernetes.shared-gpu-attribution"
 	flagProcRoot          = "kubernetes.proc-root"
+	flagPodLabels         = "kubernetes.pod-labels"
 	flagHPCJobDir         = "hpc-job-mapping-dir"
 	flagSimGPUs           = "sim-gpus"
 	flagSimModel          = "sim-model"
@@ -88,6 +89,8 @@ func serveFlags() []cli.Flag {
 		&cli.BoolFlag{Name: flagSharedAttribution, EnvVars: env("GPUSCOPE_KUBERNETES_SHARED_GPU_ATTRIBUTION"),
 			Usage: "attribute shared GPUs (time-slicing, MPS) per pod through the GPU processes' cgroups; needs hostPID"},
 		&cli.StringFlag{Name: flagProcRoot, Value: "/proc", EnvVars: env("GPUSCOPE_KUBERNETES_PROC_ROOT"), Usage: "proc file system for shared-GPU attribution"},
+		&cli.StringFlag{Name: flagPodLabels, EnvVars: env("GPUSCOPE_KUBERNETES_POD_LABELS"), Action: checkPodLabels,
+			Usage: "copy the labels of a GPU's pod whose key matches this regular expression (whole key) as label_<key>; watches the node's pods on the API server, so it needs RBAC (empty: off)"},
 		&cli.StringFlag{Name: flagHPCJobDir, EnvVars: env("GPUSCOPE_HPC_JOB_MAPPING_DIR", "DCGM_HPC_JOB_MAPPING_DIR"),
 			Usage: "directory of files named after GPU indexes (or index.gi for MIG) holding job IDs, exported as the hpc_job label"},
 		&cli.IntFlag{Name: flagSimGPUs, Value: 8, EnvVars: env("GPUSCOPE_SIM_GPUS"), Usage: "sim source: number of GPUs"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/podattr"
+	"github.com/gpuscope/gpuscope/internal/podlabels"
 	"github.com/gpuscope/gpuscope/internal/source"
 )
 
@@ -48,6 +50,13 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, src source.Source
 		if pl, ok := src.(source.ProcessLister); ok {
 			cfg.Processes = pl.Processes
 		}
+		if c.String(flagPodLabels) != "" {
+			w, err := openPodLabels(ctx, c, log, reg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.PodLabels = w
+		}
 		pa, err := podattr.New(cfg)
 		if err != nil {
 			return nil, err
@@ -74,4 +83,49 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, src source.Source
 		out = append(out, hj)
 	}
 	return out, nil
+}
+
+// checkPodLabels rejects --kubernetes.pod-labels without --kubernetes or
+// with a bad regular expression before any source is opened.
+func checkPodLabels(c *cli.Context, expr string) error {
+	if expr == "" {
+		return nil
+	}
+	if !c.Bool(flagKubernetes) {
+		return fmt.Errorf("--%s needs --%s: pod labels go on the series of the pods the kubelet attributes GPUs to", flagPodLabels, flagKubernetes)
+	}
+	if _, err := podlabels.CompileAllowlist(expr); err != nil {
+		return fmt.Errorf("--%s: %w", flagPodLabels, err)
+	}
+	return nil
+}
+
+// openPodLabels starts the watch of this node's pods on the API server. It
+// runs until ctx ends; an API server that is away is reported in its
+// metrics and retried, never fatal.
+func openPodLabels(ctx context.Context, c *cli.Context, log *logrus.Entry, reg *prometheus.Registry) (*podlabels.Watcher, error) {
+	if err := checkPodLabels(c, c.String(flagPodLabels)); err != nil {
+		return nil, err
+	}
+	allow, err := podlabels.CompileAllowlist(c.String(flagPodLabels))
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
+	}
+	node := c.String(flagHostname)
+	if node == "" {
+		if node, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("--%s: the node name is unknown (set --%s or NODE_NAME): %w", flagPodLabels, flagHostname, err)
+		}
+	}
+	w, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: node, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
+	}
+	reg.MustRegister(w)
+	go func() {
+		if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+			log.WithError(err).Error("Pod label watch stopped")
+		}
+	}()
+	return w, nil
 }

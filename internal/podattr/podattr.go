@@ -88,6 +88,10 @@ type Config struct {
 	MaxRecvMsgSize int
 	// MaxDevices bounds the number of distinct devices tracked.
 	MaxDevices int
+	// PodLabels, when set, gives the selected Kubernetes labels of pods
+	// (--kubernetes.pod-labels); they go on the series of the devices a
+	// single pod holds.
+	PodLabels PodLabelSource
 	// Logger receives the enricher's logs.
 	Logger logrus.FieldLogger
 }
@@ -233,8 +237,14 @@ func New(cfg Config) (*Enricher, error) {
 // LabelNames implements enrich.Enricher.
 func (e *Enricher) LabelNames() []string { return e.labels }
 
-// Generation implements enrich.Enricher.
-func (e *Enricher) Generation() uint64 { return e.gen.Load() }
+// Generation implements enrich.Enricher. Both counters only grow, so their
+// sum changes whenever the pod map or a pod's selected labels change.
+func (e *Enricher) Generation() uint64 {
+	if e.cfg.PodLabels != nil {
+		return e.gen.Load() + e.cfg.PodLabels.Generation()
+	}
+	return e.gen.Load()
+}
 
 // Values implements enrich.Enricher. A shared GPU (several pods) has no
 // entry, so its series carry no pod labels.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -69,6 +70,8 @@ type rendered struct {
 	serviceMonitor  *monitoringv1.ServiceMonitor
 	podMonitor      *monitoringv1.PodMonitor
 	prometheusRule  *monitoringv1.PrometheusRule
+	clusterRoles    []*rbacv1.ClusterRole
+	roleBindings    []*rbacv1.ClusterRoleBinding
 	kinds           []string
 }
 
@@ -126,6 +129,14 @@ func decode(t *testing.T, stream string) rendered {
 		case "PrometheusRule":
 			r.prometheusRule = &monitoringv1.PrometheusRule{}
 			obj = r.prometheusRule
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			r.clusterRoles = append(r.clusterRoles, cr)
+			obj = cr
+		case "ClusterRoleBinding":
+			b := &rbacv1.ClusterRoleBinding{}
+			r.roleBindings = append(r.roleBindings, b)
+			obj = b
 		default:
 			t.Fatalf("document %d: kind %q is not expected from the chart", i, head.Kind)
 		}
@@ -232,6 +243,12 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, int32(9400), r.services[0].Spec.Ports[0].Port)
 	require.Len(t, r.serviceAccounts, 1)
 	assert.False(t, *r.serviceAccounts[0].AutomountServiceAccountToken)
+	assert.False(t, *pod.AutomountServiceAccountToken, "no API access without pod labels")
+	assert.Empty(t, r.clusterRoles, "no RBAC without pod labels")
+	assert.Empty(t, r.roleBindings, "no RBAC without pod labels")
+	for _, a := range c.Args {
+		assert.NotContains(t, a, "--kubernetes.pod-labels")
+	}
 }
 
 func TestOptions(t *testing.T) {
@@ -269,6 +286,24 @@ func TestOptions(t *testing.T) {
 			assert.NotContains(t, c.Args, "--kubernetes")
 			assert.Nil(t, volume(r.daemonSet, "pod-resources"))
 			assert.True(t, *c.SecurityContext.RunAsNonRoot)
+		}},
+		{"pod labels bring read-only RBAC on pods and the token", []string{"kubernetes.podLabels.allowlist=team|app.kubernetes.io/.*"}, func(t *testing.T, r rendered) {
+			pod := r.daemonSet.Spec.Template.Spec
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-labels=team|app.kubernetes.io/.*")
+			assert.True(t, *pod.AutomountServiceAccountToken)
+			require.Len(t, r.clusterRoles, 1)
+			assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
+				r.clusterRoles[0].Rules)
+			require.Len(t, r.roleBindings, 1)
+			b := r.roleBindings[0]
+			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.clusterRoles[0].Name}, b.RoleRef)
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: pod.ServiceAccountName, Namespace: "monitoring"}}, b.Subjects)
+		}},
+		{"pod labels with an existing service account", []string{"kubernetes.podLabels.allowlist=team", "serviceAccount.create=false", "serviceAccount.name=gpu-reader"}, func(t *testing.T, r rendered) {
+			assert.Empty(t, r.serviceAccounts)
+			assert.Equal(t, "gpu-reader", r.daemonSet.Spec.Template.Spec.ServiceAccountName)
+			require.Len(t, r.roleBindings, 1)
+			assert.Equal(t, "gpu-reader", r.roleBindings[0].Subjects[0].Name)
 		}},
 		{"extra resource names and pod UID", []string{"kubernetes.resourceNames={example.com/gpu,example.com/mig-*}", "kubernetes.podUIDLabel=true"}, func(t *testing.T, r rendered) {
 			c := container(t, r.daemonSet, "gpuscope")
@@ -331,9 +366,10 @@ func TestOptions(t *testing.T) {
 		}},
 		{"everything on", []string{"counters.profiling=true", "dcgm.mode=sidecar", "kubernetes.sharedGPUAttribution=true",
 			"kubernetes.podUIDLabel=true", "serviceMonitor.enabled=true", "podMonitor.enabled=true", "prometheusRule.enabled=true",
-			"dashboards.enabled=true", "webConfig.config=basic_auth_users: {}", "runtimeClassName=nvidia"}, func(t *testing.T, r rendered) {
-			assert.Equal(t, []string{"ConfigMap", "ConfigMap", "DaemonSet", "PodMonitor", "PrometheusRule", "Secret",
-				"Service", "ServiceAccount", "ServiceMonitor"}, r.kinds)
+			"dashboards.enabled=true", "webConfig.config=basic_auth_users: {}", "runtimeClassName=nvidia",
+			"kubernetes.podLabels.allowlist=team"}, func(t *testing.T, r rendered) {
+			assert.Equal(t, []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "ConfigMap", "DaemonSet", "PodMonitor",
+				"PrometheusRule", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}, r.kinds)
 		}},
 	}
 	for _, tt := range tests {
@@ -361,6 +397,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"extraArgs={-v}", "/extraArgs/0"},
 		{"kubernetes.sharedGPUattribution=true", "sharedGPUattribution"},
 		{"serviceMonitor.honorLabels=yes", "/serviceMonitor/honorLabels"},
+		{"kubernetes.podLabels.allowlist=true", "/kubernetes/podLabels/allowlist"},
+		{"kubernetes.podLabels.allowList=team", "allowList"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {
@@ -373,6 +411,9 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 	_, err := helm(t, "template", "gpuscope", chartDir, "--set", "serviceMonitor.enabled=true", "--set", "service.enabled=false")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "serviceMonitor.enabled needs service.enabled")
+	_, err = helm(t, "template", "gpuscope", chartDir, "--set", "kubernetes.podLabels.allowlist=team", "--set", "kubernetes.enabled=false", "--set", "source=sim")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubernetes.podLabels.allowlist needs kubernetes.enabled")
 }
 
 // TestAssetsInSync guards the copies that scripts/sync-chart-assets.sh

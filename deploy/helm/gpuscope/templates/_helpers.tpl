@@ -54,3 +54,14 @@ otherwise collide with gpuscope's labels for the GPU's workload. */}}
 - action: labeldrop
   regex: (pod|namespace|container)
 {{- end -}}
+
+{{/* Pod labels from the API server: only with pod attribution, whose pods
+they label. */}}
+{{- define "gpuscope.podLabelsEnabled" -}}
+{{- if .Values.kubernetes.podLabels.allowlist -}}
+{{- if not .Values.kubernetes.enabled -}}
+{{- fail "kubernetes.podLabels.allowlist needs kubernetes.enabled" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
