@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 	"github.com/gpuscope/gpuscope/sim"
 )
 
@@ -73,7 +74,7 @@ func benchCounters(tb testing.TB, perLink bool) *counters.Set {
 // newBenchEngine builds an engine on a simulated node with a hand-driven
 // clock and fills every window: 15 s of 100 ms samples (1 s for the slow
 // group), so the window statistics run over full rings as in production.
-func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *clock) {
+func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *sourcetest.Clock) {
 	tb.Helper()
 	clk := newClock()
 	cfg := sim.DefaultConfig()
@@ -130,19 +131,22 @@ func families(tb testing.TB, out []byte) ([]*dto.MetricFamily, int) {
 //	go test -run '^$' -bench 'Render|Floor|Collect' -benchmem ./internal/engine/
 func BenchmarkRender(b *testing.B) {
 	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			e, _ := newBenchEngine(b, sz)
-			buf := e.Render(nil)
-			_, series := families(b, buf)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				buf = e.Render(buf[:0])
-			}
-			b.StopTimer()
-			reportPerSeries(b, series)
-		})
+		b.Run(sz.name, func(b *testing.B) { benchRender(b, sz) })
 	}
+}
+
+// benchRender times Engine.Render of one node shape into a reused buffer.
+func benchRender(b *testing.B, sz benchSize) {
+	e, _ := newBenchEngine(b, sz)
+	buf := e.Render(nil)
+	_, series := families(b, buf)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf = e.Render(buf[:0])
+	}
+	b.StopTimer()
+	reportPerSeries(b, series)
 }
 
 // BenchmarkRenderScaling renders the largest shape on 1 to 16 GPUs: the
@@ -151,18 +155,7 @@ func BenchmarkRenderScaling(b *testing.B) {
 	for _, n := range []int{1, 2, 4, 8, 16} {
 		sz := benchSizes[len(benchSizes)-1]
 		sz.gpus = n
-		b.Run("gpus="+strconv.Itoa(n), func(b *testing.B) {
-			e, _ := newBenchEngine(b, sz)
-			buf := e.Render(nil)
-			_, series := families(b, buf)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				buf = e.Render(buf[:0])
-			}
-			b.StopTimer()
-			reportPerSeries(b, series)
-		})
+		b.Run("gpus="+strconv.Itoa(n), func(b *testing.B) { benchRender(b, sz) })
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,25 +24,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *sourcetest.Clock { return sourcetest.NewClock(time.Unix(1_700_000_000, 0)) }
 
 func parseSet(t testing.TB, csv string) *counters.Set {
 	t.Helper()
@@ -60,7 +41,7 @@ func quietLog() *logrus.Entry {
 
 // newTestEngine builds an engine that is driven by hand: the test calls
 // collect instead of the background loops, so nothing depends on timing.
-func newTestEngine(t testing.TB, csv string, src *sourcetest.Source, clk *clock) *Engine {
+func newTestEngine(t testing.TB, csv string, src *sourcetest.Source, clk *sourcetest.Clock) *Engine {
 	t.Helper()
 	src.Now = clk.Now
 	e, err := New(Options{

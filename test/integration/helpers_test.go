@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,26 +19,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Unix(1_750_000_000, 0)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *sourcetest.Clock { return sourcetest.NewClock(time.Unix(1_750_000_000, 0)) }
 
 func quietLog() *logrus.Entry {
 	l := logrus.New()

@@ -12,13 +12,14 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 	"github.com/gpuscope/gpuscope/nvml"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/sim"
 )
 
 // scrapeOnce renders what an engine over src exports after a few collections.
-func scrapeOnce(t *testing.T, src source.Source, set *counters.Set, clk *clock) map[string]*dto.MetricFamily {
+func scrapeOnce(t *testing.T, src source.Source, set *counters.Set, clk *sourcetest.Clock) map[string]*dto.MetricFamily {
 	t.Helper()
 	e, err := engine.New(engine.Options{Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog()})
 	require.NoError(t, err)

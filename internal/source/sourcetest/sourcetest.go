@@ -146,3 +146,26 @@ func (s *Source) Status() source.Status {
 }
 
 func (s *Source) Close() error { return nil }
+
+// Clock is a settable clock for tests that drive sampling by hand.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock standing at start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Add moves the clock forward by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
