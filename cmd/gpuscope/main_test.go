@@ -80,6 +80,14 @@ func TestBadFlagsAndVariablesNameTheFlag(t *testing.T) {
 		{"bad sim model", []string{"--source", "sim", "--sim-model", "v100"}, nil, "--source=sim"},
 		{"missing web config", []string{"--web.config.file", "/nonexistent/web.yml"}, nil, "--web.config.file /nonexistent/web.yml"},
 		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve"`},
+		{"without --kubernetes", []string{"--source", "sim", "--kubernetes.pod-labels", "team"}, nil,
+			"--kubernetes.pod-labels needs --kubernetes"},
+		{"bad regular expression", []string{"--source", "sim", "--kubernetes", "--kubernetes.pod-labels", "team("}, nil,
+			`--kubernetes.pod-labels: allowlist "team(" is not a valid regular expression`},
+		{"bad regular expression in the variable", []string{"--source", "sim", "-k"}, map[string]string{"GPUSCOPE_KUBERNETES_POD_LABELS": "[a-"},
+			"--kubernetes.pod-labels: allowlist"},
+		{"outside a pod", []string{"--source", "sim", "--kubernetes", "--kubernetes.pod-labels", "team", "--hostname", "node-1"},
+			map[string]string{"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""}, "--kubernetes.pod-labels: pod labels: KUBERNETES_SERVICE_HOST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
