@@ -280,7 +280,7 @@ func (e *Engine) apply(b *batch) {
 		if sv.ring != nil {
 			sv.ring.Push(s.ts, s.v)
 		}
-		if s.field == 112 && p.clock {
+		if s.field == counters.FieldClockEventReasons && p.clock {
 			es.addClockMask(uint64(s.v), s.ts)
 		}
 		e.sampled = true

@@ -105,10 +105,12 @@ func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
 	for _, f := range sourceFields {
 		si := p.slotOf[f.ID]
 		if f.Type == counters.Label {
+			// A field listed under two names (legacy and current) labels
+			// the series once, under the first.
 			if _, ok := p.textOf[f.ID]; !ok {
 				p.textOf[f.ID] = len(p.labelFields)
+				p.labelFields = append(p.labelFields, f)
 			}
-			p.labelFields = append(p.labelFields, f)
 			continue
 		}
 		m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String())}

@@ -223,11 +223,11 @@ func buildLabels(es *entityState, parent *entityState, p *plan, hostname string,
 		text = parent.text
 	}
 	for i, f := range p.labelFields {
-		if idx := p.textOf[f.ID]; idx < len(text) && text[idx] != "" && i == firstLabelIndex(p, f.ID) {
+		if i < len(text) && text[i] != "" {
 			b.WriteString(",")
 			b.WriteString(f.Name)
 			b.WriteString(`="`)
-			b.WriteString(escapeLabel(text[idx]))
+			b.WriteString(escapeLabel(text[i]))
 			b.WriteByte('"')
 		}
 	}
@@ -256,17 +256,6 @@ func buildLabels(es *entityState, parent *entityState, p *plan, hostname string,
 		}
 	}
 	return b.String()
-}
-
-// firstLabelIndex is the index of the first label field with the ID, so a
-// field listed twice under two names yields its label once per name.
-func firstLabelIndex(p *plan, id uint16) int {
-	for i, f := range p.labelFields {
-		if f.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
