@@ -182,11 +182,12 @@ func scrapeOnce(ctx context.Context, client *http.Client, target string) (int64,
 }
 
 // runLoad starts c scrapers against target for d and returns their stats.
-func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.Duration) loadStats {
+// With gz the scrapers ask for gzip and decompress, as Prometheus does.
+func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.Duration, gz bool) loadStats {
 	rec := newRecorder(maxLatencies)
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	tr := &http.Transport{MaxIdleConnsPerHost: max(c, 2), MaxConnsPerHost: max(c, 1), DisableCompression: true}
+	tr := &http.Transport{MaxIdleConnsPerHost: max(c, 2), MaxConnsPerHost: max(c, 1), DisableCompression: !gz}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: timeout}
 	start := time.Now()

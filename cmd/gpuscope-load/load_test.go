@@ -123,7 +123,7 @@ func TestRunLoadCountsScrapesAndErrors(t *testing.T) {
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
-	st := runLoad(context.Background(), srv.URL, 4, 300*time.Millisecond, 0, time.Second)
+	st := runLoad(context.Background(), srv.URL, 4, 300*time.Millisecond, 0, time.Second, false)
 	require.Greater(t, st.scrapes, uint64(20))
 	assert.Equal(t, 4, st.concurrency)
 	assert.InDelta(t, float64(st.scrapes)/3, float64(st.errors), float64(st.scrapes)/6+2, "about one scrape in four fails")
@@ -140,7 +140,7 @@ func TestRunLoadHonoursThePause(t *testing.T) {
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
-	st := runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second)
+	st := runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second, true)
 	// Two scrapers, each scraping then pausing 100ms, for 450ms: 4 or 5
 	// scrapes each.
 	assert.InDelta(t, 9, float64(st.scrapes), 1.5)

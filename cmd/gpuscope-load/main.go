@@ -45,6 +45,7 @@ type config struct {
 	warmup      time.Duration
 	hup         time.Duration
 	procRoot    string
+	gzip        bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 30*time.Second, "start of the run left out of the RSS drift")
 	fs.DurationVar(&c.hup, "hup", 0, "send SIGHUP to -pid at this interval (0: never)")
 	fs.StringVar(&c.procRoot, "proc", "/proc", "proc file system")
+	fs.BoolVar(&c.gzip, "gzip", false, "ask for gzip and decompress, as Prometheus does")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -133,7 +135,7 @@ func run(ctx context.Context, cfg config, log *logrus.Entry) (string, error) {
 	}
 	var ls loadStats
 	if cfg.concurrency > 0 {
-		ls = runLoad(ctx, cfg.url, cfg.concurrency, cfg.duration, cfg.pause, cfg.timeout)
+		ls = runLoad(ctx, cfg.url, cfg.concurrency, cfg.duration, cfg.pause, cfg.timeout, cfg.gzip)
 	}
 	wg.Wait()
 	if procErr != nil {

@@ -4,12 +4,16 @@
 package server
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,9 +94,44 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b := s.bodies.get()
 	defer s.bodies.release(b)
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	if _, err := w.Write(b.buf); err != nil {
+	var out io.Writer = w
+	if acceptsGzip(r) {
+		// Prometheus asks for gzip; a MIG node's body shrinks about tenfold,
+		// for a millisecond or two of CPU per scrape at the fastest level.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer func() {
+			if err := gz.Close(); err != nil {
+				s.opts.Log.WithError(err).Debug("Finishing the gzip stream of /metrics failed")
+			}
+			gzipWriters.Put(gz)
+		}()
+		out = gz
+	}
+	if _, err := out.Write(b.buf); err != nil {
 		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
 	}
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return gz
+}}
+
+// acceptsGzip says whether the request's Accept-Encoding allows gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(enc) != "gzip" {
+			continue
+		}
+		// "gzip;q=0" refuses it.
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
 }
 
 // renderAll appends the GPU series and then gpuscope's own families.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +185,42 @@ func TestBasicAuthFromWebConfig(t *testing.T) {
 	assert.False(t, prof.paused)
 	assert.Equal(t, http.StatusOK, do(http.MethodPost, "/api/v1/profiling/pause", "prom", "s3cret"))
 	assert.True(t, prof.paused)
+}
+
+func TestMetricsGzipWhenAsked(t *testing.T) {
+	eng := &fakeEngine{body: strings.Repeat("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n", 100)}
+	s := newTestServer(t, eng, nil)
+	tests := []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip", true},
+		{"deflate, gzip;q=1.0, *;q=0.5", true},
+		{"gzip;q=0", false},
+		{"identity", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.accept, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			if tt.accept != "" {
+				req.Header.Set("Accept-Encoding", tt.accept)
+			}
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			require.Equal(t, http.StatusOK, rec.Code)
+			body := rec.Body.Bytes()
+			if tt.gzip {
+				assert.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				require.NoError(t, err)
+				body, err = io.ReadAll(zr)
+				require.NoError(t, err)
+				assert.Less(t, rec.Body.Len(), len(body)/5, "the body compresses")
+			} else {
+				assert.Empty(t, rec.Header().Get("Content-Encoding"))
+			}
+			assert.True(t, strings.HasPrefix(string(body), eng.body), "the exposition is intact")
+		})
+	}
 }
