@@ -1,6 +1,10 @@
 package server
 
-import "sync"
+import (
+	"bytes"
+	"compress/gzip"
+	"sync"
+)
 
 // maxFreeBodies is how many rendered bodies are kept for reuse once their
 // scrapes are written. Coalescing keeps the number in use small, so a couple
@@ -13,6 +17,33 @@ type body struct {
 	buf  []byte
 	refs int
 	done chan struct{}
+
+	// gz is buf gzip-compressed, made once by the first scrape that asks,
+	// so concurrent gzip scrapes share the compression as they share the
+	// render.
+	gzOnce sync.Once
+	gz     []byte
+}
+
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gz
+}}
+
+// gzipped returns the body compressed at gzip's fastest level.
+func (b *body) gzipped() []byte {
+	b.gzOnce.Do(func() {
+		var out bytes.Buffer
+		out.Grow(len(b.buf)/8 + 64)
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(&out)
+		// Writes to a bytes.Buffer cannot fail.
+		_, _ = gz.Write(b.buf)
+		_ = gz.Close()
+		gzipWriters.Put(gz)
+		b.gz = out.Bytes()
+	})
+	return b.gz
 }
 
 // coalescer renders /metrics once for all the scrapes that arrive while a

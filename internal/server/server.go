@@ -4,16 +4,13 @@
 package server
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,31 +91,18 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b := s.bodies.get()
 	defer s.bodies.release(b)
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	var out io.Writer = w
+	out := b.buf
 	if acceptsGzip(r) {
-		// Prometheus asks for gzip; a MIG node's body shrinks about tenfold,
-		// for a millisecond or two of CPU per scrape at the fastest level.
+		// Prometheus asks for gzip; an 8-GPU body shrinks about 17 times,
+		// compressed once per render at the fastest level.
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Add("Vary", "Accept-Encoding")
-		gz := gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(w)
-		defer func() {
-			if err := gz.Close(); err != nil {
-				s.opts.Log.WithError(err).Debug("Finishing the gzip stream of /metrics failed")
-			}
-			gzipWriters.Put(gz)
-		}()
-		out = gz
+		out = b.gzipped()
 	}
-	if _, err := out.Write(b.buf); err != nil {
+	if _, err := w.Write(out); err != nil {
 		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
 	}
 }
-
-var gzipWriters = sync.Pool{New: func() any {
-	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	return gz
-}}
 
 // acceptsGzip says whether the request's Accept-Encoding allows gzip.
 func acceptsGzip(r *http.Request) bool {
