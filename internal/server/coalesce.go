@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"sync"
+	"time"
 )
 
 // maxFreeBodies is how many rendered bodies are kept for reuse once their
@@ -53,10 +54,19 @@ func (b *body) gzipped() []byte {
 // arrival, which is below the resolution of the samples.
 type coalescer struct {
 	render func([]byte) []byte
+	// maxAge is how long a finished body is served again to new scrapes;
+	// 0 renders for every scrape that finds no render running. Within the
+	// sampling resolution a newer render would show nothing newer.
+	maxAge time.Duration
+	now    func() time.Time
 
 	mu       sync.Mutex
 	inflight *body
-	free     [][]byte
+	// last is the latest finished body while maxAge > 0; the coalescer
+	// holds one reference to it.
+	last   *body
+	lastAt time.Time
+	free   [][]byte
 }
 
 // get returns a rendered body; the caller writes it and calls release.
@@ -68,6 +78,11 @@ func (c *coalescer) get() *body {
 		<-b.done
 		return b
 	}
+	if b := c.last; b != nil && c.clock().Sub(c.lastAt) < c.maxAge {
+		b.refs++
+		c.mu.Unlock()
+		return b
+	}
 	b := &body{refs: 1, done: make(chan struct{})}
 	c.inflight = b
 	var buf []byte
@@ -75,16 +90,32 @@ func (c *coalescer) get() *body {
 		buf, c.free = c.free[n-1], c.free[:n-1]
 	}
 	c.mu.Unlock()
+	rendered := false
 	// Waiters are released even if the render panics (net/http recovers
 	// handler panics); they then serve an empty body rather than hang.
 	defer func() {
 		c.mu.Lock()
 		c.inflight = nil
+		if rendered && c.maxAge > 0 {
+			if old := c.last; old != nil {
+				c.releaseLocked(old)
+			}
+			b.refs++
+			c.last, c.lastAt = b, c.clock()
+		}
 		c.mu.Unlock()
 		close(b.done)
 	}()
 	b.buf = c.render(buf[:0])
+	rendered = true
 	return b
+}
+
+func (c *coalescer) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // release hands a body back; the last scrape to let go keeps its buffer for
@@ -92,6 +123,10 @@ func (c *coalescer) get() *body {
 func (c *coalescer) release(b *body) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.releaseLocked(b)
+}
+
+func (c *coalescer) releaseLocked(b *body) {
 	b.refs--
 	if b.refs == 0 && b.buf != nil && cap(b.buf) <= maxPooledBuffer && len(c.free) < maxFreeBodies {
 		c.free = append(c.free, b.buf[:0])

@@ -103,3 +103,29 @@ func TestCoalescerReleasesWaitersWhenARenderPanics(t *testing.T) {
 	assert.Nil(t, c.inflight, "the next scrape renders again")
 	c.mu.Unlock()
 }
+
+func TestCoalescerServesAFreshBodyAgain(t *testing.T) {
+	renders := 0
+	now := time.Unix(0, 0)
+	c := &coalescer{
+		render: func(buf []byte) []byte { renders++; return append(buf, "x"...) },
+		maxAge: 100 * time.Millisecond,
+		now:    func() time.Time { return now },
+	}
+	a := c.get()
+	c.release(a)
+	now = now.Add(50 * time.Millisecond)
+	b := c.get()
+	assert.Same(t, a, b, "a body younger than maxAge is served again")
+	assert.Equal(t, 1, renders)
+	now = now.Add(60 * time.Millisecond)
+	d := c.get()
+	assert.NotSame(t, a, d, "an older one is rendered anew")
+	assert.Equal(t, 2, renders)
+	c.release(b)
+	c.release(d)
+	// The coalescer holds the newest body; the older one went back to the
+	// free list once its last scrape let go.
+	assert.Len(t, c.free, 1)
+	assert.Equal(t, 1, d.refs)
+}

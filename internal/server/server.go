@@ -49,6 +49,12 @@ type Server struct {
 	bodies coalescer
 }
 
+// reuseBodyFor is how long a rendered /metrics body is served again: the
+// fastest fields are sampled every 100 ms, so a newer render would show
+// nothing newer, and scrapers arriving together (an HA pair of Prometheus
+// servers, say) share one render and one compression.
+const reuseBodyFor = 100 * time.Millisecond
+
 // maxPooledBuffer keeps one huge exposition from pinning memory in the pool.
 const maxPooledBuffer = 8 << 20
 
@@ -59,6 +65,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	s.bodies.render = s.renderAll
+	s.bodies.maxAge = reuseBodyFor
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "gpuscope",
 		Description: "High-resolution GPU metrics from DCGM and NVML for Prometheus",
