@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/internal/source"
 )
 
@@ -62,7 +63,7 @@ type Enricher struct {
 	gen  atomic.Uint64
 
 	mu     sync.Mutex
-	logged map[string]struct{}
+	logged *logonce.Set
 
 	errors  prometheus.Counter
 	upDesc  *prometheus.Desc
@@ -79,7 +80,7 @@ func New(dir string, opts ...Option) (*Enricher, error) {
 		dir:      dir,
 		interval: DefaultInterval,
 		log:      logrus.StandardLogger(),
-		logged:   map[string]struct{}{},
+		logged:   logonce.New(maxLogged),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuscope_hpc_job_mapping_errors_total",
 			Help: "Failed reads of the HPC job mapping directory or its files.",
@@ -225,18 +226,7 @@ func readJobs(path string) ([]string, error) {
 	return jobs, nil
 }
 
-func (e *Enricher) logOnce(key string, f func()) {
-	e.mu.Lock()
-	_, seen := e.logged[key]
-	full := len(e.logged) >= maxLogged
-	if !seen && !full {
-		e.logged[key] = struct{}{}
-	}
-	e.mu.Unlock()
-	if !seen && !full {
-		f()
-	}
-}
+func (e *Enricher) logOnce(key string, f func()) { e.logged.Do(key, f) }
 
 func same(a, b map[string][]string) bool {
 	if len(a) != len(b) {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/internal/source"
 )
 
@@ -173,11 +174,11 @@ type Enricher struct {
 	gen  atomic.Uint64
 	up   atomic.Bool
 
-	mu       sync.Mutex // guards conn, client, downLog, logged
+	mu       sync.Mutex // guards conn, client, downLog
 	conn     *grpc.ClientConn
 	client   podresourcesv1.PodResourcesListerClient
 	downLogd bool
-	logged   map[string]struct{}
+	logged   *logonce.Set
 
 	trigger chan struct{}
 
@@ -203,7 +204,7 @@ func New(cfg Config) (*Enricher, error) {
 		log:       cfg.Logger.WithField("component", "podattr"),
 		labels:    labels,
 		resources: append(append([]string{}, DefaultResourceNames...), cfg.ResourceNames...),
-		logged:    map[string]struct{}{},
+		logged:    logonce.New(maxLogged),
 		trigger:   make(chan struct{}, 1),
 		refreshErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuscope_kubernetes_refresh_errors_total",
@@ -392,20 +393,9 @@ func (e *Enricher) markUp() {
 	}
 }
 
-// logOnce logs msg the first time key is seen; the set is bounded, and once
-// full, new keys are counted but not logged.
-func (e *Enricher) logOnce(key string, f func()) {
-	e.mu.Lock()
-	_, seen := e.logged[key]
-	full := len(e.logged) >= maxLogged
-	if !seen && !full {
-		e.logged[key] = struct{}{}
-	}
-	e.mu.Unlock()
-	if !seen && !full {
-		f()
-	}
-}
+// logOnce logs the first time key is seen; past the set's bound, new keys
+// are counted but not logged.
+func (e *Enricher) logOnce(key string, f func()) { e.logged.Do(key, f) }
 
 func (e *Enricher) wanted(resource string) bool {
 	for _, r := range e.resources {

@@ -288,7 +288,7 @@ func TestPodChurnStaysBounded(t *testing.T) {
 		srv.SetPods(pods)
 		require.NoError(t, e.Refresh(context.Background()))
 		assert.Len(t, e.snap.Load().values, 2000, "round %d: the device map is capped", round)
-		assert.LessOrEqual(t, len(e.logged), maxLogged, "round %d: the logged-once set is capped", round)
+		assert.LessOrEqual(t, e.logged.Len(), maxLogged, "round %d: the logged-once set is capped", round)
 	}
 	srv.SetPods(nil)
 	require.NoError(t, e.Refresh(context.Background()))

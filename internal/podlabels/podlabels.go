@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 )
 
 // Defaults of Config.
@@ -125,8 +126,8 @@ type Watcher struct {
 	pods   map[podKey][]enrich.Label
 	gen    atomic.Uint64
 	up     atomic.Bool
-	logMu  sync.Mutex // guards logged, down
-	logged map[string]struct{}
+	logMu  sync.Mutex // guards down
+	logged *logonce.Set
 	down   bool
 
 	httpMu sync.Mutex // guards client, caPEM
@@ -159,7 +160,7 @@ func New(cfg Config) (*Watcher, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.WithField("component", "podlabels"),
 		pods:   map[podKey][]enrich.Label{},
-		logged: map[string]struct{}{},
+		logged: logonce.New(maxLogged),
 		apiErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuscope_kubernetes_pod_labels_api_errors_total",
 			Help: "Failed LIST or WATCH calls to the Kubernetes API server for pod labels.",
@@ -332,20 +333,8 @@ func (w *Watcher) logBound() {
 	})
 }
 
-// logOnce logs the first time key is seen; the set is bounded, and once
-// full, new keys are not logged.
-func (w *Watcher) logOnce(key string, f func()) {
-	w.logMu.Lock()
-	_, seen := w.logged[key]
-	full := len(w.logged) >= maxLogged
-	if !seen && !full {
-		w.logged[key] = struct{}{}
-	}
-	w.logMu.Unlock()
-	if !seen && !full {
-		f()
-	}
-}
+// logOnce logs the first time key is seen.
+func (w *Watcher) logOnce(key string, f func()) { w.logged.Do(key, f) }
 
 func (w *Watcher) markDown(err error) {
 	w.up.Store(false)
