@@ -46,19 +46,11 @@ row() { ROWS+=("$1|$2|$3|$4"); }
 field() { tr ' ' '\n' <<<"$2" | sed -n "s/^$1=//p"; }
 
 # per_link_csv writes etc/dcp-metrics.csv plus the per-link NVLink fields
-# of the 8gpu_mig_nvlink size (the same lines as perLinkCSV in
-# internal/engine/bench_test.go).
+# of the 8gpu_mig_nvlink size, the file the Go benchmarks append too.
 per_link_csv() {
   cat etc/dcp-metrics.csv
-  printf '\n# Per-link NVLink fields (benchmark size 8gpu_mig_nvlink)\n'
-  for l in $(seq 0 17); do
-    for f in BANDWIDTH CRC_FLIT_ERROR_COUNT CRC_DATA_ERROR_COUNT REPLAY_ERROR_COUNT RECOVERY_ERROR_COUNT; do
-      echo "DCGM_FI_DEV_NVLINK_${f}_L$l, counter, NVLink $f of link $l., 1s"
-    done
-    for d in TX RX; do
-      echo "DCGM_FI_PROF_NVLINK_L${l}_${d}_BYTES, gauge, NVLink $d rate of link $l (bytes/s)., 100ms, max avg p90"
-    done
-  done
+  echo
+  cat internal/engine/testdata/per-link-nvlink.csv
 }
 
 # start_gpuscope LOG ARGS... starts the binary on the next port and waits
