@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // DCGM field ID ranges that decide on which entities a field is watched.

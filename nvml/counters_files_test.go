@@ -10,8 +10,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/compattest"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 func countersFiles(t *testing.T) []string {

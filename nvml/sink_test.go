@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 type sample struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // clock is a settable test clock.

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 func TestNewRejectsBadConfig(t *testing.T) {

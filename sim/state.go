@@ -3,7 +3,7 @@ package sim
 import (
 	"math"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Rare events, with their base rate per GPU-hour (EventRate 1).

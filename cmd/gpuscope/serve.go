@@ -22,7 +22,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/reload"
 	"github.com/gpuscope/gpuscope/internal/server"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 func setupLogging(c *cli.Context) (*logrus.Entry, error) {

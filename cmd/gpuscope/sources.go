@@ -12,9 +12,9 @@ import (
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/simpods"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/nvml"
 	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // openSource opens the source --source names. auto tries DCGM, then NVML;

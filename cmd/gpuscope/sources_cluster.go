@@ -14,7 +14,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/podattr"
 	"github.com/gpuscope/gpuscope/internal/podlabels"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // openAuto serves DCGM when it connects and NVML otherwise, switching as the

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Sample is one value a Recorder received.

@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/gpuscope/gpuscope/internal/source"
+import "github.com/gpuscope/gpuscope/source"
 
 // batch is the Sink a Collect call writes into. It stages the samples so the
 // source never runs under the engine's lock; its slices are reused, so the

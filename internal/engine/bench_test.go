@@ -20,8 +20,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
-	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 // benchSize is one node shape of the scrape benchmarks. All run the shipped

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/internal/window"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Options configure an Engine.

@@ -20,8 +20,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/source"
-	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
+	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 func newClock() *sourcetest.Clock { return sourcetest.NewClock(time.Unix(1_700_000_000, 0)) }

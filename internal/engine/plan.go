@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/internal/window"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // slot is one distinct field the source is asked to read. Several CSV lines

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/gpuevents"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/internal/window"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Bounds on the event history of one entity. XIDs are rare; a GPU that

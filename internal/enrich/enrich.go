@@ -6,7 +6,7 @@ package enrich
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Enricher adds a fixed set of labels to the series of the entities it knows.

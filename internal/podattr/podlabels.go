@@ -2,7 +2,7 @@ package podattr
 
 import (
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // PodLabelSource gives the selected labels of a pod. It is kept in memory

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/podattr/kubelettest"
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // staticLabels is a PodLabelSource whose labels the test sets.

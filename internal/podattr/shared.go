@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // usageKey groups the processes of one container on one GPU or MIG instance.

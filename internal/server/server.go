@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Renderer writes the GPU series of the last samples; the engine implements it.

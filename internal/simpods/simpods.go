@@ -6,7 +6,7 @@ package simpods
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // Pod is one simulated pod.

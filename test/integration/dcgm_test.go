@@ -18,9 +18,9 @@ import (
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/nvml"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 func parseCSV(t testing.TB, csv string) *counters.Set {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
-	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 func newClock() *sourcetest.Clock { return sourcetest.NewClock(time.Unix(1_750_000_000, 0)) }

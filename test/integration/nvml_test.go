@@ -11,11 +11,11 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/source"
-	"github.com/gpuscope/gpuscope/internal/source/sourcetest"
 	"github.com/gpuscope/gpuscope/nvml"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 // scrapeOnce renders what an engine over src exports after a few collections.

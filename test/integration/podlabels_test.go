@@ -17,8 +17,8 @@ import (
 	"github.com/gpuscope/gpuscope/internal/podattr/kubelettest"
 	"github.com/gpuscope/gpuscope/internal/podlabels"
 	"github.com/gpuscope/gpuscope/internal/podlabels/apiservertest"
-	"github.com/gpuscope/gpuscope/internal/source"
 	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // TestPodLabelsOnTheSeriesOfAnAttributedGPU runs the engine over a simulated

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/internal/source"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // ValueFunc returns the value of a field on an entity at a time, and whether
