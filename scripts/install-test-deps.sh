@@ -13,12 +13,19 @@ need_root() {
 }
 
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
-  echo "install-test-deps: installing Debian's prometheus package (prometheus, promtool)"
+  echo "install-test-deps: installing Debian's prometheus package (prometheus, promtool; about a minute)"
+  # The package would start a system service; the tests run their own
+  # servers. Debian's policy-rc.d hook (exit 101: "action forbidden") keeps
+  # the package from starting it, so there is nothing to stop afterwards and
+  # no other Prometheus on the machine is touched. An existing hook is left
+  # as it is.
+  policy="${POLICY_RC_D:-/usr/sbin/policy-rc.d}"
+  if [ ! -e "$policy" ]; then
+    need_root sh -c "printf '#!/bin/sh\nexit 101\n' > '$policy' && chmod 755 '$policy'"
+    trap 'need_root rm -f "$policy"' EXIT
+  fi
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  # The package starts a system service; the tests run their own servers.
-  if command -v systemctl >/dev/null; then need_root systemctl stop prometheus >/dev/null 2>&1 || true; fi
-  need_root pkill -x prometheus >/dev/null 2>&1 || true
 fi
 
 "$(dirname "$0")/install-helm.sh"

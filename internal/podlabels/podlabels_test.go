@@ -163,6 +163,17 @@ func (h harness) waitUp(t *testing.T, up bool) {
 	require.Eventually(t, func() bool { return h.w.Up() == up }, deadline, 10*time.Millisecond, "up should become %v", up)
 }
 
+// waitWatching waits until the watcher's last request is a WATCH that the
+// server holds open: the re-list before it races with whatever the test
+// checks next.
+func (h harness) waitWatching(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		reqs := h.srv.Requests()
+		return len(reqs) > 0 && reqs[len(reqs)-1].Watch && h.srv.Watchers() == 1
+	}, deadline, time.Millisecond, "a WATCH should follow the LIST")
+}
+
 func (h harness) logged(level logrus.Level, substr string) int {
 	n := 0
 	for _, e := range h.hook.AllEntries() {
@@ -202,6 +213,8 @@ func TestWatchFollowsThePodsOfTheNode(t *testing.T) {
 
 	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_app_kubernetes_io_name", Value: "trainer"}, {Name: "label_team", Value: "vision"}})
 	h.waitUp(t, true)
+	// The labels show as soon as the LIST is read; the WATCH follows it.
+	h.waitWatching(t)
 	assert.Nil(t, h.w.Labels("ml", "elsewhere"), "a pod of another node")
 	assert.Nil(t, h.w.Labels("kube-system", "plain"), "no key matches the allowlist")
 	assert.Equal(t, 1.0, metric(t, h.w, "gpuscope_kubernetes_pod_labels_up"))
@@ -236,6 +249,7 @@ func TestWatchFollowsThePodsOfTheNode(t *testing.T) {
 	srv.Expire()
 	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "missed"}})
 	h.waitUp(t, true)
+	h.waitWatching(t)
 	lists := 0
 	for _, r := range srv.Requests() {
 		if !r.Watch {

@@ -204,7 +204,10 @@ func (s *Server) Bookmark() {
 func (s *Server) Expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expired = s.rv + 1
+	// The LIST that follows reports a resourceVersion past every one seen
+	// before, and a watch may resume from it, as on the API server.
+	s.rv++
+	s.expired = s.rv
 	s.history = nil
 	s.broadcastLocked(event{typ: "ERROR", rv: s.rv})
 }
