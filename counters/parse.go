@@ -2,6 +2,7 @@ package counters
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -56,12 +58,59 @@ func (e *ParseError) Error() string {
 
 // Load reads and checks the counters file at path.
 func Load(path string) (*Set, error) {
-	f, err := os.Open(path)
+	b, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, bytes.NewReader(b))
+}
+
+// ReadFile reads a counters file of at most 1 MiB. A named pipe, a device
+// or a directory is refused before any read: reading /dev/zero would never
+// end, and opening a FIFO blocks until a writer comes. The file is opened
+// without blocking and checked on the open descriptor, so a file swapped
+// between the check and the read cannot slip through.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open counters file: %w", err)
 	}
 	defer f.Close()
-	return Parse(path, f)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("counters file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("counters file %s is %s, not a regular file", path, describeMode(fi.Mode()))
+	}
+	if fi.Size() > maxFileSize {
+		return nil, fmt.Errorf("counters file %s is %d bytes, larger than %d; a counters file lists fields, one per line", path, fi.Size(), maxFileSize)
+	}
+	// The size can grow after the stat; the read stays bounded regardless.
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read counters file %s: %w", path, err)
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("counters file %s grew past %d bytes while it was read", path, maxFileSize)
+	}
+	return b, nil
+}
+
+func describeMode(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a plain file (" + m.Type().String() + ")"
 }
 
 type parser struct {

@@ -2,8 +2,10 @@ package counters
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,4 +262,39 @@ func TestProfilingFileUsesFastIntervals(t *testing.T) {
 		assert.Equal(t, 100*time.Millisecond, byName[name].Interval, name)
 	}
 	assert.Equal(t, time.Second, byName["DCGM_FI_DEV_GPU_TEMP"].Interval)
+}
+
+// TestLoadFIFOHangsNothing: `counters check` and `-f` on a named pipe, a
+// device or a directory answer at once with an error naming the file and
+// what it is, instead of blocking on the open or reading forever.
+func TestLoadFIFOHangsNothing(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.csv")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	zero := filepath.Join(dir, "zero.csv")
+	require.NoError(t, os.Symlink("/dev/zero", zero))
+	big := filepath.Join(dir, "big.csv")
+	f, err := os.Create(big)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(1<<30))
+	require.NoError(t, f.Close())
+	tests := []struct{ path, want string }{
+		{fifo, "is a named pipe (FIFO), not a regular file"},
+		{zero, "is a character device, not a regular file"},
+		{dir, "is a directory, not a regular file"},
+		{big, "is 1073741824 bytes, larger than 1048576"},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.path), func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := Load(tt.path); done <- err }()
+			select {
+			case err := <-done:
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.path+" "+tt.want)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Load(%s) has not returned", tt.path)
+			}
+		})
+	}
 }

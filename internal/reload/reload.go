@@ -7,7 +7,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +18,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 )
+
+// DefaultReadTimeout bounds one read of the counters file. A local file
+// reads in microseconds; a read that takes seconds is a hung network mount.
+const DefaultReadTimeout = 5 * time.Second
 
 // Watcher reloads one counters file.
 type Watcher struct {
@@ -25,8 +32,17 @@ type Watcher struct {
 	// swap a symlink, which polling sees where inotify on the file does not.
 	Poll time.Duration
 	Log  *logrus.Entry
+	// ReadTimeout bounds each read of the file, so a read that hangs cannot
+	// stop later polls and SIGHUPs from being answered.
+	ReadTimeout time.Duration
+	// ReadFile reads the file; counters.ReadFile, which refuses anything but
+	// a regular file of at most 1 MiB.
+	ReadFile func(path string) ([]byte, error)
 
-	lastSum []byte
+	mu       sync.Mutex
+	lastSum  []byte
+	lastErr  string // the failure last logged by a poll; "" after a success
+	inflight chan struct{}
 
 	success   prometheus.Gauge
 	successTS prometheus.Gauge
@@ -37,9 +53,11 @@ type Watcher struct {
 func New(path string, apply func(*counters.Set) error, poll time.Duration, log *logrus.Entry) *Watcher {
 	w := &Watcher{
 		Path: path, Apply: apply, Poll: poll, Log: log,
+		ReadTimeout: DefaultReadTimeout,
+		ReadFile:    counters.ReadFile,
 		success: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpuscope_config_last_reload_successful",
-			Help: "1 when the last load of the counters file succeeded, 0 when it was refused and the previous set kept running.",
+			Help: "1 when the last load of the counters file succeeded, 0 when it was refused or could not be read and the previous set kept running.",
 		}),
 		successTS: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpuscope_config_last_reload_success_timestamp_seconds",
@@ -52,7 +70,9 @@ func New(path string, apply func(*counters.Set) error, poll time.Duration, log *
 	}
 	w.success.Set(1)
 	w.successTS.SetToCurrentTime()
-	w.lastSum = w.sum()
+	if b, err := w.read(); err == nil {
+		w.lastSum = checksum(b)
+	}
 	return w
 }
 
@@ -70,13 +90,43 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	w.reloads.Collect(ch)
 }
 
-func (w *Watcher) sum() []byte {
-	b, err := os.ReadFile(w.Path)
-	if err != nil {
-		return nil
-	}
+func checksum(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
+}
+
+// read reads the file within ReadTimeout. A read past its deadline is left
+// to finish on its own, and no other starts until it has: at most one
+// goroutine is ever stuck on the file.
+func (w *Watcher) read() ([]byte, error) {
+	if w.inflight != nil {
+		select {
+		case <-w.inflight:
+			w.inflight = nil
+		default:
+			return nil, fmt.Errorf("read counters file %s: an earlier read has not returned after %s", w.Path, w.ReadTimeout)
+		}
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan struct{})
+	res := make(chan result, 1)
+	go func() {
+		defer close(done)
+		b, err := w.ReadFile(w.Path)
+		res <- result{b, err}
+	}()
+	timer := time.NewTimer(w.ReadTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-res:
+		return r.b, r.err
+	case <-timer.C:
+		w.inflight = done
+		return nil, fmt.Errorf("read counters file %s: no answer after %s", w.Path, w.ReadTimeout)
+	}
 }
 
 // Run reloads on each signal from hup and on each content change, until ctx
@@ -96,33 +146,81 @@ func (w *Watcher) Run(ctx context.Context, hup <-chan os.Signal) {
 			w.Log.WithField("file", w.Path).Info("SIGHUP: reloading the counters file")
 			w.Reload()
 		case <-tick:
-			if s := w.sum(); s != nil && !bytes.Equal(s, w.lastSum) {
-				w.Log.WithField("file", w.Path).Info("Counters file changed: reloading")
-				w.Reload()
-			}
+			w.Check()
 		}
 	}
 }
 
+// Check reads the file once and reloads it when its content changed. A file
+// that cannot be read (gone, a directory, a dangling link, unreadable, not
+// a regular file, too large) counts as a failed reload: it is logged once
+// per distinct problem, and the previous set keeps running.
+func (w *Watcher) Check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, err := w.read()
+	if err != nil {
+		// Whatever comes back next is loaded, even the same content.
+		w.lastSum = nil
+		w.failLocked(err, false)
+		return
+	}
+	if sum := checksum(b); bytes.Equal(sum, w.lastSum) {
+		return
+	}
+	w.Log.WithField("file", w.Path).Info("Counters file changed: reloading")
+	w.loadLocked(b)
+}
+
 // Reload loads the file and applies it; a failure leaves the running set.
 func (w *Watcher) Reload() bool {
-	w.lastSum = w.sum()
-	set, err := counters.Load(w.Path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, err := w.read()
+	if err != nil {
+		w.lastSum = nil
+		w.failLocked(err, true)
+		return false
+	}
+	return w.loadLocked(b)
+}
+
+func (w *Watcher) loadLocked(b []byte) bool {
+	w.lastSum = checksum(b)
+	set, err := counters.Parse(w.Path, bytes.NewReader(b))
 	if err == nil {
 		err = w.Apply(set)
 	}
 	if err != nil {
-		w.success.Set(0)
-		w.reloads.WithLabelValues("failure").Inc()
-		w.Log.WithError(err).WithField("file", w.Path).Error("Refused the new counters file; the previous fields keep running")
+		w.failLocked(err, true)
 		return false
 	}
 	for _, warn := range set.Warnings {
 		w.Log.WithField("file", w.Path).Warn(warn)
 	}
+	w.lastErr = ""
 	w.success.Set(1)
 	w.successTS.SetToCurrentTime()
 	w.reloads.WithLabelValues("success").Inc()
 	w.Log.WithFields(logrus.Fields{"file": w.Path, "fields": len(set.Fields)}).Info("Counters file reloaded")
 	return true
+}
+
+// failLocked records a refused or unreadable file. A poll that finds the
+// same problem again says nothing more; an explicit reload always answers.
+func (w *Watcher) failLocked(err error, explicit bool) {
+	w.success.Set(0)
+	msg := err.Error()
+	if !explicit && msg == w.lastErr {
+		return
+	}
+	w.lastErr = msg
+	w.reloads.WithLabelValues("failure").Inc()
+	entry := w.Log.WithError(err).WithField("file", w.Path)
+	var pe *counters.ParseError
+	if errors.As(err, &pe) {
+		entry.Error("Refused the new counters file; the previous fields keep running")
+		return
+	}
+	entry.Error("Cannot read the counters file; the previous fields keep running")
 }
