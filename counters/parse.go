@@ -1,7 +1,6 @@
 package counters
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -13,14 +12,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 const (
 	// maxFileSize bounds what Parse reads: a counters file lists at most a
 	// few hundred fields, so anything far larger is not one.
 	maxFileSize = 1 << 20
-	// maxLineErrors bounds the problems one ParseError holds.
+	// maxLineErrors bounds the problems one ParseError holds. Past it,
+	// problems are only counted: a file of thousands of bad lines is
+	// refused in the time its first hundred take.
 	maxLineErrors = 100
+	// maxWarnings bounds the warnings one Set holds, likewise.
+	maxWarnings = 100
 )
 
 // LineError is one problem in a counters file. Line is 0 for problems with
@@ -118,6 +122,8 @@ type parser struct {
 	errs  ParseError
 	set   *Set
 	index map[string]int // field name -> index in set.Fields
+	// repeats counts lines that repeat an earlier one exactly.
+	repeats int
 }
 
 func (p *parser) fail(line int, format string, args ...any) {
@@ -131,39 +137,70 @@ func (p *parser) fail(line int, format string, args ...any) {
 // Parse reads a counters file in dcgm-exporter's format, with gpuscope's two
 // optional columns: FIELD, TYPE, HELP[, WATCH INTERVAL[, WINDOW STATS]].
 // file names the input in messages. Every problem is reported at once, as a
-// *ParseError.
+// *ParseError, up to maxLineErrors of them.
 func Parse(file string, r io.Reader) (*Set, error) {
 	p := &parser{file: file, set: &Set{File: file}, index: map[string]int{}}
-	sc := bufio.NewScanner(io.LimitReader(r, maxFileSize+1))
-	sc.Buffer(make([]byte, 0, 4096), maxFileSize+1)
-	lineNo, size, content := 0, 0, false
-	for sc.Scan() {
-		lineNo++
-		size += len(sc.Bytes()) + 1
-		text := strings.TrimSpace(sc.Text())
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read counters file %s: %w", file, err)
+	}
+	if len(data) > maxFileSize {
+		// The line that crosses the limit is named: a single huge line is
+		// the usual cause, and its number finds it.
+		p.fail(bytes.Count(data[:maxFileSize], []byte("\n"))+1, "the file is larger than %d bytes at this line; a counters file lists fields, one per line", maxFileSize)
+		return nil, &p.errs
+	}
+	// Editors on Windows write a UTF-8 byte-order mark; it is not part of
+	// the first field's name.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if i := bytes.IndexByte(data, '\r'); i >= 0 && (i+1 == len(data) || data[i+1] != '\n') && !bytes.Contains(data, []byte("\n")) {
+		p.fail(0, "lines end in a carriage return alone (CR, old Mac style); save the file with LF or CRLF line endings")
+		return nil, &p.errs
+	}
+	content := false
+	for n, raw := range bytes.Split(data, []byte("\n")) {
+		lineNo := n + 1
+		text := strings.TrimSpace(string(raw))
 		if text != "" {
 			content = true
 		}
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
+		// Help text is served as is, and one invalid byte makes Prometheus
+		// refuse the whole scrape.
+		if !utf8.ValidString(text) {
+			p.fail(lineNo, "the line is not valid UTF-8 (byte %d); save the file as UTF-8", invalidUTF8At(raw)+1)
+			continue
+		}
 		p.line(lineNo, text)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read counters file %s: %w", file, err)
-	}
 	switch {
-	case size > maxFileSize:
-		p.fail(0, "file is larger than %d bytes; a counters file lists fields, one per line", maxFileSize)
-	case !content:
+	case !content && len(p.errs.Errors) == 0:
 		p.fail(0, "file is empty")
 	case len(p.set.Fields) == 0 && len(p.errs.Errors) == 0:
 		p.fail(0, "no enabled field: every line is blank or a comment")
+	}
+	if p.repeats > maxWarnings {
+		p.set.Warnings = append(p.set.Warnings, fmt.Sprintf("%s: ... and %d more repeated lines, ignored", p.file, p.repeats-maxWarnings))
 	}
 	if len(p.errs.Errors) > 0 {
 		return nil, &p.errs
 	}
 	return p.set, nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }
 
 func (p *parser) line(n int, text string) {
@@ -227,6 +264,12 @@ func (p *parser) resolveName(n int, f *Field) bool {
 	}
 	info, ok := Lookup(f.Name)
 	if !ok {
+		if len(p.errs.Errors) >= maxLineErrors {
+			// Past the cap the problem is only counted; a suggestion costs a
+			// walk of the whole catalog.
+			p.errs.Omitted++
+			return false
+		}
 		if s := Suggest(f.Name); s != "" {
 			p.fail(n, "unknown field %q; did you mean %s?", f.Name, s)
 		} else {
@@ -288,6 +331,10 @@ func (p *parser) add(f Field) {
 	}
 	prev := p.set.Fields[i]
 	if prev.Type == f.Type && prev.Interval == f.Interval && slices.Equal(prev.Stats, f.Stats) {
+		p.repeats++
+		if p.repeats > maxWarnings {
+			return
+		}
 		p.set.Warnings = append(p.set.Warnings, fmt.Sprintf("%s:%d: %s repeats line %d with the same type; this line is ignored", p.file, f.Line, f.Name, prev.Line))
 		return
 	}

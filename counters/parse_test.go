@@ -2,6 +2,7 @@ package counters
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestParseRefusesOversizedFile(t *testing.T) {
 	text := strings.Repeat("# padding padding padding padding padding padding\n", maxFileSize/50+10)
 	_, pe := parseString(t, "DCGM_FI_DEV_GPU_TEMP, gauge, x\n"+text)
 	require.NotNil(t, pe)
-	assert.Contains(t, pe.Error(), "test.csv: file is larger than")
+	assert.Contains(t, pe.Error(), "test.csv:20972: the file is larger than 1048576 bytes at this line")
 }
 
 func TestParseLenient(t *testing.T) {
@@ -295,6 +296,77 @@ func TestLoadFIFOHangsNothing(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("Load(%s) has not returned", tt.path)
 			}
+		})
+	}
+}
+
+// TestParseInvalidUTF8BreaksEveryScrape: help text that is not UTF-8 (a
+// Latin-1 degree sign) is served as is, and Prometheus then refuses the
+// whole scrape; the file is refused with its line instead.
+func TestParseInvalidUTF8BreaksEveryScrape(t *testing.T) {
+	text := "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n" +
+		"# a comment in Latin-1 is harmless: \xb0\n" +
+		"DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (in \xb0C).\n"
+	_, pe := parseString(t, text)
+	require.NotNil(t, pe)
+	assert.Equal(t, "test.csv:3: the line is not valid UTF-8 (byte 56); save the file as UTF-8", pe.Error())
+}
+
+// nearMisses is a counters file of n unknown field names, each a letter
+// away from a real one, as a corrupted or machine-written file might be.
+func nearMisses(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "DCGM_FI_DEV_GPU_TEMQ%d, gauge, x\n", i%10)
+	}
+	return b.String()
+}
+
+// TestParsePathologicalFilesCostCPU: past the cap on reported problems, an
+// unknown field costs no name suggestion (a walk of the whole catalog), and
+// repeated lines past the cap cost no warning each. Allocations measure the
+// work without a clock: the lines past the cap must cost what parsing them
+// costs, not what suggesting for them costs.
+func TestParsePathologicalFilesCostCPU(t *testing.T) {
+	small, large := nearMisses(1000), nearMisses(2000)
+	allocs := func(text string) float64 {
+		return testing.AllocsPerRun(1, func() { _, _ = Parse("test.csv", strings.NewReader(text)) })
+	}
+	perLine := (allocs(large) - allocs(small)) / 1000
+	assert.Less(t, perLine, 40.0, "allocations per unknown field past the cap")
+
+	_, pe := parseString(t, large)
+	require.NotNil(t, pe)
+	assert.Len(t, pe.Errors, maxLineErrors)
+	assert.Equal(t, 2000-maxLineErrors, pe.Omitted)
+
+	set, pe := parseString(t, strings.Repeat("DCGM_FI_DEV_GPU_TEMP, gauge, x\n", 10000))
+	require.Nil(t, pe)
+	require.Len(t, set.Warnings, maxWarnings+1)
+	assert.Equal(t, "test.csv:2: DCGM_FI_DEV_GPU_TEMP repeats line 1 with the same type; this line is ignored", set.Warnings[0])
+	assert.Equal(t, fmt.Sprintf("test.csv: ... and %d more repeated lines, ignored", 9999-maxWarnings), set.Warnings[maxWarnings])
+}
+
+// TestParseClearerFileErrors: a byte-order mark is stripped, CR-only line
+// endings and an over-long line are named, with the line where there is
+// one, instead of "unknown field" or "bufio.Scanner: token too long".
+func TestParseClearerFileErrors(t *testing.T) {
+	set, pe := parseString(t, "\ufeffDCGM_FI_DEV_GPU_TEMP, gauge, x\r\nDCGM_FI_DEV_POWER_USAGE, gauge, y\r\n")
+	require.Nil(t, pe, "a UTF-8 byte-order mark and CRLF endings are accepted")
+	require.Len(t, set.Fields, 2)
+	assert.Equal(t, "DCGM_FI_DEV_GPU_TEMP", set.Fields[0].Name)
+
+	tests := []struct{ name, text, want string }{
+		{"CR-only line endings", "DCGM_FI_DEV_GPU_TEMP, gauge, x\rDCGM_FI_DEV_POWER_USAGE, gauge, y\r",
+			"test.csv: lines end in a carriage return alone (CR, old Mac style); save the file with LF or CRLF line endings"},
+		{"a 10 MB line", "DCGM_FI_DEV_GPU_TEMP, gauge, x\n# fine\nDCGM_FI_DEV_POWER_USAGE, gauge, " + strings.Repeat("y", 10<<20) + "\n",
+			"test.csv:3: the file is larger than 1048576 bytes at this line; a counters file lists fields, one per line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("test.csv", strings.NewReader(tt.text))
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
 		})
 	}
 }

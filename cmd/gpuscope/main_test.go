@@ -205,3 +205,17 @@ func TestProfilingCommandPostsToTheExporter(t *testing.T) {
 	assert.Contains(t, err.Error(), "profiling module not loaded")
 	assert.Equal(t, []string{"POST /api/v1/profiling/pause prom:pw", "POST /api/v1/profiling/resume :"}, got)
 }
+
+// TestClearerFileErrorsPollIntervalHasAMinimum: a poll interval of 1ns
+// would spin a core re-reading the counters file, and a negative one says
+// nothing useful; both are refused, naming the flag and the minimum, before
+// anything else is checked or started.
+func TestClearerFileErrorsPollIntervalHasAMinimum(t *testing.T) {
+	for _, value := range []string{"1ns", "99ms", "-5s"} {
+		t.Run(value, func(t *testing.T) {
+			_, err := run(t, "--source", "sim", "--collectors-poll-interval", value, "--web.config.file", "/nonexistent/web.yml")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "--collectors-poll-interval "+value+": below the minimum 100ms (0 turns polling off)")
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -44,6 +45,10 @@ func setupLogging(c *cli.Context) (*logrus.Entry, error) {
 	return logrus.NewEntry(log), nil
 }
 
+// minReloadPoll is the shortest --collectors-poll-interval; the file changes
+// at human speed.
+const minReloadPoll = 100 * time.Millisecond
+
 // loadCounters reads the counters file, or the built-in default set.
 func loadCounters(path string) (*counters.Set, error) {
 	if path == "" {
@@ -66,6 +71,10 @@ func serve(c *cli.Context) error {
 	}
 	if interval < counters.MinInterval {
 		return fmt.Errorf("--%s %s: below the minimum %s", flagCollectInterval, interval, counters.MinInterval)
+	}
+	// A poll reads and hashes the file; at 1ns it would spin a core.
+	if poll := c.Duration(flagReloadPoll); poll < 0 || (poll > 0 && poll < minReloadPoll) {
+		return fmt.Errorf("--%s %s: below the minimum %s (0 turns polling off)", flagReloadPoll, poll, minReloadPoll)
 	}
 	xidWindow, err := parseInterval(flagXIDWindow, c.String(flagXIDWindow))
 	if err != nil {
