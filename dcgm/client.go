@@ -124,8 +124,13 @@ type Value struct {
 // HealthIncident is one finding of a health check.
 type HealthIncident struct {
 	Entity EntityRef
+	// System is the watch that found it (DCGM's dcgmHealthSystems_t bit,
+	// 0xFFFFFFFF for findings of every watch at once).
+	System uint32
 	// Result is DCGM's health result: 0 pass, 10 warn, 20 fail.
-	Result  int
+	Result int
+	// Code is DCGM's error code (dcgmError_t).
+	Code    int
 	Message string
 }
 

@@ -397,7 +397,7 @@ func (c *GoDCGM) HealthCheck(group Handle) ([]HealthIncident, error) {
 	}
 	out := make([]HealthIncident, 0, len(r.Incidents))
 	for _, in := range r.Incidents {
-		out = append(out, HealthIncident{Entity: toRef(in.EntityInfo), Result: int(in.Health), Message: in.Error.Message})
+		out = append(out, HealthIncident{Entity: toRef(in.EntityInfo), System: uint32(in.System), Result: int(in.Health), Code: int(in.Error.Code), Message: in.Error.Message})
 	}
 	return out, nil
 }

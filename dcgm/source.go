@@ -676,15 +676,23 @@ func (s *Source) collectHealth(sink source.Sink) error {
 		}
 		return nil
 	}
-	worst := make(map[uint]int, len(c.gpus))
+	// dcgm-exporter (internal/pkg/collector/gpu_health_collector.go) starts
+	// every GPU with a passing result per watch and lays each incident over
+	// the entry of its watch.
+	results := make(map[uint][]source.HealthResult, len(c.gpus))
+	for _, g := range c.gpus {
+		results[g.ID] = source.PassingHealth()
+	}
 	for _, in := range incidents {
-		if in.Entity.Group == EntityGPU {
-			worst[in.Entity.ID] = max(worst[in.Entity.ID], in.Result)
+		r, ok := results[in.Entity.ID]
+		if in.Entity.Group != EntityGPU || !ok {
+			continue
 		}
+		source.SetHealth(r, source.HealthResult{Watch: HealthWatchName(in.System), ErrorCode: HealthErrorName(in.Code), Result: in.Result})
 	}
 	now := time.Now().UnixNano()
 	for _, g := range c.gpus {
-		sink.Value(c.gpuEnt[g.ID], counters.FieldExpGPUHealthStatus, now, float64(worst[g.ID]))
+		sink.Health(c.gpuEnt[g.ID], now, results[g.ID])
 	}
 	return nil
 }

@@ -326,21 +326,36 @@ func TestNvSwitchEntitiesOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-func TestHealthStatus(t *testing.T) {
+// dcgm-exporter (internal/pkg/collector/gpu_health_collector.go) reports,
+// for each GPU, one result per watch of gpuHealthChecks: PASS with DCGM_FR_OK
+// unless an incident of that watch says otherwise; watch and error code are
+// named as its healthSystemWatchToStringMap and healthCheckErrorToStringMap
+// name them.
+func TestHealthStatusIsOneResultPerWatch(t *testing.T) {
 	f := dcgmfake.New()
-	f.SetHealth(dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, Result: 10},
-		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, Result: 20})
+	f.SetHealth(
+		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, System: 0x10, Result: 10, Code: 4},
+		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, System: 0xFFFFFFFF, Result: 20, Code: 101},
+		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, System: 0x1, Result: 10, Code: 999},
+	)
 	s := newSource(t, f, group(10*time.Millisecond, counters.FieldExpGPUHealthStatus))
 	rec := &dcgmfake.Recorder{}
 	require.NoError(t, s.Collect(context.Background(), 0, rec))
-	got := map[string]float64{}
-	for _, v := range rec.Values(counters.FieldExpGPUHealthStatus) {
-		got[v.Key] = v.V
+	watches := []string{"PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER", "DRIVER", "ALL"}
+	healthy := rec.HealthOf("gpu/GPU-00000000-0000-0000-0000-000000000000")
+	require.Len(t, healthy, len(watches))
+	for i, r := range healthy {
+		assert.Equal(t, source.HealthResult{Watch: watches[i], ErrorCode: "DCGM_FR_OK", Result: 0}, r)
 	}
-	assert.Equal(t, map[string]float64{
-		"gpu/GPU-00000000-0000-0000-0000-000000000000": 0,
-		"gpu/GPU-11111111-1111-1111-1111-111111111111": 20,
-	}, got, "worst incident per GPU")
+	sick := map[string]source.HealthResult{}
+	for _, r := range rec.HealthOf("gpu/GPU-11111111-1111-1111-1111-111111111111") {
+		sick[r.Watch] = r
+	}
+	require.Len(t, sick, len(watches))
+	assert.Equal(t, source.HealthResult{Watch: "MEM", ErrorCode: "DCGM_FR_VOLATILE_DBE_DETECTED", Result: 10}, sick["MEM"])
+	assert.Equal(t, source.HealthResult{Watch: "ALL", ErrorCode: "DCGM_FR_XID_ERROR", Result: 20}, sick["ALL"])
+	assert.Equal(t, source.HealthResult{Watch: "PCIE", ErrorCode: "DCGM_FR_UNKNOWN(999)", Result: 10}, sick["PCIE"])
+	assert.Equal(t, source.HealthResult{Watch: "SM", ErrorCode: "DCGM_FR_OK", Result: 0}, sick["SM"])
 }
 
 func TestConnectErrorsNameModeAndCause(t *testing.T) {

@@ -71,6 +71,8 @@ func (s *recordingSink) XID(e *source.Entity, xid uint64, _ int64) {
 	s.xids = append(s.xids, xidRecord{e.Key(), xid})
 }
 
+func (s *recordingSink) Health(*source.Entity, int64, []source.HealthResult) {}
+
 func (s *recordingSink) value(e *source.Entity, f uint16) (float64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -55,6 +55,7 @@ type recSink struct {
 	unsup  map[key]int
 	fails  int
 	xids   []xidRec
+	health map[string][]source.HealthResult
 }
 
 func newRec() *recSink {
@@ -73,6 +74,12 @@ func (r *recSink) Fail(*source.Entity, uint16, error) { r.fails++ }
 func (r *recSink) XID(e *source.Entity, x uint64, ts int64) {
 	r.xids = append(r.xids, xidRec{e.Key(), x, ts})
 }
+func (r *recSink) Health(e *source.Entity, _ int64, h []source.HealthResult) {
+	if r.health == nil {
+		r.health = map[string][]source.HealthResult{}
+	}
+	r.health[e.Key()] = h
+}
 
 // last returns the latest value of a field on an entity.
 func (r *recSink) last(t *testing.T, e *source.Entity, f uint16) float64 {
@@ -83,13 +90,16 @@ func (r *recSink) last(t *testing.T, e *source.Entity, f uint16) float64 {
 }
 
 // countSink counts samples without allocating.
-type countSink struct{ n, text, unsup, xid int }
+type countSink struct{ n, text, unsup, xid, health int }
 
 func (c *countSink) Value(*source.Entity, uint16, int64, float64) { c.n++ }
 func (c *countSink) Text(*source.Entity, uint16, string)          { c.text++ }
 func (c *countSink) Unsupported(*source.Entity, uint16, string)   { c.unsup++ }
 func (c *countSink) Fail(*source.Entity, uint16, error)           {}
 func (c *countSink) XID(*source.Entity, uint64, int64)            { c.xid++ }
+func (c *countSink) Health(*source.Entity, int64, []source.HealthResult) {
+	c.health++
+}
 
 // newSim builds a source on a test clock, watching one group of fields.
 func newSim(t testing.TB, cfg Config, ids ...uint16) (*Source, *clock) {

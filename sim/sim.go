@@ -342,6 +342,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			sink.Text(o.ent, o.f.id, s.text(o.g, o.f.id))
 			continue
 		}
+		if o.f.id == fieldExpGPUHealthStatus {
+			sink.Health(o.ent, ns, s.healthOf(o.g))
+			continue
+		}
 		sink.Value(o.ent, o.f.id, ns, s.value(o))
 	}
 	if p.xid {
@@ -354,6 +358,31 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		}
 	}
 	return nil
+}
+
+// Health checks as DCGM reports them after the sim's faults, shared by every
+// GPU and never changed: a double-bit ECC error warns on the memory watch,
+// XID 79 fails the GPU under every watch at once.
+var (
+	healthPass    = source.PassingHealth()
+	healthDBEWarn = healthWith(source.HealthResult{Watch: "MEM", ErrorCode: "DCGM_FR_VOLATILE_DBE_DETECTED", Result: 10})
+	healthXIDFail = healthWith(source.HealthResult{Watch: "ALL", ErrorCode: "DCGM_FR_XID_ERROR", Result: 20})
+)
+
+func healthWith(r source.HealthResult) []source.HealthResult {
+	h := source.PassingHealth()
+	source.SetHealth(h, r)
+	return h
+}
+
+func (s *Source) healthOf(g *gpuSim) []source.HealthResult {
+	if s.nowTick >= g.healthUntil {
+		return healthPass
+	}
+	if g.health >= 20 {
+		return healthXIDFail
+	}
+	return healthDBEWarn
 }
 
 func floorDiv(a, b int64) int64 {

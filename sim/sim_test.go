@@ -554,3 +554,28 @@ func maxOf(s []sample) float64 {
 	_, hi := minMax(s)
 	return hi
 }
+
+// The sim reports health as DCGM does through dcgm-exporter: one result per
+// watch, passing ones included.
+func TestHealthIsOneResultPerWatch(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GPUs = 1
+	s, c := newSim(t, cfg, fieldExpGPUHealthStatus)
+	rec := newRec()
+	run(t, s, c, rec, time.Second, time.Second)
+	h := rec.health[s.gpus[0].ent.Key()]
+	require.Len(t, h, len(source.HealthWatches))
+	for i, r := range h {
+		assert.Equal(t, source.HealthResult{Watch: source.HealthWatches[i], ErrorCode: "DCGM_FR_OK"}, r)
+	}
+	s.mu.Lock()
+	s.event(s.gpus[0], evXID79, s.nowTick)
+	s.mu.Unlock()
+	run(t, s, c, rec, time.Second, time.Second)
+	got := map[string]source.HealthResult{}
+	for _, r := range rec.health[s.gpus[0].ent.Key()] {
+		got[r.Watch] = r
+	}
+	assert.Equal(t, source.HealthResult{Watch: "ALL", ErrorCode: "DCGM_FR_XID_ERROR", Result: 20}, got["ALL"])
+	assert.Equal(t, 0, got["MEM"].Result)
+}

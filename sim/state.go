@@ -321,11 +321,6 @@ func (s *Source) value(o *op) float64 {
 			sum += s.linkBytes(g, l, id == fieldProfNVLinkRXBytes)
 		}
 		return sum
-	case fieldExpGPUHealthStatus:
-		if s.nowTick < g.healthUntil {
-			return g.health
-		}
-		return 0
 	}
 	return s.profValue(&g.act, id, s.noise(g, 0, id), 1)
 }

@@ -32,6 +32,9 @@ func emitted(t *testing.T, ids []uint16) map[uint16]bool {
 	for k := range rec.texts {
 		out[k.field] = true
 	}
+	if len(rec.health) > 0 {
+		out[fieldExpGPUHealthStatus] = true
+	}
 	return out
 }
 

@@ -118,6 +118,51 @@ type Sink interface {
 	// XID records one XID error event on the entity, at ts (Unix nanoseconds).
 	// Every event counts, repeats of the same code included.
 	XID(e *Entity, xid uint64, ts int64)
+	// Health records one health check of the entity taken at ts: a result
+	// for every watch of HealthWatches, passing ones included. The sink may
+	// keep the slice and never changes it; the source never changes it
+	// after handing it over, so a source may share one slice between calls.
+	Health(e *Entity, ts int64, results []HealthResult)
+}
+
+// HealthResult is what one health watch found on an entity.
+type HealthResult struct {
+	// Watch names the watched subsystem, one of HealthWatches.
+	Watch string
+	// ErrorCode names DCGM's error (dcgmError_t), "DCGM_FR_OK" when the
+	// watch passes.
+	ErrorCode string
+	// Result is DCGM's health result: 0 pass, 10 warn, 20 fail.
+	Result int
+}
+
+// HealthWatches are the health watches reported for each GPU, in the order
+// dcgm-exporter exports them (internal/pkg/collector/gpu_health_collector.go,
+// gpuHealthChecks). "ALL" holds what DCGM reports under every watch at once,
+// such as XID 79.
+var HealthWatches = []string{"PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER", "DRIVER", "ALL"}
+
+// PassingHealth returns a result per watch of HealthWatches, all passing;
+// a source overwrites the watches that found something.
+func PassingHealth() []HealthResult {
+	out := make([]HealthResult, len(HealthWatches))
+	for i, w := range HealthWatches {
+		out[i] = HealthResult{Watch: w, ErrorCode: "DCGM_FR_OK"}
+	}
+	return out
+}
+
+// SetHealth records r in results over the entry of the same watch, keeping
+// the worse result when the watch already has one.
+func SetHealth(results []HealthResult, r HealthResult) {
+	for i := range results {
+		if results[i].Watch == r.Watch {
+			if r.Result >= results[i].Result {
+				results[i] = r
+			}
+			return
+		}
+	}
 }
 
 // Source is a GPU backend.

@@ -32,6 +32,7 @@ type Recorder struct {
 	xids        []XIDEvent
 	unsupported map[string]string
 	fails       int
+	health      map[string][]source.HealthResult
 }
 
 var _ source.Sink = (*Recorder)(nil)
@@ -93,6 +94,23 @@ func (r *Recorder) XID(e *source.Entity, xid uint64, ts int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.xids = append(r.xids, XIDEvent{Key: e.Key(), XID: xid, TS: ts})
+}
+
+// Health implements source.Sink: it keeps the latest check per entity.
+func (r *Recorder) Health(e *source.Entity, _ int64, results []source.HealthResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.health == nil {
+		r.health = map[string][]source.HealthResult{}
+	}
+	r.health[e.Key()] = results
+}
+
+// HealthOf returns the latest health check of the entity with key.
+func (r *Recorder) HealthOf(key string) []source.HealthResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.health[key]
 }
 
 // Values returns the values of field received so far, in order.

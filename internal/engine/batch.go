@@ -11,6 +11,13 @@ type batch struct {
 	unsupported []stagedText
 	fails       []stagedFail
 	xids        []stagedValue
+	health      []stagedHealth
+}
+
+type stagedHealth struct {
+	e       *source.Entity
+	ts      int64
+	results []source.HealthResult
 }
 
 type stagedValue struct {
@@ -44,6 +51,8 @@ func (b *batch) reset() {
 	b.fails = b.fails[:0]
 	clear(b.xids)
 	b.xids = b.xids[:0]
+	clear(b.health)
+	b.health = b.health[:0]
 }
 
 func (b *batch) Value(e *source.Entity, field uint16, ts int64, v float64) {
@@ -64,4 +73,8 @@ func (b *batch) Fail(e *source.Entity, field uint16, err error) {
 
 func (b *batch) XID(e *source.Entity, xid uint64, ts int64) {
 	b.xids = append(b.xids, stagedValue{e: e, ts: ts, code: xid})
+}
+
+func (b *batch) Health(e *source.Entity, ts int64, results []source.HealthResult) {
+	b.health = append(b.health, stagedHealth{e: e, ts: ts, results: results})
 }

@@ -110,7 +110,7 @@ func New(opts Options) (*Engine, error) {
 	for _, en := range opts.Enrichers {
 		e.enr = append(e.enr, enricherLabels{e: en, names: en.LabelNames()})
 	}
-	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window)
+	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow)
 	return e, nil
 }
 
@@ -144,7 +144,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	}
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window)
+	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow)
 	e.stopLoops()
 	e.collectMu.Lock()
 	err := e.src.Watch(np.groups)
@@ -248,7 +248,7 @@ func (e *Engine) collectBatch(ctx context.Context, gi int, b *batch) error {
 
 // apply moves a staged batch into the store.
 func (e *Engine) apply(b *batch) {
-	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids) == 0 {
+	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids)+len(b.health) == 0 {
 		return
 	}
 	e.mu.Lock()
@@ -281,13 +281,19 @@ func (e *Engine) apply(b *batch) {
 			sv.ring.Push(s.ts, s.v)
 		}
 		if s.field == counters.FieldClockEventReasons && p.clock {
-			es.addClockMask(uint64(s.v), s.ts)
+			es.addClockMask(uint64(s.v), s.ts, p.clockRingCap)
 		}
 		e.sampled = true
 	}
 	for _, x := range b.xids {
 		if es := e.byPtr[x.e]; es != nil {
 			es.addXID(x.code, x.ts)
+		}
+	}
+	for _, h := range b.health {
+		if es := e.byPtr[h.e]; es != nil && h.ts >= es.healthTS {
+			es.health, es.healthTS = h.results, h.ts
+			e.sampled = true
 		}
 	}
 	for _, t := range b.texts {

@@ -147,7 +147,7 @@ func TestPlanGroupsFieldsByInterval(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlan(parseSet(t, tt.csv), time.Second, 15*time.Second)
+			p := newPlan(parseSet(t, tt.csv), time.Second, 15*time.Second, time.Minute)
 			require.Len(t, p.groups, len(tt.intervals))
 			for i, g := range p.groups {
 				assert.Equal(t, tt.intervals[i], g.Interval)
@@ -278,14 +278,69 @@ func TestRepeatedXIDsEachCount(t *testing.T) {
 	assert.Empty(t, series(mfs, "gpuscope_xid_errors_total", map[string]string{"gpu": "0"}))
 
 	// One more 79 a while later: the total keeps counting, the window count
-	// forgets what left the window.
+	// forgets what left the window, and an XID no longer in the window has
+	// no series (dcgm-exporter builds the family from the window's values).
 	clk.Add(2 * time.Minute)
 	src.XIDs = []sourcetest.XID{{Entity: src.Ents[1], Code: 79, At: clk.Now()}}
 	collectAll(t, e)
 	mfs = scrape(t, e)
 	assert.Equal(t, 3.0, value(series(mfs, "gpuscope_xid_errors_total", map[string]string{"gpu": "1", "xid": "79"})[0]))
 	assert.Equal(t, 1.0, value(series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "79"})[0]))
-	assert.Equal(t, 0.0, value(series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "13"})[0]))
+	assert.Empty(t, series(mfs, "DCGM_EXP_XID_ERRORS_COUNT", map[string]string{"gpu": "1", "xid": "13"}))
+}
+
+// dcgm-exporter's internal/pkg/collector/expcollector.go (getMetrics) gives
+// every monitored GPU without a value in the window one series of value 0,
+// labelled with window_size_in_ms and without xid.
+func TestXIDCountHasAZeroSeriesPerGPUBeforeTheFirstXID(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{}))
+	e := newTestEngine(t, "DCGM_EXP_XID_ERRORS_COUNT, gauge, XIDs in window\n", src, clk)
+	collectAll(t, e)
+	mf := scrape(t, e)["DCGM_EXP_XID_ERRORS_COUNT"]
+	require.NotNil(t, mf, "the family is there before any XID")
+	require.Len(t, mf.Metric, 2)
+	for i, m := range mf.Metric {
+		assert.Equal(t, fmt.Sprint(i), labelOf(m, "gpu"))
+		assert.Equal(t, "60000", labelOf(m, "window_size_in_ms"))
+		assert.False(t, hasLabel(m, "xid"), "the zero series has no xid label")
+		assert.Equal(t, 0.0, value(m))
+	}
+}
+
+// DCGM writes field 230 only when an XID arrives; dcgm-exporter reads its
+// latest value however old and labels it with err_code and err_msg
+// (internal/pkg/collector/gpu_collector.go, toMetric; the texts come from
+// xid_errors.go).
+func TestXIDFieldHoldsItsLastValueWithErrCodeAndMessage(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{}))
+	e := newTestEngine(t, "DCGM_FI_DEV_XID_ERRORS, gauge, Last XID\n", src, clk)
+	src.XIDs = []sourcetest.XID{{Entity: src.Ents[0], Code: 48, At: clk.Now()}, {Entity: src.Ents[1], Code: 999, At: clk.Now()}}
+	collectAll(t, e)
+	for _, after := range []time.Duration{0, 31 * time.Second, 2 * time.Hour} {
+		clk.Add(after)
+		collectAll(t, e) // no new event: DCGM has no new value of field 230
+		mfs := scrape(t, e)
+		m := series(mfs, "DCGM_FI_DEV_XID_ERRORS", map[string]string{"gpu": "0"})
+		require.Len(t, m, 1, "the XID series is still there after %s", after)
+		assert.Equal(t, 48.0, value(m[0]))
+		assert.Equal(t, "48", labelOf(m[0], "err_code"))
+		assert.Equal(t, "Double Bit ECC Error", labelOf(m[0], "err_msg"))
+		m = series(mfs, "DCGM_FI_DEV_XID_ERRORS", map[string]string{"gpu": "1"})
+		require.Len(t, m, 1)
+		assert.Equal(t, "999", labelOf(m[0], "err_code"))
+		assert.Equal(t, "Unknown Error", labelOf(m[0], "err_msg"))
+	}
+}
+
+func hasLabel(m *dto.Metric, name string) bool {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 func labelOf(m *dto.Metric, name string) string {
@@ -314,16 +369,77 @@ func TestClockEventsDecodeTheBitmask(t *testing.T) {
 		require.Len(t, m, 1, family+" "+event)
 		assert.Equal(t, want, value(m[0]), family+" "+event)
 	}
-	check("gpuscope_clock_events_total", "sw_power_cap", 2)
-	check("gpuscope_clock_events_total", "hw_thermal_slowdown", 1)
+	// gpuscope's own families count a reason each time it becomes set.
+	check("gpuscope_clock_events_total", "power_cap", 2)
+	check("gpuscope_clock_events_total", "hw_thermal", 1)
 	check("gpuscope_clock_events_total", "gpu_idle", 0)
-	check("gpuscope_clock_event_active", "sw_power_cap", 1)
-	check("gpuscope_clock_event_active", "hw_thermal_slowdown", 1)
+	check("gpuscope_clock_event_active", "power_cap", 1)
+	check("gpuscope_clock_event_active", "hw_thermal", 1)
 	check("gpuscope_clock_event_active", "hw_slowdown", 0)
-	check("DCGM_EXP_CLOCK_EVENTS_COUNT", "sw_power_cap", 2)
+	// dcgm-exporter's counts samples with the bit set: 0x4 is set in three
+	// of the five samples.
+	check("DCGM_EXP_CLOCK_EVENTS_COUNT", "power_cap", 3)
+	check("DCGM_EXP_CLOCK_EVENTS_COUNT", "hw_thermal", 1)
 	m := series(mfs, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", nil)
 	require.Len(t, m, 1)
 	assert.Equal(t, float64(0x44), value(m[0]))
+}
+
+// The clock_event values, counting and shape of dcgm-exporter's family, from
+// internal/pkg/collector/clock_events_collector.go (clockEventToString, the
+// bitmask parser) and expcollector.go (getMetrics: counts per reason over the
+// values in the window; only reasons seen; a GPU with no value in the window
+// gets one series of value 0 without clock_event).
+func TestClockEventsCountIsDCGMExportersFamily(t *testing.T) {
+	names := map[uint64]string{
+		0x1: "gpu_idle", 0x2: "clocks_setting", 0x4: "power_cap", 0x8: "hw_slowdown", 0x10: "sync_boost",
+		0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake", 0x100: "display_clocks",
+	}
+	for bit, name := range names {
+		t.Run(name, func(t *testing.T) {
+			clk := newClock()
+			src := sourcetest.NewGPUs(1, func(_ *source.Entity, f uint16, _ time.Time) (float64, bool) { return float64(bit), true })
+			e := newTestEngine(t, "DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, events\n", src, clk)
+			for range 4 {
+				clk.Add(time.Second)
+				collectAll(t, e)
+			}
+			mf := scrape(t, e)["DCGM_EXP_CLOCK_EVENTS_COUNT"]
+			require.NotNil(t, mf)
+			require.Len(t, mf.Metric, 1, "only the reason seen has a series")
+			assert.Equal(t, name, labelOf(mf.Metric[0], "clock_event"))
+			assert.Equal(t, "60000", labelOf(mf.Metric[0], "window_size_in_ms"))
+			assert.Equal(t, 4.0, value(mf.Metric[0]), "every sample with the bit counts")
+		})
+	}
+
+	t.Run("window", func(t *testing.T) {
+		clk := newClock()
+		mask := 0x1 | 0x4
+		src := sourcetest.NewGPUs(2, func(e *source.Entity, f uint16, _ time.Time) (float64, bool) {
+			return float64(mask), e.GPU == 0
+		})
+		e := newTestEngine(t, "DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, events\n", src, clk)
+		collectAll(t, e)
+		mfs := scrape(t, e)
+		assert.Len(t, series(mfs, "DCGM_EXP_CLOCK_EVENTS_COUNT", map[string]string{"gpu": "0"}), 2, "gpu_idle and power_cap")
+		zero := series(mfs, "DCGM_EXP_CLOCK_EVENTS_COUNT", map[string]string{"gpu": "1"})
+		require.Len(t, zero, 1, "a GPU without samples gets the zero series")
+		assert.False(t, hasLabel(zero[0], "clock_event"))
+		assert.Equal(t, 0.0, value(zero[0]))
+
+		// Samples leave the window: GPU 0 falls back to the zero series.
+		clk.Add(61 * time.Second)
+		mask = 0
+		mfs = scrape(t, e)
+		m := series(mfs, "DCGM_EXP_CLOCK_EVENTS_COUNT", map[string]string{"gpu": "0"})
+		require.Len(t, m, 1)
+		assert.False(t, hasLabel(m[0], "clock_event"))
+		// Samples without any bit: the GPU has values in the window but no
+		// reason to count, so it has no series at all, as in dcgm-exporter.
+		collectAll(t, e)
+		assert.Empty(t, series(scrape(t, e), "DCGM_EXP_CLOCK_EVENTS_COUNT", map[string]string{"gpu": "0"}))
+	})
 }
 
 func TestStaleSeriesLeaveTheExposition(t *testing.T) {
@@ -570,4 +686,38 @@ func TestEnricherLabelsOnEverySeries(t *testing.T) {
 	m = series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "1"})
 	require.Len(t, m, 1)
 	assert.Empty(t, labelOf(m[0], "pod"))
+}
+
+// DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter renders it
+// (internal/pkg/collector/gpu_health_collector.go, GetMetrics): per GPU one
+// series per health watch, labelled health_watch and health_error_code, with
+// DCGM's result (0, 10, 20) as value.
+func TestHealthStatusIsOneSeriesPerWatch(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{}))
+	sick := source.PassingHealth()
+	source.SetHealth(sick, source.HealthResult{Watch: "THERMAL", ErrorCode: "DCGM_FR_CLOCK_THROTTLE_THERMAL", Result: 10})
+	src.Health = map[*source.Entity][]source.HealthResult{src.Ents[1]: sick}
+	e := newTestEngine(t, "DCGM_EXP_GPU_HEALTH_STATUS, gauge, health\n", src, clk)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	for gpu := range 2 {
+		ms := series(mfs, "DCGM_EXP_GPU_HEALTH_STATUS", map[string]string{"gpu": fmt.Sprint(gpu)})
+		require.Len(t, ms, 11, "one series per watch")
+		for _, m := range ms {
+			w := labelOf(m, "health_watch")
+			if gpu == 1 && w == "THERMAL" {
+				assert.Equal(t, "DCGM_FR_CLOCK_THROTTLE_THERMAL", labelOf(m, "health_error_code"))
+				assert.Equal(t, 10.0, value(m))
+				continue
+			}
+			assert.Equal(t, "DCGM_FR_OK", labelOf(m, "health_error_code"), w)
+			assert.Equal(t, 0.0, value(m), w)
+		}
+	}
+	// A health check that stops answering leaves the family like any
+	// other field.
+	src.Down = true
+	clk.Add(31 * time.Second)
+	assert.Nil(t, scrape(t, e)["DCGM_EXP_GPU_HEALTH_STATUS"])
 }

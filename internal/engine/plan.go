@@ -19,7 +19,7 @@ type slot struct {
 	// this slot asks for statistics.
 	ringCap int
 	// stale is how old the latest sample may be before the series is left
-	// out of the exposition.
+	// out of the exposition; 0 for event fields, which hold their last value.
 	stale time.Duration
 }
 
@@ -51,13 +51,26 @@ type plan struct {
 	// xid and clock say whether the XID and clock-event families of
 	// gpuscope's own are exported; expXID and expClock hold dcgm-exporter's
 	// window-count lines when the CSV enables them.
-	xid, clock       bool
-	expXID, expClock *counters.Field
+	xid, clock                  bool
+	expXID, expClock, expHealth *counters.Field
+	// clockRingCap is the number of clock-event reason samples that
+	// DCGM_EXP_CLOCK_EVENTS_COUNT's window needs.
+	clockRingCap int
 }
+
+// maxClockSamples bounds the clock-event reason samples kept per GPU for
+// DCGM_EXP_CLOCK_EVENTS_COUNT. The default window (5 min) at a 100 ms watch
+// interval needs 3002.
+const maxClockSamples = 4096
+
+// neverStale says whether a field is an event field: DCGM writes it only when
+// an event arrives (field 230 on an XID), so its latest value is the current
+// state however old it is, as dcgm-exporter shows it.
+func neverStale(id uint16) bool { return id == counters.FieldXIDErrors }
 
 // newPlan groups the fields of set by watch interval. XID and clock-event
 // reasons are watched implicitly when an exporter-side field needs them.
-func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
+func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration) *plan {
 	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}}
 	intervalOf := map[uint16]time.Duration{}
 	want := func(id uint16, iv time.Duration) {
@@ -80,6 +93,12 @@ func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
 			p.expClock, p.clock = &set.Fields[i], true
 			want(counters.FieldClockEventReasons, f.Interval)
 			continue
+		case counters.FieldExpGPUHealthStatus:
+			// The source runs health checks while the field is watched; the
+			// family is rendered from the checks, one series per watch.
+			p.expHealth = &set.Fields[i]
+			want(f.ID, f.Interval)
+			continue
 		case counters.FieldXIDErrors:
 			p.xid = true
 		case counters.FieldClockEventReasons:
@@ -98,6 +117,12 @@ func newPlan(set *counters.Set, defaultInterval, win time.Duration) *plan {
 		stale := 10 * iv
 		if stale < 30*time.Second {
 			stale = 30 * time.Second
+		}
+		if neverStale(id) {
+			stale = 0
+		}
+		if id == counters.FieldClockEventReasons && p.expClock != nil {
+			p.clockRingCap = min(int(clockWin/iv)+2, maxClockSamples)
 		}
 		p.slotOf[id] = len(p.slots)
 		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})

@@ -51,7 +51,11 @@ func (e *Engine) Render(buf []byte) []byte {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
-		stale := now - int64(p.slots[m.slot].stale)
+		stale := int64(math.MinInt64)
+		if d := p.slots[m.slot].stale; d > 0 {
+			stale = now - int64(d)
+		}
+		xid := m.field.ID == counters.FieldXIDErrors
 		wrote := false
 		for _, es := range e.order {
 			sv := &es.vals[m.slot]
@@ -61,6 +65,10 @@ func (e *Engine) Render(buf []byte) []byte {
 			if !wrote {
 				buf = append(buf, m.header...)
 				wrote = true
+			}
+			if xid {
+				buf = appendXIDSample(buf, m.field.Name, es.labels, sv.v)
+				continue
 			}
 			buf = appendSample(buf, m.field.Name, es.labels, "} ", sv.v)
 		}
@@ -96,8 +104,40 @@ func (e *Engine) Render(buf []byte) []byte {
 		buf = append(buf, sc.samples...)
 	}
 	buf = e.renderEvents(buf, now)
+	buf = e.renderHealthChecks(buf, now)
 	buf = e.renderHealth(buf)
 	return buf
+}
+
+// renderHealthChecks writes DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter does
+// (internal/pkg/collector/gpu_health_collector.go, GetMetrics): for each GPU
+// one series per health watch, labelled health_watch and health_error_code,
+// valued 0 pass, 10 warn, 20 fail.
+func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
+	p := e.plan
+	f := p.expHealth
+	if f == nil {
+		return buf
+	}
+	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
+	return appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+		func(b []byte, es *entityState) []byte {
+			if es.healthTS < stale {
+				return b
+			}
+			for _, r := range es.health {
+				b = append(b, f.Name...)
+				b = append(b, es.labels...)
+				b = append(b, `,health_watch="`...)
+				b = append(b, escapeLabel(r.Watch)...)
+				b = append(b, `",health_error_code="`...)
+				b = append(b, escapeLabel(r.ErrorCode)...)
+				b = append(b, `"} `...)
+				b = strconv.AppendInt(b, int64(r.Result), 10)
+				b = append(b, '\n')
+			}
+			return b
+		})
 }
 
 func (e *Engine) renderEvents(buf []byte, now int64) []byte {
@@ -119,12 +159,28 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 			})
 	}
 	if f := p.expXID; f != nil {
+		// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
+		// counts the values of field 230 within the window by XID and shows
+		// one series per XID seen; a GPU with none gets one series of value
+		// 0 without an xid label.
 		since := now - int64(e.opts.XIDWindow)
-		win := `",window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"} `
+		win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 			func(b []byte, es *entityState) []byte {
+				if es.ent.Kind != source.GPU {
+					return b
+				}
+				seen := false
 				for _, x := range es.xids {
-					b = appendSample(b, f.Name, es.labels, `,xid="`+gpuevents.XIDLabel(x.code)+win, float64(es.xidRecent.count(x.code, since)))
+					n := es.xidRecent.count(x.code, since)
+					if n == 0 {
+						continue
+					}
+					seen = true
+					b = appendSample(b, f.Name, es.labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+				}
+				if !seen {
+					b = appendSample(b, f.Name, es.labels, win+"} ", 0)
 				}
 				return b
 			})
@@ -156,20 +212,33 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 			})
 	}
 	if f := p.expClock; f != nil {
+		// dcgm-exporter (internal/pkg/collector/clock_events_collector.go and
+		// expcollector.go): each sample within the window adds one to every
+		// reason whose bit it has; only reasons counted appear, and a GPU
+		// with no sample in the window gets one series of value 0 without a
+		// clock_event label. A GPU whose samples all have no bit set gets no
+		// series, as there.
 		since := now - int64(e.opts.ClockEventsWindow)
-		win := `",window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"} `
+		win := `window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
 		// The label tails are built once per render, not per GPU.
 		var tails [len(clockEventTails)]string
 		for i, ce := range gpuevents.ClockEvents {
-			tails[i] = `,clock_event="` + ce.Name + win
+			tails[i] = `,clock_event="` + ce.Name + `",` + win + `} `
 		}
+		zero := "," + win + "} "
+		var counts [9]int
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 			func(b []byte, es *entityState) []byte {
-				if !es.clockSeen {
+				if es.ent.Kind != source.GPU {
 					return b
 				}
-				for i := range gpuevents.ClockEvents {
-					b = appendSample(b, f.Name, es.labels, tails[i], float64(es.clockRec.count(uint64(i), since)))
+				if !es.clockRec.clockCounts(since, &counts) {
+					return appendSample(b, f.Name, es.labels, zero, 0)
+				}
+				for i, n := range counts {
+					if n > 0 {
+						b = appendSample(b, f.Name, es.labels, tails[i], float64(n))
+					}
 				}
 				return b
 			})
@@ -249,6 +318,25 @@ func appendSample(buf []byte, name, labels, tail string, v float64) []byte {
 	buf = append(buf, name...)
 	buf = append(buf, labels...)
 	buf = append(buf, tail...)
+	buf = appendFloat(buf, v)
+	return append(buf, '\n')
+}
+
+// appendXIDSample writes a DCGM_FI_DEV_XID_ERRORS sample with the err_code
+// and err_msg labels that dcgm-exporter adds to it
+// (internal/pkg/collector/gpu_collector.go, toMetric).
+func appendXIDSample(buf []byte, name, labels string, v float64) []byte {
+	code := uint64(0)
+	if v > 0 {
+		code = uint64(v)
+	}
+	buf = append(buf, name...)
+	buf = append(buf, labels...)
+	buf = append(buf, `,err_code="`...)
+	buf = strconv.AppendUint(buf, code, 10)
+	buf = append(buf, `",err_msg="`...)
+	buf = append(buf, escapeLabel(gpuevents.XIDDescription(code))...)
+	buf = append(buf, `"} `...)
 	buf = appendFloat(buf, v)
 	return append(buf, '\n')
 }

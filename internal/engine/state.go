@@ -44,7 +44,8 @@ type xidCount struct {
 	label    string // `,xid="79",xid_description="..."`
 }
 
-// event is one XID or clock event kept for the window counts.
+// event is one XID (code: the XID) or one clock-event reasons sample (code:
+// the bitmask) kept for dcgm-exporter's window counts.
 type event struct {
 	ts   int64
 	code uint64
@@ -57,9 +58,14 @@ type eventRing struct {
 	n    int
 }
 
-func (r *eventRing) push(ev event) {
-	if r.buf == nil {
-		r.buf = make([]event, maxRecentEvents)
+// push adds ev to a ring of capacity c; a ring whose capacity changed (a
+// reload with another interval) starts over.
+func (r *eventRing) push(ev event, c int) {
+	if c <= 0 {
+		return
+	}
+	if len(r.buf) != c {
+		*r = eventRing{buf: make([]event, c)}
 	}
 	r.buf[r.head] = ev
 	r.head = (r.head + 1) % len(r.buf)
@@ -68,19 +74,45 @@ func (r *eventRing) push(ev event) {
 	}
 }
 
-// count returns the events with code newer than since.
-func (r *eventRing) count(code uint64, since int64) int {
-	c := 0
+// each calls f for the events newer than since, newest first.
+func (r *eventRing) each(since int64, f func(event)) {
 	for i := 0; i < r.n; i++ {
 		ev := r.buf[(r.head-1-i+len(r.buf))%len(r.buf)]
 		if ev.ts <= since {
-			break
+			return
 		}
+		f(ev)
+	}
+}
+
+// count returns the events with code newer than since.
+func (r *eventRing) count(code uint64, since int64) int {
+	c := 0
+	r.each(since, func(ev event) {
 		if ev.code == code {
 			c++
 		}
-	}
+	})
 	return c
+}
+
+// clockCounts counts, per reason of gpuevents.ClockEvents, the samples newer
+// than since that have the reason's bit set, and says whether any sample is
+// that new: dcgm-exporter's counting
+// (internal/pkg/collector/clock_events_collector.go and expcollector.go: every
+// value of the field read with GetValuesSince over the window adds one to each
+// reason whose bit it has).
+func (r *eventRing) clockCounts(since int64, out *[9]int) (sampled bool) {
+	*out = [9]int{}
+	r.each(since, func(ev event) {
+		sampled = true
+		for i, ce := range gpuevents.ClockEvents {
+			if ev.code&ce.Bit != 0 {
+				out[i]++
+			}
+		}
+	})
+	return sampled
 }
 
 // entityState is what the engine knows of one entity.
@@ -102,6 +134,9 @@ type entityState struct {
 	clockTot  [9]uint64
 	clockRec  eventRing
 	lost      bool
+	// health is the latest health check, taken at healthTS.
+	health   []source.HealthResult
+	healthTS int64
 }
 
 func newEntityState(e *source.Entity, p *plan) *entityState {
@@ -146,7 +181,7 @@ func (es *entityState) resize(p *plan, old *plan) {
 }
 
 func (es *entityState) addXID(code uint64, ts int64) {
-	es.xidRecent.push(event{ts: ts, code: code})
+	es.xidRecent.push(event{ts: ts, code: code}, maxRecentEvents)
 	for i := range es.xids {
 		if es.xids[i].code == code {
 			es.xids[i].total++
@@ -166,15 +201,16 @@ func (es *entityState) addXID(code uint64, ts int64) {
 	sort.Slice(es.xids, func(i, j int) bool { return es.xids[i].code < es.xids[j].code })
 }
 
-// addClockMask decodes a clock-event reasons sample: a reason that becomes
-// set counts as one event.
-func (es *entityState) addClockMask(mask uint64, ts int64) {
+// addClockMask decodes a clock-event reasons sample. For gpuscope's own
+// totals a reason that becomes set counts as one event; dcgm-exporter's
+// window count keeps every sample (ringCap of them at most).
+func (es *entityState) addClockMask(mask uint64, ts int64, ringCap int) {
 	for i, ce := range gpuevents.ClockEvents {
 		if mask&ce.Bit != 0 && (!es.clockSeen || es.clockMask&ce.Bit == 0) {
 			es.clockTot[i]++
-			es.clockRec.push(event{ts: ts, code: uint64(i)})
 		}
 	}
+	es.clockRec.push(event{ts: ts, code: mask}, ringCap)
 	es.clockMask, es.clockSeen = mask, true
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -30,6 +31,10 @@ type Source struct {
 	// XIDs are handed to the sink at the next Collect of a group with
 	// field 230, then cleared.
 	XIDs []XID
+	// Health is the health check handed to the sink for each GPU at every
+	// Collect of a group with DCGM_EXP_GPU_HEALTH_STATUS; a GPU without an
+	// entry passes every watch.
+	Health map[*source.Entity][]source.HealthResult
 	// Down makes Collect fail and Status report the source down.
 	Down bool
 	// WatchErr is returned by the next Watch calls.
@@ -106,6 +111,16 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 				// Text fields describe the board, so only GPUs carry them.
 				if e.Kind == source.GPU {
 					sink.Text(e, f.ID, t)
+				}
+				continue
+			}
+			if f.ID == counters.FieldExpGPUHealthStatus {
+				if e.Kind == source.GPU {
+					h, ok := s.Health[e]
+					if !ok {
+						h = source.PassingHealth()
+					}
+					sink.Health(e, ts, h)
 				}
 				continue
 			}
