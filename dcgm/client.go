@@ -4,8 +4,9 @@
 // the previous read to the engine.
 //
 // All DCGM calls go through the small Client interface, so that the source's
-// logic is tested against dcgmfake; godcgm.go is the thin adapter over
-// go-dcgm that production uses.
+// logic is tested against dcgmfake; dcgm/godcgm is the thin adapter over
+// go-dcgm that production uses. This package is pure Go: all cgo lives in
+// that adapter.
 package dcgm
 
 import (

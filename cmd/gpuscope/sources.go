@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/simpods"
 	"github.com/gpuscope/gpuscope/nvml"
@@ -87,7 +88,7 @@ func dcgmConfig(c *cli.Context, log *logrus.Entry) dcgm.Config {
 }
 
 func openDCGM(c *cli.Context, log *logrus.Entry) (source.Source, error) {
-	s, err := dcgm.New(dcgm.NewGoDCGM(), dcgmConfig(c, log))
+	s, err := dcgm.New(godcgm.New(), dcgmConfig(c, log))
 	if err != nil {
 		return nil, fmt.Errorf("--source=dcgm: %w", err)
 	}

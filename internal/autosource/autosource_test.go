@@ -17,6 +17,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -170,8 +171,8 @@ func TestNeitherBackendIsAClearError(t *testing.T) {
 }
 
 func TestRealAdapterWithoutLibraryFallsBack(t *testing.T) {
-	real := func() (source.Source, error) { return dcgm.New(dcgm.NewGoDCGM(), dcgm.Config{}) }
-	probe := dcgm.NewGoDCGM()
+	real := func() (source.Source, error) { return dcgm.New(godcgm.New(), dcgm.Config{}) }
+	probe := godcgm.New()
 	if err := probe.Connect(dcgm.ConnectParams{Mode: dcgm.ModeEmbedded}); err == nil {
 		_ = probe.Disconnect()
 		t.Skip("libdcgm.so.4 is installed here; this test covers hosts without it")
