@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -720,4 +723,77 @@ func TestHealthStatusIsOneSeriesPerWatch(t *testing.T) {
 	src.Down = true
 	clk.Add(31 * time.Second)
 	assert.Nil(t, scrape(t, e)["DCGM_EXP_GPU_HEALTH_STATUS"])
+}
+
+// TestInvalidUTF8BreaksEveryScrape: a host name, a label-type field, pod
+// labels and an HPC job ID that are not valid UTF-8 reach the exposition
+// with U+FFFD in place of the bad bytes, so Prometheus' own text parser
+// reads the whole scrape, and the repairs are counted.
+func TestInvalidUTF8BreaksEveryScrape(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	src.Now = clk.Now
+	src.Texts = map[uint16]string{1: "550.\xff54"}
+	pe := &badPodEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"})}
+	jobs := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(jobs, "0"), []byte("job-\xe9t\xe9\n"), 0o644))
+	hpc, err := hpcjob.New(jobs)
+	require.NoError(t, err)
+	require.NoError(t, hpc.Refresh())
+	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, d\n"),
+		DefaultInterval: time.Second, Window: 10 * time.Second, Hostname: "n\xb0de-1", Now: clk.Now, Log: quietLog(),
+		Enrichers: []enrich.Enricher{pe, hpc}})
+	require.NoError(t, err)
+	before := invalidUTF8Labels.Load()
+	require.NoError(t, e.Open())
+	collectAll(t, e)
+
+	out := e.Render(nil)
+	// Both of Prometheus' validation schemes accept it.
+	for _, scheme := range []model.ValidationScheme{model.UTF8Validation, model.LegacyValidation} {
+		parser := expfmt.NewTextParser(scheme)
+		_, err := parser.TextToMetricFamilies(bytes.NewReader(out))
+		require.NoError(t, err, "exposition must parse:\n%s", out)
+	}
+	mfs := scrape(t, e)
+	m := series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "0"})
+	require.Len(t, m, 1)
+	for name, want := range map[string]string{
+		"Hostname": "n\uFFFDde-1", "DCGM_FI_DRIVER_VERSION": "550.\uFFFD54",
+		"pod": "train-\uFFFD", "namespace": "ml", "label_team": "vis\uFFFDon", "hpc_job": "job-\uFFFDt\uFFFD",
+	} {
+		assert.Equal(t, want, labelOf(m[0], name), name)
+	}
+	assert.GreaterOrEqual(t, invalidUTF8Labels.Load()-before, uint64(5), "each repaired value is counted")
+
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(e))
+	got, err := reg.Gather()
+	require.NoError(t, err)
+	found := false
+	for _, mf := range got {
+		if mf.GetName() == "gpuscope_label_values_sanitized_total" {
+			found = true
+			assert.GreaterOrEqual(t, mf.GetMetric()[0].GetCounter().GetValue(), 5.0)
+		}
+	}
+	assert.True(t, found, "gpuscope_label_values_sanitized_total is exported")
+}
+
+// badPodEnricher gives GPU 0 pod labels that are not valid UTF-8.
+type badPodEnricher struct{ prometheus.Collector }
+
+func (p *badPodEnricher) LabelNames() []string { return []string{"pod", "namespace"} }
+func (p *badPodEnricher) Values(e *source.Entity) []string {
+	if e.GPU == 0 {
+		return []string{"train-\xc3", "ml"}
+	}
+	return nil
+}
+func (p *badPodEnricher) Generation() uint64 { return 1 }
+func (p *badPodEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
+	if e.GPU == 0 {
+		return []enrich.Label{{Name: "label_team", Value: "vis\x80on"}}
+	}
+	return nil
 }

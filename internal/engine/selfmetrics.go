@@ -27,6 +27,8 @@ func newSelfMetrics() selfMetrics {
 var (
 	sourceUpDesc = prometheus.NewDesc("gpuscope_source_up",
 		"1 while the GPU source answers, by source (dcgm, nvml or sim).", []string{"source"}, nil)
+	labelsSanitizedDesc = prometheus.NewDesc("gpuscope_label_values_sanitized_total",
+		"Label values (host name, label-type fields, pod labels, HPC job IDs) whose invalid UTF-8 bytes were replaced with U+FFFD, counted each time such a value was written into a label set.", nil, nil)
 	profilingPausedDesc = prometheus.NewDesc("gpuscope_profiling_paused",
 		"1 while DCGM profiling fields are released so that another profiler can run.", nil, nil)
 )
@@ -37,6 +39,7 @@ func (e *Engine) Describe(ch chan<- *prometheus.Desc) {
 	e.m.sampleErrors.Describe(ch)
 	ch <- sourceUpDesc
 	ch <- profilingPausedDesc
+	ch <- labelsSanitizedDesc
 }
 
 // Collect implements prometheus.Collector from the last polled status.
@@ -57,4 +60,5 @@ func (e *Engine) Collect(ch chan<- prometheus.Metric) {
 		paused = 1
 	}
 	ch <- prometheus.MustNewConstMetric(profilingPausedDesc, prometheus.GaugeValue, paused)
+	ch <- prometheus.MustNewConstMetric(labelsSanitizedDesc, prometheus.CounterValue, float64(invalidUTF8Labels.Load()))
 }

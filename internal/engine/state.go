@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/gpuevents"
@@ -297,5 +299,20 @@ func buildLabels(es *entityState, parent *entityState, p *plan, hostname string,
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
+// invalidUTF8Labels counts label values written with their invalid UTF-8
+// bytes replaced. Host names, label-type fields, pod labels and HPC job IDs
+// come from outside, and one invalid byte makes Prometheus refuse the whole
+// scrape.
+var invalidUTF8Labels atomic.Uint64
+
+// escapeLabel is the one place a label value enters the exposition: it
+// replaces invalid UTF-8 with U+FFFD and escapes what the text format needs.
+func escapeLabel(s string) string {
+	if !utf8.ValidString(s) {
+		invalidUTF8Labels.Add(1)
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return labelEscaper.Replace(s)
+}
+
+func escapeHelp(s string) string { return helpEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
