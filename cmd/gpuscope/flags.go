@@ -50,6 +50,10 @@ const (
 func env(names ...string) []string { return names }
 
 func serveFlags() []cli.Flag {
+	return append(ownFlags(), dcgmExporterFlags()...)
+}
+
+func ownFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: flagCollectors, Aliases: []string{"f"}, EnvVars: env("GPUSCOPE_COLLECTORS", "DCGM_EXPORTER_COLLECTORS"),
 			Usage: "counters CSV that selects the fields (dcgm-exporter's format, plus optional watch-interval and window-statistics columns); empty means the built-in etc/default-counters.csv"},
@@ -63,7 +67,7 @@ func serveFlags() []cli.Flag {
 			Usage: "span of the sliding window over which the CSV's window statistics are computed"},
 		&cli.StringFlag{Name: flagWebConfig, Aliases: []string{"web-config-file"}, EnvVars: env("GPUSCOPE_WEB_CONFIG_FILE", "DCGM_EXPORTER_WEB_CONFIG_FILE"),
 			Usage: "exporter-toolkit web config file for TLS and basic auth"},
-		&cli.StringFlag{Name: flagLogFormat, Value: "text", EnvVars: env("GPUSCOPE_LOG_FORMAT"), Usage: "log format: text or json"},
+		&cli.StringFlag{Name: flagLogFormat, Value: "text", EnvVars: env("GPUSCOPE_LOG_FORMAT", "DCGM_EXPORTER_LOG_FORMAT"), Usage: "log format: text or json"},
 		&cli.StringFlag{Name: flagLogLevel, Value: "info", EnvVars: env("GPUSCOPE_LOG_LEVEL"), Usage: "log level: debug, info, warn, error"},
 		&cli.StringFlag{Name: flagHostname, EnvVars: env("GPUSCOPE_HOSTNAME", "NODE_NAME"),
 			Usage: "value of the Hostname label; defaults to the node name in Kubernetes, else the host name"},
@@ -79,13 +83,14 @@ func serveFlags() []cli.Flag {
 			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm.mode=remote"},
 		&cli.BoolFlag{Name: flagKubernetes, Aliases: []string{"k"}, EnvVars: env("GPUSCOPE_KUBERNETES", "DCGM_EXPORTER_KUBERNETES"),
 			Usage: "add pod, namespace and container labels from the kubelet's PodResources API"},
-		&cli.StringFlag{Name: flagPodResources, Value: "/var/lib/kubelet/pod-resources/kubelet.sock", EnvVars: env("GPUSCOPE_KUBERNETES_POD_RESOURCES_SOCKET"),
-			Usage: "kubelet PodResources socket"},
-		&cli.StringSliceFlag{Name: flagResourceNames, EnvVars: env("GPUSCOPE_KUBERNETES_RESOURCE_NAMES"),
+		&cli.StringFlag{Name: flagPodResources, Aliases: []string{"pod-resources-kubelet-socket"}, Value: "/var/lib/kubelet/pod-resources/kubelet.sock",
+			EnvVars: env("GPUSCOPE_KUBERNETES_POD_RESOURCES_SOCKET", "DCGM_POD_RESOURCES_KUBELET_SOCKET"),
+			Usage:   "kubelet PodResources socket"},
+		&cli.StringSliceFlag{Name: flagResourceNames, Aliases: []string{"nvidia-resource-names"}, EnvVars: env("GPUSCOPE_KUBERNETES_RESOURCE_NAMES", "NVIDIA_RESOURCE_NAMES"),
 			Usage: "extra resource names that carry GPUs, besides nvidia.com/gpu and nvidia.com/mig-*"},
 		&cli.DurationFlag{Name: flagK8sRefresh, Value: 5 * time.Second, EnvVars: env("GPUSCOPE_KUBERNETES_REFRESH_INTERVAL"),
 			Usage: "how often pod attribution is refreshed from the kubelet"},
-		&cli.BoolFlag{Name: flagPodUID, EnvVars: env("GPUSCOPE_KUBERNETES_POD_UID_LABEL"), Usage: "also add the pod_uid label"},
+		&cli.BoolFlag{Name: flagPodUID, Aliases: []string{"kubernetes-enable-pod-uid"}, EnvVars: env("GPUSCOPE_KUBERNETES_POD_UID_LABEL", "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID"), Usage: "also add the pod_uid label"},
 		&cli.BoolFlag{Name: flagSharedAttribution, EnvVars: env("GPUSCOPE_KUBERNETES_SHARED_GPU_ATTRIBUTION"),
 			Usage: "attribute shared GPUs (time-slicing, MPS) per pod through the GPU processes' cgroups; needs hostPID"},
 		&cli.StringFlag{Name: flagProcRoot, Value: "/proc", EnvVars: env("GPUSCOPE_KUBERNETES_PROC_ROOT"), Usage: "proc file system for shared-GPU attribution"},

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -21,8 +22,31 @@ func main() {
 	}
 	if err := newApp().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "gpuscope:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// usageError is a bad command line: an unknown flag or a bad value. It exits
+// with 2, as flag parsing conventionally does, and prints one line, not the
+// help.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
 }
 
 func newApp() *cli.App {
@@ -41,7 +65,11 @@ func newApp() *cli.App {
 			"unchanged) in the background, each at its own watch interval, and serves them on /metrics " +
 			"with dcgm-exporter's metric names and labels. Every flag can also be set through the " +
 			"environment variable shown after it.",
-		Flags:    serveFlags(),
+		Flags: serveFlags(),
+		// A mistyped flag gets one line naming it, not 60 lines of help.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usage(fmt.Errorf("%w (see gpuscope --help)", err))
+		},
 		Action:   serve,
 		Commands: []*cli.Command{countersCommand(), profilingCommand()},
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -49,6 +51,30 @@ func setupLogging(c *cli.Context) (*logrus.Entry, error) {
 // at human speed.
 const minReloadPoll = 100 * time.Millisecond
 
+// selectEntities applies -d and -s. Device IDs the node lacks are logged
+// once per distinct set (a GPU may fall off the bus and come back), and the
+// rest is served.
+func selectEntities(dx *dcgmExporterConfig, log *logrus.Entry) func([]*source.Entity) []*source.Entity {
+	if dx.Devices.GPUs.Flex && dx.Devices.Switches.Flex {
+		return nil
+	}
+	// The engine refreshes entities from each group's loop.
+	var mu sync.Mutex
+	var lastMissing string
+	return func(list []*source.Entity) []*source.Entity {
+		mu.Lock()
+		defer mu.Unlock()
+		if m := strings.Join(dx.Devices.Missing(list), ", "); m != lastMissing {
+			lastMissing = m
+			if m != "" {
+				log.WithFields(logrus.Fields{"devices": dx.Devices.GPUs.String(), "switch_devices": dx.Devices.Switches.String(), "missing": m}).
+					Warn("The device options name devices this node does not have; serving the others")
+			}
+		}
+		return dx.Devices.Filter(list)
+	}
+}
+
 // loadCounters reads the counters file, or the built-in default set.
 func loadCounters(path string) (*counters.Set, error) {
 	if path == "" {
@@ -59,34 +85,42 @@ func loadCounters(path string) (*counters.Set, error) {
 
 func serve(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; see gpuscope --help", c.Args().First())
+		return usage(fmt.Errorf("unexpected argument %q; see gpuscope --help", c.Args().First()))
+	}
+	dx, err := parseDCGMExporterFlags(c)
+	if err != nil {
+		return usage(err)
+	}
+	if err := applyDCGMExporterFlags(c, dx); err != nil {
+		return usage(err)
 	}
 	log, err := setupLogging(c)
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	interval, err := parseInterval(flagCollectInterval, c.String(flagCollectInterval))
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	if interval < counters.MinInterval {
-		return fmt.Errorf("--%s %s: below the minimum %s", flagCollectInterval, interval, counters.MinInterval)
+		return usage(fmt.Errorf("--%s %s: below the minimum %s", flagCollectInterval, interval, counters.MinInterval))
 	}
 	// A poll reads and hashes the file; at 1ns it would spin a core.
 	if poll := c.Duration(flagReloadPoll); poll < 0 || (poll > 0 && poll < minReloadPoll) {
-		return fmt.Errorf("--%s %s: below the minimum %s (0 turns polling off)", flagReloadPoll, poll, minReloadPoll)
+		return usage(fmt.Errorf("--%s %s: below the minimum %s (0 turns polling off)", flagReloadPoll, poll, minReloadPoll))
 	}
 	xidWindow, err := parseInterval(flagXIDWindow, c.String(flagXIDWindow))
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	clockWindow, err := parseInterval(flagClockWindow, c.String(flagClockWindow))
 	if err != nil {
-		return err
+		return usage(err)
 	}
 	if c.Duration(flagWindow) < counters.MinInterval {
-		return fmt.Errorf("--%s %s: the window must be at least %s", flagWindow, c.Duration(flagWindow), counters.MinInterval)
+		return usage(fmt.Errorf("--%s %s: the window must be at least %s", flagWindow, c.Duration(flagWindow), counters.MinInterval))
 	}
+	warnUnsupported(log, dx)
 	if f := c.String(flagWebConfig); f != "" {
 		if err := web.Validate(f); err != nil {
 			return fmt.Errorf("--%s %s: %w", flagWebConfig, f, err)
@@ -142,6 +176,11 @@ func serve(c *cli.Context) error {
 		Hostname:          hostname,
 		Enrichers:         enrichers,
 		Log:               log.WithField("component", "engine"),
+		Select:            selectEntities(dx, log),
+
+		NoHostname:               dx.NoHostname,
+		OldNamespace:             dx.OldNamespace,
+		ReplaceBlanksInModelName: dx.ReplaceBlanksInModelName,
 	})
 	if err != nil {
 		return err
@@ -184,6 +223,8 @@ func serve(c *cli.Context) error {
 		Profiling:     prof,
 		Version:       version.Version,
 		Log:           log.WithField("component", "http"),
+		Pprof:         dx.Pprof,
+		SystemdSocket: dx.SystemdSocket,
 	})
 	if err != nil {
 		return err

@@ -36,7 +36,24 @@ type Options struct {
 	Log                          *logrus.Entry
 	// Now is the clock used for staleness and windows; time.Now when nil.
 	Now func() time.Time
+
+	// Select keeps the entities the device options (-d, -s, -p) ask for;
+	// nil keeps all. Samples of the others are dropped.
+	Select func([]*source.Entity) []*source.Entity
+	// NoHostname leaves the Hostname label out (dcgm-exporter's -n).
+	NoHostname bool
+	// OldNamespace uses dcgm-exporter 1.x label names (its -o): uuid for
+	// UUID, pod_name, pod_namespace and container_name for pod, namespace
+	// and container.
+	OldNamespace bool
+	// ReplaceBlanksInModelName turns the spaces of modelName into dashes
+	// (dcgm-exporter's --replace-blanks-in-model-name).
+	ReplaceBlanksInModelName bool
 }
+
+// oldNamespaceLabels are dcgm-exporter 1.x's names of the pod labels
+// (internal/pkg/transformation/const.go: oldPodAttribute and siblings).
+var oldNamespaceLabels = map[string]string{"pod": "pod_name", "namespace": "pod_namespace", "container": "container_name"}
 
 // Engine owns the sampling loops and the series store.
 type Engine struct {
@@ -108,7 +125,16 @@ func New(opts Options) (*Engine, error) {
 		m:     newSelfMetrics(),
 	}
 	for _, en := range opts.Enrichers {
-		e.enr = append(e.enr, enricherLabels{e: en, names: en.LabelNames()})
+		names := en.LabelNames()
+		if opts.OldNamespace {
+			names = append([]string(nil), names...)
+			for i, n := range names {
+				if old, ok := oldNamespaceLabels[n]; ok {
+					names[i] = old
+				}
+			}
+		}
+		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
 	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow)
 	return e, nil
@@ -347,6 +373,9 @@ func fieldName(p *plan, id uint16) string {
 // series of the entities both see.
 func (e *Engine) refreshEntities() {
 	list := e.src.Entities()
+	if e.opts.Select != nil {
+		list = e.opts.Select(list)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	byPtr := make(map[*source.Entity]*entityState, len(list))
@@ -408,7 +437,7 @@ func (e *Engine) relabelLocked() {
 		if es.ent.Kind != source.GPU {
 			parent = gpus[es.ent.GPU]
 		}
-		es.labels = buildLabels(es, parent, e.plan, e.opts.Hostname, e.enr)
+		es.labels = buildLabels(es, parent, e.plan, &e.opts, e.enr)
 		es.enrichGen = gen
 	}
 }

@@ -218,21 +218,29 @@ func (es *entityState) addClockMask(mask uint64, ts int64, ringCap int) {
 
 // buildLabels renders the identity labels, the label-type fields (taken from
 // the parent GPU for MIG instances and links) and the enrichers' labels.
-func buildLabels(es *entityState, parent *entityState, p *plan, hostname string, enr []enricherLabels) string {
+func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, enr []enricherLabels) string {
 	var b strings.Builder
 	e := &es.ent
 	b.WriteString(`{gpu="`)
 	b.WriteString(strconv.Itoa(e.GPU))
-	b.WriteString(`",UUID="`)
+	// dcgm-exporter's collectors name the label uuid under -o
+	// (internal/pkg/collector/gpu_collector.go, toMetric).
+	if opts.OldNamespace {
+		b.WriteString(`",uuid="`)
+	} else {
+		b.WriteString(`",UUID="`)
+	}
 	b.WriteString(escapeLabel(e.UUID))
 	b.WriteString(`",pci_bus_id="`)
 	b.WriteString(escapeLabel(e.PCIBusID))
 	b.WriteString(`",device="`)
 	b.WriteString(escapeLabel(e.Device))
 	b.WriteString(`",modelName="`)
-	b.WriteString(escapeLabel(e.ModelName))
-	b.WriteString(`",Hostname="`)
-	b.WriteString(escapeLabel(hostname))
+	b.WriteString(escapeLabel(modelName(e.ModelName, opts.ReplaceBlanksInModelName)))
+	if !opts.NoHostname {
+		b.WriteString(`",Hostname="`)
+		b.WriteString(escapeLabel(opts.Hostname))
+	}
 	b.WriteByte('"')
 	if e.GPUInstanceID >= 0 {
 		b.WriteString(`,GPU_I_PROFILE="`)
@@ -294,6 +302,16 @@ func buildLabels(es *entityState, parent *entityState, p *plan, hostname string,
 		}
 	}
 	return b.String()
+}
+
+// modelName follows dcgm-exporter's getGPUModel
+// (internal/pkg/collector/gpu_collector.go): with replace set, runs of
+// white space become one dash.
+func modelName(m string, replace bool) string {
+	if !replace {
+		return m
+	}
+	return strings.Join(strings.Fields(m), "-")
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -40,6 +41,12 @@ type Options struct {
 	Profiling source.ProfilingController
 	Version   string
 	Log       *logrus.Entry
+	// Pprof serves Go's profiles under /debug/pprof/ (dcgm-exporter's
+	// --enable-pprof); off by default, since they expose internals.
+	Pprof bool
+	// SystemdSocket serves on the socket systemd passes in rather than on
+	// Address (dcgm-exporter's --web-systemd-socket).
+	SystemdSocket bool
 }
 
 // Server is gpuscope's HTTP server.
@@ -66,15 +73,24 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	s.bodies.render = s.renderAll
 	s.bodies.maxAge = reuseBodyFor
+	links := []web.LandingLinks{
+		{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
+		{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
+		{Address: "health", Text: "Health", Description: "Liveness"},
+	}
+	// The toolkit's page links to the heap and CPU profiles unless told
+	// not to; they exist only with Pprof.
+	profiling := "false"
+	if opts.Pprof {
+		profiling = "true"
+		links = append(links, web.LandingLinks{Address: "debug/pprof/", Text: "Profiles", Description: "Go runtime profiles (pprof)"})
+	}
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "gpuscope",
 		Description: "High-resolution GPU metrics from DCGM and NVML for Prometheus",
 		Version:     opts.Version,
-		Links: []web.LandingLinks{
-			{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
-			{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
-			{Address: "health", Text: "Health", Description: "Liveness"},
-		},
+		Links:       links,
+		Profiling:   profiling,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the landing page: %w", err)
@@ -88,6 +104,13 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("/ready", s.ready)
 	s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
 	s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
+	if opts.Pprof {
+		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return s, nil
 }
 
@@ -193,6 +216,13 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 // ListenAndServe serves until ctx ends, with TLS and basic auth from the web
 // config file when one is given.
 func (s *Server) ListenAndServe(ctx context.Context) error {
+	if s.opts.SystemdSocket {
+		srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+		cfg, on := s.opts.WebConfigFile, true
+		flags := &web.FlagConfig{WebConfigFile: &cfg, WebSystemdSocket: &on, WebListenAddresses: &[]string{s.opts.Address}}
+		logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+		return s.run(ctx, srv, "the systemd socket", func() error { return web.ListenAndServe(srv, flags, logger) })
+	}
 	l, err := net.Listen("tcp", s.opts.Address)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.opts.Address, err)
@@ -206,11 +236,16 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	cfg := s.opts.WebConfigFile
 	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
 	logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+	return s.run(ctx, srv, l.Addr().String(), func() error { return web.Serve(l, srv, flags, logger) })
+}
+
+// run serves until ctx ends, then shuts srv down.
+func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
 	errc := make(chan error, 1)
-	go func() { errc <- web.Serve(l, srv, flags, logger) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+		return fmt.Errorf("serving HTTP on %s: %w", where, err)
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

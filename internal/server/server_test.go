@@ -224,3 +224,22 @@ func TestMetricsGzipWhenAsked(t *testing.T) {
 		})
 	}
 }
+
+// pprof is served, and linked from the landing page, only when asked for
+// (dcgm-exporter's --enable-pprof, pkg/cmd/app.go).
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s, err := New(Options{Engine: &fakeEngine{}, Gatherer: prometheus.NewRegistry(), Version: "test", Log: quiet(), Pprof: on})
+		require.NoError(t, err)
+		rec := get(t, s.Handler(), http.MethodGet, "/debug/pprof/")
+		landing := get(t, s.Handler(), http.MethodGet, "/")
+		if on {
+			assert.Equal(t, http.StatusOK, rec.Code)
+			assert.Contains(t, rec.Body.String(), "goroutine")
+			assert.Contains(t, landing.Body.String(), "debug/pprof/")
+		} else {
+			assert.NotEqual(t, http.StatusOK, rec.Code)
+			assert.NotContains(t, landing.Body.String(), `href="/debug/pprof`)
+		}
+	}
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/compattest"
+)
+
+// flagRow is one line of flags.tsv: dcgm-exporter's flag list at d5e5f51.
+type flagRow struct {
+	name, env, def, typ string
+	aliases             []string
+}
+
+func readFlagsTSV(t *testing.T) []flagRow {
+	t.Helper()
+	f, err := os.Open(filepath.Join(compattest.Dir(t), "flags.tsv"))
+	require.NoError(t, err)
+	defer f.Close()
+	var rows []flagRow
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if strings.HasPrefix(sc.Text(), "#") || strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		cols := strings.Split(sc.Text(), "\t")
+		require.Len(t, cols, 5, "flags.tsv:%d", line)
+		r := flagRow{name: cols[0], env: cols[2], def: cols[3], typ: cols[4]}
+		if cols[1] != "" {
+			r.aliases = strings.Split(cols[1], ",")
+		}
+		rows = append(rows, r)
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, rows)
+	return rows
+}
+
+// parsed is what one run of the command line produced.
+type parsed struct {
+	c  *cli.Context
+	dx *dcgmExporterConfig
+}
+
+// parseArgs runs the app's flag parsing and the dcgm-exporter flag handling,
+// stopping before anything is opened.
+func parseArgs(t *testing.T, args ...string) (parsed, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &out
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	var p parsed
+	app.Action = func(c *cli.Context) error {
+		dx, err := parseDCGMExporterFlags(c)
+		if err != nil {
+			return usage(err)
+		}
+		if err := applyDCGMExporterFlags(c, dx); err != nil {
+			return usage(err)
+		}
+		p = parsed{c: c, dx: dx}
+		return nil
+	}
+	err := app.Run(append([]string{"gpuscope"}, args...))
+	assert.Empty(t, out.String(), "parsing prints nothing")
+	return p, err
+}
+
+func mustInterval(t *testing.T, flag, s string) string {
+	d, err := parseInterval(flag, s)
+	require.NoError(t, err)
+	return d.String()
+}
+
+// flagCase says, for one of dcgm-exporter's flags, a value to give it, any
+// flag it needs beside it, and where the value lands in gpuscope's
+// configuration.
+type flagCase struct {
+	value string
+	with  []string
+	got   func(t *testing.T, p parsed) string
+	want  string
+}
+
+func flagCases() map[string]flagCase {
+	str := func(name string) func(*testing.T, parsed) string {
+		return func(_ *testing.T, p parsed) string { return p.c.String(name) }
+	}
+	boolOf := func(f func(parsed) bool) func(*testing.T, parsed) string {
+		return func(_ *testing.T, p parsed) string {
+			if f(p) {
+				return "true"
+			}
+			return "false"
+		}
+	}
+	return map[string]flagCase{
+		"collectors": {value: "/etc/dcgm-exporter/dcp-metrics-included.csv", got: str(flagCollectors), want: "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+		"address":    {value: ":9500", got: str(flagAddress), want: ":9500"},
+		"collect-interval": {value: "20000", want: "20s", got: func(t *testing.T, p parsed) string {
+			return mustInterval(t, flagCollectInterval, p.c.String(flagCollectInterval))
+		}},
+		"kubernetes":        {value: "true", got: boolOf(func(p parsed) bool { return p.c.Bool(flagKubernetes) }), want: "true"},
+		"use-old-namespace": {value: "true", got: boolOf(func(p parsed) bool { return p.dx.OldNamespace }), want: "true"},
+		"cpu-devices":       {value: "g:0-1", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.CPUs.String() }, want: "g:0,1"},
+		"configmap-data": {value: "gpu-operator:exporter-metrics", want: "gpu-operator/exporter-metrics",
+			got: func(_ *testing.T, p parsed) string { return p.dx.ConfigMapNamespace + "/" + p.dx.ConfigMapName }},
+		"remote-hostengine-info": {value: "10.0.0.2:5555", want: "remote 10.0.0.2:5555", got: func(_ *testing.T, p parsed) string {
+			cfg := dcgmConfig(p.c, quietEntry())
+			return string(cfg.Mode) + " " + cfg.RemoteHostengine
+		}},
+		"kubernetes-enable-pod-labels": {value: "true", got: str(flagPodLabels), want: ".*"},
+		"kubernetes-enable-pod-uid":    {value: "true", got: boolOf(func(p parsed) bool { return p.c.Bool(flagPodUID) }), want: "true"},
+		"kubernetes-gpu-id-type":       {value: "device-name", got: func(_ *testing.T, p parsed) string { return p.dx.GPUIDType }, want: "device-name"},
+		"kubernetes-pod-label-allowlist-regex": {value: "^team$,app", with: []string{"--kubernetes-enable-pod-labels"},
+			got: str(flagPodLabels), want: ".*(?:^team$).*|.*(?:app).*"},
+		"devices":         {value: "g:0,1", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.GPUs.String() }, want: "g:0,1"},
+		"no-hostname":     {value: "true", got: boolOf(func(p parsed) bool { return p.dx.NoHostname }), want: "true"},
+		"switch-devices":  {value: "i:3-4", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.Switches.String() }, want: "i:3,4"},
+		"fake-gpus":       {value: "true", got: str(flagSource), want: "sim"},
+		"web-config-file": {value: "/etc/web.yml", got: str(flagWebConfig), want: "/etc/web.yml"},
+		"xid-count-window-size": {value: "60000", want: "1m0s", got: func(t *testing.T, p parsed) string {
+			return mustInterval(t, flagXIDWindow, p.c.String(flagXIDWindow))
+		}},
+		"replace-blanks-in-model-name": {value: "true", got: boolOf(func(p parsed) bool { return p.dx.ReplaceBlanksInModelName }), want: "true"},
+		"debug":                        {value: "true", got: str(flagLogLevel), want: "debug"},
+		"clock-events-count-window-size": {value: "120000", want: "2m0s", got: func(t *testing.T, p parsed) string {
+			return mustInterval(t, flagClockWindow, p.c.String(flagClockWindow))
+		}},
+		"enable-dcgm-log": {value: "true", want: "true -", got: func(_ *testing.T, p parsed) string {
+			return boolOf(func(p parsed) bool { return p.dx.EnableDCGMLog })(nil, p) + " " + os.Getenv("__DCGM_DBG_FILE")
+		}},
+		"dcgm-log-level":               {value: "DEBUG", got: func(_ *testing.T, p parsed) string { return p.dx.DCGMLogLevel }, want: "DEBUG"},
+		"log-format":                   {value: "json", got: str(flagLogFormat), want: "json"},
+		"pod-resources-kubelet-socket": {value: "/run/kubelet.sock", got: str(flagPodResources), want: "/run/kubelet.sock"},
+		"hpc-job-mapping-dir":          {value: "/var/run/jobs", got: str(flagHPCJobDir), want: "/var/run/jobs"},
+		"nvidia-resource-names": {value: "nvidia.com/a100,nvidia.com/h100", want: "nvidia.com/a100 nvidia.com/h100",
+			got: func(_ *testing.T, p parsed) string { return strings.Join(p.c.StringSlice(flagResourceNames), " ") }},
+		"kubernetes-virtual-gpus":       {value: "true", got: boolOf(func(p parsed) bool { return p.dx.VirtualGPUs }), want: "true"},
+		"dump-enabled":                  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.Dump.Enabled }), want: "true"},
+		"dump-directory":                {value: "/var/tmp/dumps", got: func(_ *testing.T, p parsed) string { return p.dx.Dump.Directory }, want: "/var/tmp/dumps"},
+		"dump-retention":                {value: "48", got: func(_ *testing.T, p parsed) string { return time.Duration(p.dx.Dump.Retention).String() }, want: "48ns"},
+		"dump-compression":              {value: "false", got: boolOf(func(p parsed) bool { return p.dx.Dump.Compression }), want: "false"},
+		"kubernetes-enable-dra":         {value: "true", got: boolOf(func(p parsed) bool { return p.dx.DRA }), want: "true"},
+		"disable-startup-validate":      {value: "true", got: boolOf(func(p parsed) bool { return p.dx.DisableStartup }), want: "true"},
+		"enable-gpu-bind-unbind-watch":  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.BindUnbindWatch }), want: "true"},
+		"gpu-bind-unbind-poll-interval": {value: "250ms", got: func(_ *testing.T, p parsed) string { return p.dx.BindUnbindPoll.String() }, want: "250ms"},
+		"enable-pprof":                  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.Pprof }), want: "true"},
+		"web-systemd-socket":            {value: "true", got: boolOf(func(p parsed) bool { return p.dx.SystemdSocket }), want: "true"},
+	}
+}
+
+// TestEveryDCGMExporterFlagAndVariableReachesTheConfiguration gives each flag
+// of dcgm-exporter's flags.tsv a value under its name, under each alias and
+// through its variable, and checks where the value lands.
+func TestEveryDCGMExporterFlagAndVariableReachesTheConfiguration(t *testing.T) {
+	// enable-dcgm-log sets DCGM's variables; t.Setenv restores them.
+	t.Setenv("__DCGM_DBG_FILE", "")
+	t.Setenv("__DCGM_DBG_LVL", "")
+	cases := flagCases()
+	rows := readFlagsTSV(t)
+	assert.Len(t, cases, len(rows), "one case per flag of flags.tsv")
+	for _, r := range rows {
+		fc, ok := cases[r.name]
+		if !assert.True(t, ok, "--%s of flags.tsv has no case", r.name) {
+			continue
+		}
+		forms := map[string][]string{}
+		arg := func(prefix, name string) []string {
+			if r.typ == "Bool" && fc.value == "true" {
+				return []string{prefix + name}
+			}
+			return []string{prefix + name + "=" + fc.value}
+		}
+		forms["--"+r.name] = arg("--", r.name)
+		for _, a := range r.aliases {
+			forms["-"+a] = arg("-", a)
+		}
+		for form, args := range forms {
+			t.Run(form, func(t *testing.T) {
+				p, err := parseArgs(t, append(args, fc.with...)...)
+				require.NoError(t, err)
+				assert.Equal(t, fc.want, fc.got(t, p))
+			})
+		}
+		t.Run(r.env, func(t *testing.T) {
+			t.Setenv(r.env, fc.value)
+			p, err := parseArgs(t, fc.with...)
+			require.NoError(t, err)
+			assert.Equal(t, fc.want, fc.got(t, p))
+		})
+	}
+}
+
+// defaultDifferences are dcgm-exporter defaults gpuscope does not take, each
+// listed with its reason in docs/migrating-from-dcgm-exporter.md.
+var defaultDifferences = map[string]string{
+	// gpuscope carries its counters inside the binary; an empty value means
+	// the built-in etc/default-counters.csv.
+	"collectors": "",
+	// gpuscope samples every second by default, dcgm-exporter every 30 s.
+	"collect-interval": "1s",
+	// dcgm-exporter connects to it only when the flag is set (UseRemoteHE:
+	// c.IsSet), so an empty default means the same.
+	"remote-hostengine-info": "",
+}
+
+// TestDCGMExporterDefaults checks that each flag left alone means what it
+// means in dcgm-exporter, apart from the differences listed above.
+func TestDCGMExporterDefaults(t *testing.T) {
+	p, err := parseArgs(t)
+	require.NoError(t, err)
+	for _, r := range readFlagsTSV(t) {
+		t.Run(r.name, func(t *testing.T) {
+			var got string
+			for _, f := range p.c.App.Flags {
+				if f.Names()[0] == r.name || contains(f.Names(), r.name) {
+					got = p.c.String(f.Names()[0])
+					if _, ok := f.(*cli.StringSliceFlag); ok {
+						got = strings.Join(p.c.StringSlice(f.Names()[0]), ",")
+					}
+				}
+			}
+			want := r.def
+			if d, ok := defaultDifferences[r.name]; ok {
+				want = d
+			}
+			switch r.name {
+			case "xid-count-window-size", "clock-events-count-window-size":
+				assert.Equal(t, mustInterval(t, r.name, r.def), mustInterval(t, r.name, got), "same window")
+				return
+			case "gpu-bind-unbind-poll-interval":
+				// flags.tsv lists no default; app.go's parseDuration turns
+				// an empty value into 1s, and its flag's Value is "1s".
+				assert.Equal(t, time.Second, p.dx.BindUnbindPoll)
+				return
+			}
+			if r.typ == "StringSlice" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBadDCGMExporterFlagsAreOneLineAndExitTwo: an unknown flag or a bad
+// value gives one line naming the flag and the accepted forms, exit status 2,
+// and no help.
+func TestBadDCGMExporterFlagsAreOneLineAndExitTwo(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--no-such-flag"}, []string{"no-such-flag"}},
+		{[]string{"-d", "x:1"}, []string{"--devices", `"x" is not f, g or i`, "g:<id>"}},
+		{[]string{"-s", "g:a"}, []string{"--switch-devices", `"a"`}},
+		{[]string{"-p", "f:1"}, []string{"--cpu-devices", "no range"}},
+		{[]string{"--kubernetes-gpu-id-type", "serial"}, []string{"--kubernetes-gpu-id-type", "uid or device-name"}},
+		{[]string{"--dcgm-log-level", "LOUD"}, []string{"--dcgm-log-level", "NONE, FATAL"}},
+		{[]string{"-m", "just-a-name"}, []string{"--configmap-data", "namespace:name"}},
+		{[]string{"--gpu-bind-unbind-poll-interval", "often"}, []string{"--gpu-bind-unbind-poll-interval", "Go duration"}},
+		{[]string{"--dump-retention", "a day"}, []string{"dump-retention"}},
+		{[]string{"--kubernetes-pod-label-allowlist-regex", "team"}, []string{"needs --kubernetes-enable-pod-labels"}},
+		{[]string{"--kubernetes-enable-pod-labels", "--kubernetes-pod-label-allowlist-regex", "te(am"}, []string{"--kubernetes-pod-label-allowlist-regex", "te(am"}},
+		{[]string{"--fake-gpus", "--source", "nvml"}, []string{"--fake-gpus", "--source is nvml"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := parseArgs(t, tt.args...)
+			require.Error(t, err)
+			assert.Equal(t, 2, exitCode(err))
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func quietEntry() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}

@@ -1,0 +1,245 @@
+// Package devsel selects which GPUs, MIG instances, NvSwitches and links are
+// exported, from dcgm-exporter's device options (-d/--devices,
+// -s/--switch-devices, -p/--cpu-devices).
+//
+// The syntax and the meaning follow dcgm-exporter's pkg/cmd/app.go
+// (parseDeviceOptions), internal/pkg/deviceinfo/device_info.go and
+// internal/pkg/devicemonitoring/device_monitoring.go at commit d5e5f51:
+//
+//	f              flexible: every GPU without MIG, every GPU instance of a MIG GPU (the default)
+//	g              every top-level entity (GPU, NvSwitch, CPU)
+//	g:0,2-3        the top-level entities with these IDs
+//	i              every sub-level entity (MIG GPU instance, NvSwitch link, CPU core)
+//	i:1,4-5        the sub-level entities with these IDs
+package devsel
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuscope/gpuscope/source"
+)
+
+// Accepted says the forms an option takes, for error messages.
+const Accepted = "f, g, g:<id>[,<id>|<from>-<to>...], i or i:<id>[,<id>|<from>-<to>...]"
+
+// Options is one parsed device option. Major and Minor hold the IDs to
+// keep; a nil list selects none of that level, and All* selects every one.
+type Options struct {
+	Flex     bool
+	AllMajor bool
+	Major    []int
+	AllMinor bool
+	Minor    []int
+}
+
+// String gives the option back in dcgm-exporter's syntax.
+func (o Options) String() string {
+	switch {
+	case o.Flex:
+		return "f"
+	case o.AllMajor:
+		return "g"
+	case o.AllMinor:
+		return "i"
+	case o.Major != nil:
+		return "g:" + joinInts(o.Major)
+	case o.Minor != nil:
+		return "i:" + joinInts(o.Minor)
+	}
+	return ""
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// Parse reads one device option. flag names the flag in errors.
+func Parse(flag, s string) (Options, error) {
+	var o Options
+	bad := func(why string) (Options, error) {
+		return Options{}, fmt.Errorf("--%s %q: %s; use %s", flag, s, why, Accepted)
+	}
+	s = strings.TrimSpace(s)
+	letter, ids, ranged := strings.Cut(s, ":")
+	if strings.Contains(ids, ":") {
+		// dcgm-exporter: "there can only be one specified range".
+		return bad("only one ':<range>' may follow the letter")
+	}
+	switch letter {
+	case "f":
+		if ranged {
+			return bad("no range can follow the flexible option f")
+		}
+		o.Flex = true
+		return o, nil
+	case "g", "i":
+	default:
+		return bad(fmt.Sprintf("%q is not f, g or i", letter))
+	}
+	var list []int
+	all := !ranged
+	if ranged {
+		list = []int{}
+		for _, tok := range strings.Split(ids, ",") {
+			from, to, isRange := strings.Cut(tok, "-")
+			a, err := strconv.Atoi(strings.TrimSpace(from))
+			if err != nil || a < 0 {
+				return bad(fmt.Sprintf("%q is not an ID nor a range <from>-<to>", tok))
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(strings.TrimSpace(to)); err != nil || b < a {
+					return bad(fmt.Sprintf("%q is not a range <from>-<to> with from <= to", tok))
+				}
+			}
+			if b-a > 4096 {
+				return bad(fmt.Sprintf("range %q spans more than 4096 IDs", tok))
+			}
+			for i := a; i <= b; i++ {
+				if !slices.Contains(list, i) {
+					list = append(list, i)
+				}
+			}
+		}
+	}
+	if letter == "g" {
+		o.AllMajor, o.Major = all, list
+	} else {
+		o.AllMinor, o.Minor = all, list
+	}
+	return o, nil
+}
+
+func (o Options) major(id int) bool { return o.Flex || o.AllMajor || slices.Contains(o.Major, id) }
+func (o Options) minor(id int) bool { return o.Flex || o.AllMinor || slices.Contains(o.Minor, id) }
+
+// Selector keeps the entities the device options ask for.
+type Selector struct {
+	GPUs     Options // -d/--devices
+	Switches Options // -s/--switch-devices
+	CPUs     Options // -p/--cpu-devices
+}
+
+// Default is dcgm-exporter's default: f for every kind.
+func Default() Selector {
+	return Selector{GPUs: Options{Flex: true}, Switches: Options{Flex: true}, CPUs: Options{Flex: true}}
+}
+
+// Filter returns the entities of list that the options select, in their
+// order. With f everywhere it returns list itself: which entities a MIG GPU
+// shows by default is the sources' and the engine's business.
+//
+// GPU options (devicemonitoring.handleGPUOptions): g selects GPU entities by
+// GPU index, i selects MIG GPU instances by their node-wide instance number.
+// dcgm-exporter matches i IDs against DCGM's GPU-instance entity IDs; this
+// numbers the GPU instances of the node from 0 in (GPU index, instance ID)
+// order, which is how DCGM numbers them on a node partitioned from scratch.
+// Compute instances are never selected by g or i (dcgm-exporter monitors
+// FE_GPU_I entities only). A GPU's own NVLinks follow its GPU (deviceinfo
+// fills NvLinks only for GPUs that f or g selects).
+//
+// Switch options (deviceinfo.IsSwitchWatched, IsLinkWatched): g selects
+// NvSwitches by ID, i selects links of watched switches by link index. As in
+// dcgm-exporter, g selects no link (its minor range is empty) and i alone
+// watches no switch, so it selects no link either: only f exports links.
+func (s Selector) Filter(list []*source.Entity) []*source.Entity {
+	if s.GPUs.Flex && s.Switches.Flex {
+		return list
+	}
+	instanceNumber := map[*source.Entity]int{}
+	var gis []*source.Entity
+	for _, e := range list {
+		if e.Kind == source.GPUInstance {
+			gis = append(gis, e)
+		}
+	}
+	slices.SortStableFunc(gis, func(a, b *source.Entity) int {
+		if a.GPU != b.GPU {
+			return a.GPU - b.GPU
+		}
+		return a.GPUInstanceID - b.GPUInstanceID
+	})
+	for i, e := range gis {
+		instanceNumber[e] = i
+	}
+	out := make([]*source.Entity, 0, len(list))
+	for _, e := range list {
+		if s.keep(e, instanceNumber) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s Selector) keep(e *source.Entity, instanceNumber map[*source.Entity]int) bool {
+	g := s.GPUs
+	switch e.Kind {
+	case source.GPU:
+		return g.Flex || g.AllMajor || slices.Contains(g.Major, e.GPU)
+	case source.GPUInstance:
+		return g.Flex || g.AllMinor || slices.Contains(g.Minor, instanceNumber[e])
+	case source.ComputeInstance:
+		return g.Flex
+	case source.NvSwitch:
+		return s.Switches.major(e.Switch)
+	case source.NVLink:
+		if e.Switch >= 0 {
+			sw := s.Switches
+			return sw.Flex || (sw.major(e.Switch) && sw.minor(e.Link))
+		}
+		return g.Flex || g.AllMajor || slices.Contains(g.Major, e.GPU)
+	}
+	return true
+}
+
+// Missing lists the IDs the options name that list lacks, so that a typo
+// (or a GPU that fell off the bus) is reported. dcgm-exporter refuses to
+// start then (deviceinfo.verifyDevicePresence); gpuscope warns and keeps
+// serving what is there, since the GPU may come back.
+func (s Selector) Missing(list []*source.Entity) []string {
+	gpus, switches, links := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	gis := 0
+	for _, e := range list {
+		switch e.Kind {
+		case source.GPU:
+			gpus[e.GPU] = true
+		case source.GPUInstance:
+			gis++
+		case source.NvSwitch:
+			switches[e.Switch] = true
+		case source.NVLink:
+			if e.Switch >= 0 {
+				links[e.Link] = true
+			}
+		}
+	}
+	var out []string
+	for _, id := range s.GPUs.Major {
+		if !gpus[id] {
+			out = append(out, fmt.Sprintf("GPU %d", id))
+		}
+	}
+	for _, id := range s.GPUs.Minor {
+		if id >= gis {
+			out = append(out, fmt.Sprintf("GPU instance %d", id))
+		}
+	}
+	for _, id := range s.Switches.Major {
+		if !switches[id] {
+			out = append(out, fmt.Sprintf("NvSwitch %d", id))
+		}
+	}
+	for _, id := range s.Switches.Minor {
+		if !links[id] {
+			out = append(out, fmt.Sprintf("NvSwitch link %d", id))
+		}
+	}
+	return out
+}
