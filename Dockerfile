@@ -1,8 +1,46 @@
-# Multi-stage build of gpuscope. The NVIDIA libraries (libnvidia-ml.so.1,
-# libdcgm.so.4) are not in the image: the NVIDIA container runtime mounts the
-# driver's, and DCGM comes from the node's nv-hostengine, a sidecar, or a
-# DCGM base image for embedded mode.
-FROM golang:1.26-bookworm AS build
+# gpuscope images. Two targets:
+#
+#   runtime (the default, `make image`): NVIDIA's CUDA base image plus DCGM
+#     (datacenter-gpu-manager-4-core, and -proprietary for the profiling
+#     fields), like dcgm-exporter's image. go-dcgm loads libdcgm.so.4 even to
+#     reach a remote nv-hostengine, so every DCGM mode of the chart (embedded,
+#     node, sidecar) needs it; the image also carries nv-hostengine for the
+#     sidecar mode.
+#   nvml (`make image-nvml`): distroless, NVML only. The driver's
+#     libnvidia-ml.so.1 comes from the NVIDIA container runtime.
+#
+# Build arguments pin what goes in: CUDA_VERSION and UBUNTU_VERSION choose the
+# base image, DCGM_VERSION the DCGM packages (a version of NVIDIA's CUDA
+# repository, for example 4.5.3-1), GO_VERSION the compiler.
+ARG CUDA_VERSION=13.2.1
+ARG UBUNTU_VERSION=22.04
+ARG GO_VERSION=1.26
+ARG BASE_IMAGE=nvcr.io/nvidia/cuda:${CUDA_VERSION}-base-ubuntu${UBUNTU_VERSION}
+
+FROM golang:${GO_VERSION}-bookworm AS go
+
+# The DCGM image's binary is built on the runtime's own Ubuntu, so that it
+# needs no newer glibc than the runtime has.
+FROM ${BASE_IMAGE} AS build
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev git ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=go /usr/local/go /usr/local/go
+ENV PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+ARG REVISION=unknown
+ENV CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"
+RUN go build -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
+      -o /out/gpuscope ./cmd/gpuscope
+
+# The distroless image's binary is built against Debian 12, its base.
+FROM golang:${GO_VERSION}-bookworm AS build-nvml
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -15,13 +53,45 @@ RUN go build -trimpath \
       -o /out/gpuscope ./cmd/gpuscope
 
 # cgo and dlopen need glibc: distroless/base rather than static.
-FROM gcr.io/distroless/base-debian12:nonroot
+FROM gcr.io/distroless/base-debian12:nonroot AS nvml
+COPY --from=build-nvml /out/gpuscope /usr/bin/gpuscope
+COPY etc/default-counters.csv etc/dcp-metrics.csv /etc/gpuscope/
+USER 65532:65532
+EXPOSE 9400
+ENTRYPOINT ["/usr/bin/gpuscope", "--source=nvml"]
+CMD ["--collectors=/etc/gpuscope/default-counters.csv"]
+
+FROM ${BASE_IMAGE} AS runtime
+ARG DCGM_VERSION=4.5.3-1
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="gpuscope" \
+      org.opencontainers.image.description="High-resolution GPU metrics from DCGM and NVML for Prometheus" \
+      org.opencontainers.image.version="${VERSION}"
+ENV DEBIAN_FRONTEND=noninteractive
+# DCGM comes from NVIDIA's CUDA repository, which the base image already
+# trusts. The packages' epoch is 1.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+       datacenter-gpu-manager-4-core=1:${DCGM_VERSION} \
+       datacenter-gpu-manager-4-proprietary=1:${DCGM_VERSION} \
+       libstdc++6 \
+    && rm -rf /var/lib/apt/lists/* /var/log/* \
+    && ldconfig
+RUN groupadd -r -g 1000 gpuscope && useradd -r -u 1000 -g gpuscope -s /usr/sbin/nologin gpuscope
 COPY --from=build /out/gpuscope /usr/bin/gpuscope
 COPY etc/default-counters.csv etc/dcp-metrics.csv /etc/gpuscope/
-# Non-root works for NVML and for a remote host engine; embedded DCGM with
-# profiling fields needs root and CAP_SYS_ADMIN, which the Helm chart grants
-# only when those fields are enabled.
-USER nonroot:nonroot
+# dcgm-exporter deployments pass these paths to -f; they hold gpuscope's
+# files of the same purpose.
+COPY etc/default-counters.csv /etc/dcgm-exporter/default-counters.csv
+COPY etc/dcp-metrics.csv /etc/dcgm-exporter/dcp-metrics-included.csv
+ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility NVIDIA_VISIBLE_DEVICES=all NVIDIA_DISABLE_REQUIRE=true
+# Non-root by default: NVML, a remote or node host engine (dcgm.mode=node or
+# sidecar) and embedded DCGM without profiling fields work as user 1000.
+# Root is needed, and the chart runs the container as root only then, for
+# the profiling fields (DCGM_FI_PROF_*: root plus CAP_SYS_ADMIN, as in
+# dcgm-exporter's image notes) and for nv-hostengine in the sidecar
+# container.
+USER 1000:1000
 EXPOSE 9400
 ENTRYPOINT ["/usr/bin/gpuscope"]
 CMD ["--collectors=/etc/gpuscope/default-counters.csv"]

@@ -12,7 +12,15 @@ LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION)
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: build run test bench lint generate clean
+# Images (need a Docker engine with BuildKit; none is used by the tests).
+IMAGE        ?= gpuscope
+DOCKER       ?= docker
+DCGM_VERSION ?= 4.5.3-1
+CUDA_VERSION ?= 13.2.1
+IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+                --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
+
+.PHONY: build run test bench lint generate clean image image-nvml
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
@@ -33,6 +41,14 @@ lint:
 
 generate:
 	cd counters && $(GO) generate ./...
+
+# The default image: CUDA base with DCGM, for every DCGM mode of the chart.
+image:
+	$(DOCKER) build $(IMAGE_ARGS) --target runtime -t $(IMAGE):$(VERSION) .
+
+# NVML only, distroless: no DCGM, so --source=nvml.
+image-nvml:
+	$(DOCKER) build $(IMAGE_ARGS) --target nvml -t $(IMAGE):$(VERSION)-nvml .
 
 clean:
 	rm -rf bin
