@@ -123,6 +123,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	app := newApp()
 	flags := append([]cli.Flag{}, app.Flags...)
 	for _, cmd := range app.Commands {
+		flags = append(flags, cmd.Flags...)
 		for _, sub := range cmd.Subcommands {
 			flags = append(flags, sub.Flags...)
 		}

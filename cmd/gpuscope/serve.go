@@ -121,6 +121,9 @@ func serve(c *cli.Context) error {
 		return usage(fmt.Errorf("--%s %s: the window must be at least %s", flagWindow, c.Duration(flagWindow), counters.MinInterval))
 	}
 	warnUnsupported(log, dx)
+	if n := c.Int(flagAPIMaxStreams); n < 1 {
+		return usage(fmt.Errorf("--%s %d: allow at least 1 stream", flagAPIMaxStreams, n))
+	}
 	if f := c.String(flagWebConfig); f != "" {
 		if err := web.Validate(f); err != nil {
 			return fmt.Errorf("--%s %s: %w", flagWebConfig, f, err)
@@ -221,6 +224,9 @@ func serve(c *cli.Context) error {
 		Engine:        eng,
 		Gatherer:      reg,
 		Profiling:     prof,
+		Samples:       eng,
+		MaxStreams:    c.Int(flagAPIMaxStreams),
+		Registerer:    reg,
 		Version:       version.Version,
 		Log:           log.WithField("component", "http"),
 		Pprof:         dx.Pprof,

@@ -81,6 +81,7 @@ type Engine struct {
 	sampled  bool
 	scratch  []float64
 	statusAt time.Time
+	raw      rawState
 
 	m selfMetrics
 }
@@ -186,6 +187,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	}
 	e.mu.Lock()
 	old := e.plan
+	e.applyDemandLocked(np)
 	e.plan = np
 	for _, es := range e.byKey {
 		es.resize(np, old)
@@ -310,6 +312,9 @@ func (e *Engine) apply(b *batch) {
 			es.addClockMask(uint64(s.v), s.ts, p.clockRingCap)
 		}
 		e.sampled = true
+	}
+	if len(b.vals) > 0 {
+		e.raw.publishLocked()
 	}
 	for _, x := range b.xids {
 		if es := e.byPtr[x.e]; es != nil {

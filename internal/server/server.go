@@ -1,5 +1,6 @@
 // Package server serves gpuscope's HTTP endpoints: /metrics, /health, /ready,
-// the landing page and the profiling pause/resume API, behind the
+// the landing page, the profiling pause/resume API and the raw-sample API
+// (/api/v1/samples, /api/v1/stream), behind the
 // exporter-toolkit's TLS and basic-auth web config.
 package server
 
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,14 +41,24 @@ type Options struct {
 	// Profiling pauses and resumes DCGM profiling; nil when the source has
 	// no profiling lock.
 	Profiling source.ProfilingController
-	Version   string
-	Log       *logrus.Entry
 	// Pprof serves Go's profiles under /debug/pprof/ (dcgm-exporter's
 	// --enable-pprof); off by default, since they expose internals.
 	Pprof bool
 	// SystemdSocket serves on the socket systemd passes in rather than on
 	// Address (dcgm-exporter's --web-systemd-socket).
 	SystemdSocket bool
+	// Samples answers /api/v1/samples and /api/v1/stream; nil turns them off.
+	Samples SampleSource
+	// MaxStreams bounds the /api/v1/stream clients served at once;
+	// DefaultMaxStreams when 0.
+	MaxStreams int
+	// StreamWriteTimeout is how long one stream event may take to reach
+	// its client before the client is dropped; 10 s when 0.
+	StreamWriteTimeout time.Duration
+	// Registerer takes the API's own metrics; none are kept when nil.
+	Registerer prometheus.Registerer
+	Version    string
+	Log        *logrus.Entry
 }
 
 // Server is gpuscope's HTTP server.
@@ -54,6 +66,13 @@ type Server struct {
 	opts   Options
 	mux    *http.ServeMux
 	bodies coalescer
+
+	api         *apiMetrics
+	streamSlots chan struct{}
+	// shutdown is closed when the HTTP server shuts down, ending streams
+	// that would otherwise hold the shutdown until its timeout.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
 }
 
 // reuseBodyFor is how long a rendered /metrics body is served again: the
@@ -70,13 +89,26 @@ func New(opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = defaultStreamWriteTimeout
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), api: newAPIMetrics(),
+		streamSlots: make(chan struct{}, opts.MaxStreams), shutdown: make(chan struct{})}
+	if opts.Registerer != nil {
+		if err := s.api.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("registering the API metrics: %w", err)
+		}
+	}
 	s.bodies.render = s.renderAll
 	s.bodies.maxAge = reuseBodyFor
 	links := []web.LandingLinks{
 		{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
 		{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
 		{Address: "health", Text: "Health", Description: "Liveness"},
+		{Address: "api/v1/samples?field=DCGM_FI_DEV_GPU_TEMP", Text: "Samples", Description: "The raw samples in memory, as JSON (field=, gpu=, since=)"},
 	}
 	// The toolkit's page links to the heap and CPU profiles unless told
 	// not to; they exist only with Pprof.
@@ -104,6 +136,8 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("/ready", s.ready)
 	s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
 	s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
+	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
+	s.mux.HandleFunc("/api/v1/stream", s.stream)
 	if opts.Pprof {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -213,6 +247,9 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 	}
 }
 
+// endStreams ends the open /api/v1/stream responses.
+func (s *Server) endStreams() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+
 // ListenAndServe serves until ctx ends, with TLS and basic auth from the web
 // config file when one is given.
 func (s *Server) ListenAndServe(ctx context.Context) error {
@@ -241,6 +278,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 
 // run serves until ctx ends, then shuts srv down.
 func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
+	srv.RegisterOnShutdown(s.endStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	select {

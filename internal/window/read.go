@@ -1,0 +1,24 @@
+package window
+
+// AppendSince appends the samples with timestamps after since, oldest
+// first, to ts and vals, and returns them grown.
+func (r *Ring) AppendSince(since int64, ts []int64, vals []float64) ([]int64, []float64) {
+	for i := 0; i < r.n; i++ {
+		j := (r.head - r.n + i + 2*len(r.ts)) % len(r.ts)
+		if r.ts[j] <= since {
+			continue
+		}
+		ts = append(ts, r.ts[j])
+		vals = append(vals, r.vals[j])
+	}
+	return ts, vals
+}
+
+// Oldest returns the timestamp of the oldest sample held, and false when
+// the ring is empty.
+func (r *Ring) Oldest() (int64, bool) {
+	if r.n == 0 {
+		return 0, false
+	}
+	return r.ts[(r.head-r.n+len(r.ts))%len(r.ts)], true
+}
