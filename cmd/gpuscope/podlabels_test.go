@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,4 +18,49 @@ func TestPodLabelsFlagIsOffByDefault(t *testing.T) {
 	require.NoError(t, app.Run([]string{"gpuscope", "--kubernetes"}))
 	assert.Empty(t, got)
 	assert.False(t, set)
+}
+
+// The pod-labels allowlist is capped so that no series carries more than 30
+// labels once stored; one that cannot fit is refused at startup, naming the
+// flag, the counts and the counters file.
+func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
+	manyLabels := filepath.Join(t.TempDir(), "labels.csv")
+	csv := "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+	for _, f := range []string{"DCGM_FI_DRIVER_VERSION", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP",
+		"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_GPU_UTIL",
+		"DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_FREE"} {
+		csv += f + ", label, l\n"
+	}
+	require.NoError(t, os.WriteFile(manyLabels, []byte(csv), 0o600))
+	thirteen := "k1|k2|k3|k4|k5|k6|k7|k8|k9|k10|k11|k12|k13"
+	twelve := "k1|k2|k3|k4|k5|k6|k7|k8|k9|k10|k11|k12"
+	base := []string{"--source", "sim", "--kubernetes", "--hostname", "node-1"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		// Default counters: 8 identity + 1 label field + pod, namespace,
+		// container + 2 of a family + 4 added later leave 12.
+		{"thirteen named keys", []string{"--kubernetes.pod-labels", thirteen},
+			`--kubernetes.pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series already carries up to 18 of the 30 labels`},
+		{"pod_uid and hpc_job take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes.pod-uid-label", "--hpc-job-mapping-dir", t.TempDir()},
+			"matches up to 12 label keys but only 10 fit"},
+		{"a counters file that leaves no room", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*"},
+			`--kubernetes.pod-labels "team.*": no room for pod labels: a series already carries up to 30 of the 30 labels Mimir and Cortex accept (13 label-type fields in ` + manyLabels},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBERNETES_SERVICE_HOST", "")
+			_, err := run(t, append(base, tt.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	// Twelve named keys fit: startup goes on to the API server, which is
+	// not there outside a pod.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := run(t, append(base, "--kubernetes.pod-labels", twelve)...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "KUBERNETES_SERVICE_HOST")
 }

@@ -165,7 +165,7 @@ func serve(c *cli.Context) error {
 		}
 		return nil
 	}
-	enrichers, err := openEnrichers(ctx, c, src, entities, log, reg)
+	enrichers, err := openEnrichers(ctx, c, set, src, entities, log, reg)
 	if err != nil {
 		return err
 	}

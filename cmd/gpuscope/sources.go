@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/enrich"
@@ -97,14 +98,14 @@ func openDCGM(c *cli.Context, log *logrus.Entry) (source.Source, error) {
 
 // openEnrichers starts the label enrichers the flags ask for and registers
 // their own metrics.
-func openEnrichers(ctx context.Context, c *cli.Context, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
+func openEnrichers(ctx context.Context, c *cli.Context, set *counters.Set, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
 	var out []enrich.Enricher
 	if c.Bool(flagSimPods) {
 		sp := simpods.New(c.Int(flagSimGPUs))
 		reg.MustRegister(sp)
 		out = append(out, sp)
 	}
-	more, err := openClusterEnrichers(ctx, c, src, entities, log, reg)
+	more, err := openClusterEnrichers(ctx, c, set, src, entities, log, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/podattr"
 	"github.com/gpuscope/gpuscope/internal/podlabels"
 	"github.com/gpuscope/gpuscope/source"
@@ -34,7 +36,7 @@ func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source
 // openClusterEnrichers starts Kubernetes pod attribution and HPC job
 // mapping when asked for. Both refresh in the background; a kubelet or a
 // directory that goes away is reported in their metrics, never fatal.
-func openClusterEnrichers(ctx context.Context, c *cli.Context, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
+func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
 	var out []enrich.Enricher
 	if c.Bool(flagKubernetes) {
 		cfg := podattr.Config{
@@ -51,7 +53,7 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, src source.Source
 			cfg.Processes = pl.Processes
 		}
 		if c.String(flagPodLabels) != "" {
-			w, err := openPodLabels(ctx, c, log, reg)
+			w, err := openPodLabels(ctx, c, set, log, reg)
 			if err != nil {
 				return nil, err
 			}
@@ -103,7 +105,7 @@ func checkPodLabels(c *cli.Context, expr string) error {
 // openPodLabels starts the watch of this node's pods on the API server. It
 // runs until ctx ends; an API server that is away is reported in its
 // metrics and retried, never fatal.
-func openPodLabels(ctx context.Context, c *cli.Context, log *logrus.Entry, reg *prometheus.Registry) (*podlabels.Watcher, error) {
+func openPodLabels(ctx context.Context, c *cli.Context, set *counters.Set, log *logrus.Entry, reg *prometheus.Registry) (*podlabels.Watcher, error) {
 	if err := checkPodLabels(c, c.String(flagPodLabels)); err != nil {
 		return nil, err
 	}
@@ -111,13 +113,19 @@ func openPodLabels(ctx context.Context, c *cli.Context, log *logrus.Entry, reg *
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
 	}
+	room, err := podLabelRoom(c, set)
+	if err != nil {
+		return nil, err
+	}
+	log.WithFields(logrus.Fields{"max_pod_labels": room, "label_limit": labelbudget.Limit}).
+		Info("Pod labels are capped so that no series carries more labels than the limit")
 	node := c.String(flagHostname)
 	if node == "" {
 		if node, err = os.Hostname(); err != nil {
 			return nil, fmt.Errorf("--%s: the node name is unknown (set --%s or NODE_NAME): %w", flagPodLabels, flagHostname, err)
 		}
 	}
-	w, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: node, Logger: log})
+	w, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: node, MaxLabelsPerPod: room, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
 	}
@@ -128,4 +136,54 @@ func openPodLabels(ctx context.Context, c *cli.Context, log *logrus.Entry, reg *
 		}
 	}()
 	return w, nil
+}
+
+// podLabelRoom is how many pod labels fit on the widest series beside the
+// identity, label-field and enricher labels this configuration puts there,
+// under the limit that Mimir and Cortex enforce. An allowlist that names
+// more keys than that, or a configuration that leaves no room, is an error
+// at startup rather than series refused later by the remote store.
+func podLabelRoom(c *cli.Context, set *counters.Set) (int, error) {
+	shape := labelbudget.Shape{LabelFields: countLabelFields(set)}
+	if c.Bool(flagSimPods) {
+		shape.EnricherLabels += 3
+	}
+	if c.Bool(flagKubernetes) {
+		shape.EnricherLabels += 3 // pod, namespace, container
+		if c.Bool(flagPodUID) {
+			shape.EnricherLabels++
+		}
+	}
+	if c.String(flagHPCJobDir) != "" {
+		shape.EnricherLabels++
+	}
+	expr := c.String(flagPodLabels)
+	room := shape.Room()
+	why := fmt.Sprintf("a series already carries up to %d of the %d labels Mimir and Cortex accept "+
+		"(%d label-type fields in %s, %d pod and job labels, the identity labels, and %d added by Prometheus and an external label)",
+		shape.Widest(), labelbudget.Limit, shape.LabelFields, set.File, shape.EnricherLabels, labelbudget.Reserved)
+	if room < 1 {
+		return 0, fmt.Errorf("--%s %q: no room for pod labels: %s; list fewer label-type fields", flagPodLabels, expr, why)
+	}
+	n, finite, err := labelbudget.AllowlistKeys(expr)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", flagPodLabels, err)
+	}
+	if finite && n > room {
+		return 0, fmt.Errorf("--%s %q matches up to %d label keys but only %d fit: %s; name at most %d keys",
+			flagPodLabels, expr, n, room, why, room)
+	}
+	return min(room, podlabels.DefaultMaxLabelsPerPod), nil
+}
+
+// countLabelFields counts the distinct label-type fields of a counters set:
+// a field listed under two names labels the series once.
+func countLabelFields(set *counters.Set) int {
+	seen := map[uint16]bool{}
+	for _, f := range set.Fields {
+		if f.Type == counters.Label {
+			seen[f.ID] = true
+		}
+	}
+	return len(seen)
 }

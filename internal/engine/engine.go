@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -138,7 +139,26 @@ func New(opts Options) (*Engine, error) {
 		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
 	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow)
+	if err := e.checkLabelBudget(e.plan); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// checkLabelBudget refuses a plan whose widest series could carry more
+// labels than a remote store accepts, naming the counters file.
+func (e *Engine) checkLabelBudget(p *plan) error {
+	shape := labelbudget.Shape{LabelFields: len(p.labelFields)}
+	for _, en := range e.enr {
+		shape.EnricherLabels += len(en.names)
+		if xl, ok := en.e.(enrich.ExtraLabeler); ok {
+			shape.ExtraLabels += xl.MaxExtraLabels()
+		}
+	}
+	if err := shape.Check(); err != nil {
+		return fmt.Errorf("%s: %w; list fewer label-type fields", p.set.File, err)
+	}
+	return nil
 }
 
 // Start watches the fields and starts one sampling loop per interval. A
@@ -172,6 +192,9 @@ func (e *Engine) Reload(set *counters.Set) error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow)
+	if err := e.checkLabelBudget(np); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
 	e.stopLoops()
 	e.collectMu.Lock()
 	err := e.src.Watch(np.groups)

@@ -659,7 +659,8 @@ func (p *podEnricher) Values(e *source.Entity) []string {
 	}
 	return nil
 }
-func (p *podEnricher) Generation() uint64 { return p.gen }
+func (p *podEnricher) Generation() uint64  { return p.gen }
+func (p *podEnricher) MaxExtraLabels() int { return 2 }
 func (p *podEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
 	if e.GPU == 0 {
 		return []enrich.Label{{Name: "label_team", Value: "vision"}, {Name: "label_empty", Value: ""}}
@@ -790,10 +791,72 @@ func (p *badPodEnricher) Values(e *source.Entity) []string {
 	}
 	return nil
 }
-func (p *badPodEnricher) Generation() uint64 { return 1 }
+func (p *badPodEnricher) Generation() uint64  { return 1 }
+func (p *badPodEnricher) MaxExtraLabels() int { return 1 }
 func (p *badPodEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
 	if e.GPU == 0 {
 		return []enrich.Label{{Name: "label_team", Value: "vis\x80on"}}
 	}
 	return nil
+}
+
+// labelFieldsCSV lists n fields as label-type fields (dcgm-exporter accepts
+// any field as a label).
+func labelFieldsCSV(n int) string {
+	names := []string{"DCGM_FI_DRIVER_VERSION", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP",
+		"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_GPU_UTIL",
+		"DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_FREE",
+		"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_RETIRED_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+		"DCGM_FI_DEV_ROW_REMAP_PENDING"}
+	var b strings.Builder
+	b.WriteString("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")
+	for _, n := range names[:n] {
+		b.WriteString(n + ", label, l\n")
+	}
+	return b.String()
+}
+
+// A series never carries more than 30 labels once stored: a counters file
+// whose label-type fields would cross that is refused at start and on
+// reload, and a refused reload keeps the running set.
+func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
+	pe := func() []enrich.Enricher {
+		return []enrich.Enricher{&podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}}
+	}
+	tests := []struct {
+		name      string
+		fields    int
+		enrichers []enrich.Enricher
+		ok        bool
+	}{
+		// 8 identity + 16 + 2 of a family + 4 added later = 30.
+		{"16 label fields fit", 16, nil, true},
+		{"17 label fields do not", 17, nil, false},
+		// The pod enricher adds 2 names and up to 2 pod labels.
+		{"12 label fields and pod labels fit", 12, pe(), true},
+		{"13 label fields and pod labels do not", 13, pe(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+			_, err := New(Options{Source: src, Counters: parseSet(t, labelFieldsCSV(tt.fields)), DefaultInterval: time.Second,
+				Hostname: "node-1", Log: quietLog(), Enrichers: tt.enrichers})
+			if tt.ok {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "test.csv: series would carry up to 31 labels, over the limit of 30")
+		})
+	}
+
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	e := newTestEngine(t, labelFieldsCSV(1), src, clk)
+	e.baseCtx = context.Background()
+	err := e.Reload(parseSet(t, labelFieldsCSV(17)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reload: test.csv: series would carry up to 31 labels")
+	collectAll(t, e)
+	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1, "the previous set keeps running")
 }

@@ -38,4 +38,7 @@ type Label struct {
 // Values, the result is read-only and changes only with Generation.
 type ExtraLabeler interface {
 	ExtraLabels(e *source.Entity) []Label
+	// MaxExtraLabels bounds len(ExtraLabels(e)) for every entity, so that
+	// the label budget of a series can be checked up front.
+	MaxExtraLabels() int
 }

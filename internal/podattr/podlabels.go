@@ -13,6 +13,8 @@ type PodLabelSource interface {
 	Labels(namespace, pod string) []enrich.Label
 	// Generation changes whenever some pod's labels change.
 	Generation() uint64
+	// MaxLabels bounds the labels Labels returns for one pod.
+	MaxLabels() int
 }
 
 // ExtraLabels implements enrich.ExtraLabeler: the selected labels of the
@@ -27,6 +29,14 @@ func (e *Enricher) ExtraLabels(ent *source.Entity) []enrich.Label {
 		return nil
 	}
 	return e.cfg.PodLabels.Labels(v[1], v[0])
+}
+
+// MaxExtraLabels implements enrich.ExtraLabeler.
+func (e *Enricher) MaxExtraLabels() int {
+	if e.cfg.PodLabels == nil {
+		return 0
+	}
+	return e.cfg.PodLabels.MaxLabels()
 }
 
 var _ enrich.ExtraLabeler = (*Enricher)(nil)

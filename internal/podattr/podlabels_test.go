@@ -26,6 +26,8 @@ func (s *staticLabels) Labels(namespace, pod string) []enrich.Label {
 	return s.pods[namespace+"/"+pod]
 }
 
+func (s *staticLabels) MaxLabels() int { return 8 }
+
 func (s *staticLabels) Generation() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -37,8 +37,11 @@ const (
 	// 110 pods per node; large nodes are configured for a few hundred.
 	DefaultMaxPods = 1024
 	// DefaultMaxLabelsPerPod bounds the labels copied from one pod, so a
-	// loose allowlist cannot multiply the size of every series.
-	DefaultMaxLabelsPerPod = 32
+	// loose allowlist cannot multiply the size of every series: it is the
+	// room the label budget (internal/labelbudget) leaves beside the
+	// shipped counters files and pod, namespace and container. gpuscope
+	// sets the bound from its actual configuration.
+	DefaultMaxLabelsPerPod = 12
 	DefaultMinBackoff      = 500 * time.Millisecond
 	DefaultMaxBackoff      = 30 * time.Second
 	// maxListBytes bounds a LIST answer; pods of one node are far below it.
@@ -181,6 +184,9 @@ func (w *Watcher) Labels(namespace, pod string) []enrich.Label {
 	defer w.mu.RUnlock()
 	return w.pods[podKey{namespace, pod}]
 }
+
+// MaxLabels is the most labels Labels returns for one pod.
+func (w *Watcher) MaxLabels() int { return w.cfg.MaxLabelsPerPod }
 
 // Generation changes whenever the labels of some pod change.
 func (w *Watcher) Generation() uint64 { return w.gen.Load() }

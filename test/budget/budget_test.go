@@ -1,0 +1,401 @@
+// Package budget holds the cardinality budget test: it runs the real
+// gpuscope binary on the sim source with each shipped counters file (and
+// dcgm-exporter's default one), measures what Prometheus would store from
+// its exposition, and checks those numbers against the table in
+// docs/scale.md. A change that raises any of them by more than 10% fails
+// until the table is regenerated:
+//
+//	go test ./test/budget -update
+package budget
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/compattest"
+	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/labelbudget"
+)
+
+var update = flag.Bool("update", false, "rewrite the budget table of docs/scale.md from this run")
+
+const (
+	docPath  = "docs/scale.md"
+	begin    = "<!-- budget:begin -->"
+	end      = "<!-- budget:end -->"
+	nodeGPUs = 8
+	// tolerance is how much a number may rise over the documented one.
+	tolerance = 1.10
+	// preserved counts the labels Prometheus adds to every stored series:
+	// __name__, job and instance.
+	preserved = 3
+)
+
+// columns of the table, in order; the first column is the counters file.
+var columns = []string{
+	"series per GPU", "series per MIG instance", "series per NvSwitch", "series per 8-GPU node",
+	"bytes per scrape", "bytes per scrape, gzip", "samples/s at a 15 s scrape", "samples/s at a 5 s scrape",
+	"most labels on a series",
+}
+
+// variant is one row of the table: a counters file, optionally edited, and
+// the families a metric_relabel_configs rule would drop.
+type variant struct {
+	name, path string
+	edit       func(string) string
+	drop       func(name string) bool
+}
+
+// dropStats removes the window-statistics column of every CSV line.
+func dropStats(csv string) string {
+	lines := strings.Split(csv, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		if cells := strings.Split(l, ","); len(cells) == 5 {
+			lines[i] = strings.Join(cells[:4], ",")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+type row struct {
+	file   string
+	values []float64
+}
+
+// series is one exposition line's metric name and labels.
+type series struct {
+	name   string
+	labels map[string]string
+}
+
+func TestCardinalityBudget(t *testing.T) {
+	e2etest.RequireTool(t, "go")
+	root := e2etest.RepoRoot()
+	dcp := filepath.Join(root, "etc", "dcp-metrics.csv")
+	files := []variant{
+		{name: "etc/default-counters.csv", path: filepath.Join(root, "etc", "default-counters.csv")},
+		{name: "etc/dcp-metrics.csv", path: dcp},
+	}
+	if dir := compattest.DirOrEmpty(t); dir != "" {
+		files = append(files, variant{name: "dcgm-exporter default-counters.csv", path: filepath.Join(dir, "default-counters.csv")})
+	} else if *update {
+		t.Fatal("-update needs dcgm-exporter's counters files in ../shared so that the table keeps its row")
+	}
+	// The cost-cutting options of docs/scale.md, measured the same way.
+	files = append(files,
+		variant{name: "dcp-metrics.csv, window stats cut to max avg", path: dcp,
+			edit: func(csv string) string { return strings.ReplaceAll(csv, "min max avg p50 p90 p99", "max avg") }},
+		variant{name: "dcp-metrics.csv, no window stats", path: dcp, edit: dropStats},
+		variant{name: "dcp-metrics.csv, relabel drops field_supported, go_, process_", path: dcp,
+			drop: func(name string) bool {
+				return name == "gpuscope_field_supported" || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
+			}},
+	)
+	jobs := t.TempDir()
+	for i := range nodeGPUs {
+		require.NoError(t, os.WriteFile(filepath.Join(jobs, strconv.Itoa(i)), []byte(fmt.Sprintf("slurm-%d\n", 1000+i)), 0o600))
+	}
+	var rows []row
+	for _, f := range files {
+		rows = append(rows, measure(t, f, jobs))
+	}
+	docFile := filepath.Join(root, docPath)
+	doc, err := os.ReadFile(docFile)
+	require.NoError(t, err)
+	if *update {
+		out, err := replaceTable(string(doc), render(rows))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(docFile, []byte(out), 0o644))
+		t.Logf("rewrote the budget table of %s", docPath)
+		return
+	}
+	documented, err := parseTable(string(doc))
+	require.NoError(t, err, "%s: run `go test ./test/budget -update`", docPath)
+	for _, r := range rows {
+		want, ok := documented[r.file]
+		if !ok {
+			t.Errorf("%s has no row for %s: run `go test ./test/budget -update`", docPath, r.file)
+			continue
+		}
+		for i, v := range r.values {
+			switch {
+			case v > want[i]*tolerance+1e-9:
+				t.Errorf("%s, %s: %s is now %s, %.0f%% over the %s that %s documents; if the rise is meant, update the doc: go test ./test/budget -update",
+					r.file, columns[i], columns[i], format(v), 100*(v/want[i]-1), format(want[i]), docPath)
+			case v < want[i]/tolerance:
+				t.Logf("%s, %s: %s is below the documented %s; `go test ./test/budget -update` would lower it", r.file, columns[i], format(v), format(want[i]))
+			}
+		}
+	}
+}
+
+// measure runs gpuscope on an 8-GPU simulated node with pod and HPC job
+// labels, then on the same node in MIG mode, and reads the numbers of one
+// table row from their expositions.
+func measure(t *testing.T, v variant, jobs string) row {
+	t.Helper()
+	name, csv := v.name, v.path
+	if v.edit != nil {
+		raw, err := os.ReadFile(v.path)
+		require.NoError(t, err)
+		csv = filepath.Join(t.TempDir(), "counters.csv")
+		require.NoError(t, os.WriteFile(csv, []byte(v.edit(string(raw))), 0o600))
+	}
+	set, err := counters.Load(csv)
+	require.NoError(t, err)
+	common := []string{"--source=sim", "--sim-gpus=" + strconv.Itoa(nodeGPUs), "--sim-model=h100", "--sim-pods",
+		// Events off: the XID and clock-event families grow with what
+		// happened, and the budget is taken on a quiet node.
+		"--sim-event-rate=0", "--hpc-job-mapping-dir=" + jobs, "--collectors=" + csv}
+
+	base, _ := e2etest.GPUScope(t, common...)
+	plain, all := stableExposition(t, base, v.drop)
+	gz := gzipSize(t, base)
+	var gpuSeries, widest int
+	for _, s := range all {
+		if _, ok := s.labels["gpu"]; ok {
+			gpuSeries++
+		}
+		widest = max(widest, len(s.labels)+preserved)
+	}
+
+	migBase, _ := e2etest.GPUScope(t, append(common, "--sim-mig=all")...)
+	_, migAll := stableExposition(t, migBase, v.drop)
+	instances := map[string]bool{}
+	var migSeries int
+	for _, s := range migAll {
+		if id, ok := s.labels["GPU_I_ID"]; ok {
+			migSeries++
+			instances[s.labels["gpu"]+"/"+id] = true
+		}
+		widest = max(widest, len(s.labels)+preserved)
+	}
+	require.NotEmpty(t, instances, "%s: no MIG instance series with --sim-mig=all", name)
+
+	// The sim has no NvSwitch: a switch gets one series per NvSwitch field
+	// of the file (per port for the link fields), counted from the catalog.
+	var switchFields int
+	for _, f := range set.Fields {
+		if info, ok := counters.ByID(f.ID); ok && info.Entity == counters.EntityNvSwitch && f.Type != counters.Label {
+			switchFields++
+		}
+	}
+
+	// The label budget holds on what was measured: the widest series plus
+	// an external label (cluster) stays within the limit and within the
+	// bound that startup checks.
+	labelFields := map[uint16]bool{}
+	for _, f := range set.Fields {
+		if f.Type == counters.Label {
+			labelFields[f.ID] = true
+		}
+	}
+	bound := labelbudget.Shape{LabelFields: len(labelFields), EnricherLabels: 4}.Widest()
+	require.LessOrEqual(t, widest+1, bound, "%s: the widest series (%d labels stored, plus cluster) exceeds the bound startup checks (%d)", name, widest, bound)
+	require.LessOrEqual(t, widest+1, labelbudget.Limit, "%s: the widest series exceeds %d labels", name, labelbudget.Limit)
+
+	return row{file: name, values: []float64{
+		round1(float64(gpuSeries) / nodeGPUs),
+		round1(float64(migSeries) / float64(len(instances))),
+		float64(switchFields),
+		float64(len(all)),
+		float64(plain),
+		float64(gz),
+		round1(float64(len(all)) / 15),
+		round1(float64(len(all)) / 5),
+		float64(widest),
+	}}
+}
+
+// stableExposition scrapes until every sampled field has reached the
+// exposition: the same series three scrapes in a row, half a second apart.
+func stableExposition(t *testing.T, base string, drop func(string) bool) (int, []series) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var prev []string
+	same := 0
+	for {
+		body := get(t, base+"/metrics", false)
+		all := parse(t, body, drop)
+		keys := make([]string, len(all))
+		for i, s := range all {
+			keys[i] = s.name + fmt.Sprint(s.labels)
+		}
+		if len(all) > 0 && strings.Join(keys, "\n") == strings.Join(prev, "\n") {
+			same++
+		} else {
+			same = 0
+		}
+		if same == 2 {
+			return len(body), all
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/metrics did not settle within 60s", base)
+		}
+		prev = keys
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func gzipSize(t *testing.T, base string) int {
+	t.Helper()
+	return len(get(t, base+"/metrics", true))
+}
+
+// get returns the body as sent: compressed when gzip is asked for.
+func get(t *testing.T, url string, gz bool) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	// Prometheus' own Accept header; setting Accept-Encoding by hand keeps
+	// Go's transport from decompressing the body.
+	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1")
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
+	} else {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if gz {
+		require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"), "gzip was asked for")
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, zr)
+		require.NoError(t, err, "the gzip body does not decompress")
+	}
+	return body
+}
+
+// parse reads the series of a text exposition.
+func parse(t *testing.T, body []byte, drop func(string) bool) []series {
+	t.Helper()
+	var out []series
+	for i, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s, err := parseLine(line)
+		require.NoError(t, err, "exposition line %d: %q", i+1, line)
+		if drop == nil || !drop(s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func parseLine(line string) (series, error) {
+	s := series{labels: map[string]string{}}
+	i := strings.IndexAny(line, "{ ")
+	if i <= 0 {
+		return s, fmt.Errorf("no metric name")
+	}
+	s.name = line[:i]
+	if line[i] == ' ' {
+		return s, nil
+	}
+	rest := line[i+1:]
+	for {
+		if strings.HasPrefix(rest, "}") {
+			return s, nil
+		}
+		eq := strings.Index(rest, `="`)
+		if eq <= 0 {
+			return s, fmt.Errorf("bad label at %q", rest)
+		}
+		name := rest[:eq]
+		rest = rest[eq+2:]
+		var v strings.Builder
+		j := 0
+		for ; j < len(rest) && rest[j] != '"'; j++ {
+			if rest[j] == '\\' && j+1 < len(rest) {
+				j++
+			}
+			v.WriteByte(rest[j])
+		}
+		if j == len(rest) {
+			return s, fmt.Errorf("unterminated value of %s", name)
+		}
+		s.labels[name] = v.String()
+		rest = strings.TrimPrefix(rest[j+1:], ",")
+	}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+func format(v float64) string {
+	if v == math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func render(rows []row) string {
+	var b strings.Builder
+	b.WriteString("| counters file | " + strings.Join(columns, " | ") + " |\n")
+	b.WriteString("| --- |" + strings.Repeat(" ---: |", len(columns)) + "\n")
+	for _, r := range rows {
+		cells := make([]string, len(r.values))
+		for i, v := range r.values {
+			cells[i] = format(v)
+		}
+		b.WriteString("| " + r.file + " | " + strings.Join(cells, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+func replaceTable(doc, table string) (string, error) {
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("%s: no %s ... %s markers", docPath, begin, end)
+	}
+	return doc[:i+len(begin)] + "\n" + table + doc[j:], nil
+}
+
+func parseTable(doc string) (map[string][]float64, error) {
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %s ... %s markers", begin, end)
+	}
+	out := map[string][]float64{}
+	for n, line := range strings.Split(strings.TrimSpace(doc[i+len(begin):j]), "\n") {
+		if n < 2 {
+			continue // header and alignment
+		}
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != len(columns)+1 {
+			return nil, fmt.Errorf("table line %q: %d cells, want %d", line, len(cells), len(columns)+1)
+		}
+		vals := make([]float64, len(columns))
+		for k, c := range cells[1:] {
+			v, err := strconv.ParseFloat(strings.TrimSpace(c), 64)
+			if err != nil {
+				return nil, fmt.Errorf("table line %q, %s: %w", line, columns[k], err)
+			}
+			vals[k] = v
+		}
+		out[strings.TrimSpace(cells[0])] = vals
+	}
+	return out, nil
+}
