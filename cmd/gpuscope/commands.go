@@ -1,15 +1,19 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/server"
 )
 
 func countersCommand() *cli.Command {
@@ -51,10 +55,16 @@ func profilingCommand() *cli.Command {
 		&cli.StringFlag{Name: "url", Value: "http://127.0.0.1:9400", EnvVars: env("GPUSCOPE_URL"), Usage: "base URL of the running gpuscope"},
 		&cli.StringFlag{Name: "username", EnvVars: env("GPUSCOPE_USERNAME"), Usage: "basic-auth user, when the web config asks for one"},
 		&cli.StringFlag{Name: "password", EnvVars: env("GPUSCOPE_PASSWORD"), Usage: "basic-auth password"},
+		&cli.StringFlag{Name: "tls.ca-file", EnvVars: env("GPUSCOPE_TLS_CA_FILE"), Usage: "PEM file of the CA that signed the exporter's certificate (a self-signed one, say)"},
+		&cli.BoolFlag{Name: "tls.insecure-skip-verify", EnvVars: env("GPUSCOPE_TLS_INSECURE_SKIP_VERIFY"), Usage: "accept any certificate from the exporter; for tests only"},
 	}
 	action := func(verb string) cli.ActionFunc {
 		return func(c *cli.Context) error {
-			return postProfiling(c.App.Writer, c.String("url"), verb, c.String("username"), c.String("password"))
+			client, err := profilingClient(c.String("tls.ca-file"), c.Bool("tls.insecure-skip-verify"))
+			if err != nil {
+				return fmt.Errorf("profiling %s: %w", verb, err)
+			}
+			return postProfiling(c.App.Writer, client, c.String("url"), verb, c.String("username"), c.String("password"))
 		}
 	}
 	return &cli.Command{
@@ -67,16 +77,39 @@ func profilingCommand() *cli.Command {
 	}
 }
 
-func postProfiling(w io.Writer, base, verb, user, pass string) error {
+// profilingClient trusts the system's CAs, plus caFile when given.
+func profilingClient(caFile string, insecure bool) (*http.Client, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls.ca-file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls.ca-file %s: no PEM certificate in it", caFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr}, nil
+}
+
+func postProfiling(w io.Writer, client *http.Client, base, verb, user, pass string) error {
 	url := strings.TrimRight(base, "/") + "/api/v1/profiling/" + verb
 	req, err := http.NewRequest(http.MethodPost, url, nil)
 	if err != nil {
 		return fmt.Errorf("profiling %s: %w", verb, err)
 	}
+	// The exporter refuses requests a browser could forge without it.
+	req.Header.Set(server.ProfilingRequestHeader, "1")
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("profiling %s: %w", verb, err)

@@ -65,7 +65,7 @@ func newApp() *cli.App {
 			"unchanged) in the background, each at its own watch interval, and serves them on /metrics " +
 			"with dcgm-exporter's metric names and labels. Every flag can also be set through the " +
 			"environment variable shown after it.",
-		Flags: append(serveFlags(), apiFlags()...),
+		Flags: append(append(serveFlags(), apiFlags()...), webLimitFlags()...),
 		// A mistyped flag gets one line naming it, not 60 lines of help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usage(fmt.Errorf("%w (see gpuscope --help)", err))

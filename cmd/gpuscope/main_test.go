@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -190,7 +191,7 @@ func TestProfilingCommandPostsToTheExporter(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, _ := r.BasicAuth()
-		got = append(got, r.Method+" "+r.URL.Path+" "+user+":"+pass)
+		got = append(got, r.Method+" "+r.URL.Path+" "+user+":"+pass+" "+r.Header.Get("X-Gpuscope-Request"))
 		if r.URL.Path == "/api/v1/profiling/resume" {
 			http.Error(w, "profiling module not loaded", http.StatusInternalServerError)
 			return
@@ -204,7 +205,7 @@ func TestProfilingCommandPostsToTheExporter(t *testing.T) {
 	_, err = run(t, "profiling", "resume", "--url", srv.URL+"/")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "profiling module not loaded")
-	assert.Equal(t, []string{"POST /api/v1/profiling/pause prom:pw", "POST /api/v1/profiling/resume :"}, got)
+	assert.Equal(t, []string{"POST /api/v1/profiling/pause prom:pw 1", "POST /api/v1/profiling/resume : 1"}, got)
 }
 
 // TestClearerFileErrorsPollIntervalHasAMinimum: a poll interval of 1ns
@@ -217,6 +218,40 @@ func TestClearerFileErrorsPollIntervalHasAMinimum(t *testing.T) {
 			_, err := run(t, "--source", "sim", "--collectors-poll-interval", value, "--web.config.file", "/nonexistent/web.yml")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "--collectors-poll-interval "+value+": below the minimum 100ms (0 turns polling off)")
+		})
+	}
+}
+
+// TestProfilingEndpointsCommandTrustsACAFile: `gpuscope profiling` reaches
+// an exporter with a self-signed certificate through --tls.ca-file, or
+// --tls.insecure-skip-verify, and refuses it otherwise.
+func TestProfilingEndpointsCommandTrustsACAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("profiling paused\n"))
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"the CA file", []string{"--tls.ca-file", ca}, ""},
+		{"no verification", []string{"--tls.insecure-skip-verify"}, ""},
+		{"neither", nil, "certificate"},
+		{"a CA file that is not PEM", []string{"--tls.ca-file", "/dev/null"}, "--tls.ca-file /dev/null: no PEM certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, append([]string{"profiling", "pause", "--url", srv.URL}, tt.args...)...)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "profiling paused\n", out)
 		})
 	}
 }

@@ -109,6 +109,9 @@ func serve(c *cli.Context) error {
 	if poll := c.Duration(flagReloadPoll); poll < 0 || (poll > 0 && poll < minReloadPoll) {
 		return usage(fmt.Errorf("--%s %s: below the minimum %s (0 turns polling off)", flagReloadPoll, poll, minReloadPoll))
 	}
+	if n := c.Int(flagMaxConnections); n < 1 {
+		return usage(fmt.Errorf("--%s %d: at least 1", flagMaxConnections, n))
+	}
 	xidWindow, err := parseInterval(flagXIDWindow, c.String(flagXIDWindow))
 	if err != nil {
 		return usage(err)
@@ -231,6 +234,9 @@ func serve(c *cli.Context) error {
 		Log:           log.WithField("component", "http"),
 		Pprof:         dx.Pprof,
 		SystemdSocket: dx.SystemdSocket,
+
+		EnableProfilingAPI: c.Bool(flagEnableProfilingAPI),
+		MaxConnections:     c.Int(flagMaxConnections),
 	})
 	if err != nil {
 		return err

@@ -12,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +61,34 @@ type Options struct {
 	Registerer prometheus.Registerer
 	Version    string
 	Log        *logrus.Entry
+	// EnableProfilingAPI registers POST /api/v1/profiling/{pause,resume}.
+	// Off by default: without a web config anyone who reaches the port
+	// could stop the profiling fields.
+	EnableProfilingAPI bool
+	// MaxConnections caps the connections served at once; the excess is
+	// answered 503 and closed. 0 means DefaultMaxConnections.
+	MaxConnections int
+	// IdleTimeout and WriteTimeout bound how long a keep-alive connection
+	// waits for its next request and how long a response may take to
+	// write; 0 means the defaults below.
+	IdleTimeout, WriteTimeout time.Duration
 }
+
+// Limits of the HTTP server. A scrape renders in well under a second even
+// with full windows, so a response still writing after a minute is a
+// client that stopped reading; Prometheus reuses a connection every scrape
+// interval (up to a minute or two), so idle ones can go after two minutes.
+const (
+	DefaultMaxConnections = 1024
+	DefaultIdleTimeout    = 2 * time.Minute
+	DefaultWriteTimeout   = time.Minute
+	readHeaderTimeout     = 10 * time.Second
+	maxHeaderBytes        = 64 << 10
+)
+
+// ProfilingRequestHeader marks a request to the profiling API as not forged
+// by a browser: a cross-site form or a no-cors fetch cannot set it.
+const ProfilingRequestHeader = "X-Gpuscope-Request"
 
 // Server is gpuscope's HTTP server.
 type Server struct {
@@ -73,6 +102,7 @@ type Server struct {
 	// that would otherwise hold the shutdown until its timeout.
 	shutdown     chan struct{}
 	shutdownOnce sync.Once
+	conns        atomic.Int64 // connections open now
 }
 
 // reuseBodyFor is how long a rendered /metrics body is served again: the
@@ -128,14 +158,16 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("building the landing page: %w", err)
 	}
 	s.mux.Handle("/", landing)
-	s.mux.HandleFunc("/metrics", s.metrics)
-	s.mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.Handle("/metrics", readOnly(http.HandlerFunc(s.metrics)))
+	s.mux.Handle("/health", readOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
-	})
-	s.mux.HandleFunc("/ready", s.ready)
-	s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
-	s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
+	})))
+	s.mux.Handle("/ready", readOnly(http.HandlerFunc(s.ready)))
+	if opts.EnableProfilingAPI {
+		s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
+		s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
+	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)
 	if opts.Pprof {
@@ -150,6 +182,18 @@ func New(opts Options) (*Server, error) {
 
 // Handler returns the server's routes, without TLS or authentication.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// readOnly answers 405 to anything but GET and HEAD.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "use GET or HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b := s.bodies.get()
@@ -168,18 +212,35 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// acceptsGzip says whether the request's Accept-Encoding allows gzip.
+// acceptsGzip says whether the request's Accept-Encoding allows gzip
+// (RFC 9110, 12.5.3): "gzip" or "*" with a q-value above 0, the explicit
+// gzip entry winning over the wildcard.
 func acceptsGzip(r *http.Request) bool {
+	gzip, star := -1.0, -1.0
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.TrimSpace(enc) != "gzip" {
-			continue
+		enc, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0
+				}
+				q = f
+			}
 		}
-		// "gzip;q=0" refuses it.
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		switch enc = strings.ToLower(strings.TrimSpace(enc)); enc {
+		case "gzip", "x-gzip":
+			gzip = max(gzip, q)
+		case "*":
+			star = q
+		}
 	}
-	return false
+	if gzip >= 0 {
+		return gzip > 0
+	}
+	return star > 0
 }
 
 // renderAll appends the GPU series and then gpuscope's own families.
@@ -225,6 +286,10 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 			http.Error(w, "use POST", http.StatusMethodNotAllowed)
 			return
 		}
+		if !notForgeable(r) {
+			http.Error(w, "send the header "+ProfilingRequestHeader+" (gpuscope profiling does) or a JSON body: a browser cannot forge either across sites", http.StatusForbidden)
+			return
+		}
 		if s.opts.Profiling == nil {
 			http.Error(w, "this source holds no profiling lock (only DCGM does)", http.StatusNotImplemented)
 			return
@@ -250,11 +315,76 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 // endStreams ends the open /api/v1/stream responses.
 func (s *Server) endStreams() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
+// notForgeable says whether a request carries something a cross-site page
+// cannot send without a CORS preflight, which gpuscope never grants: a
+// custom header, or a content type other than the three a form may use.
+func notForgeable(r *http.Request) bool {
+	if r.Header.Get(ProfilingRequestHeader) != "" {
+		return true
+	}
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	switch strings.ToLower(strings.TrimSpace(ct)) {
+	case "", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data":
+		return false
+	}
+	return true
+}
+
+// overLimitKey marks, in a connection's context, one accepted past
+// MaxConnections.
+type overLimitKey struct{}
+
+// httpServer is the http.Server every listener is served with: bounded
+// headers, idle connections and writes, and a cap on open connections.
+func (s *Server) httpServer() *http.Server {
+	limit := int64(s.opts.MaxConnections)
+	if limit <= 0 {
+		limit = DefaultMaxConnections
+	}
+	idle, write := s.opts.IdleTimeout, s.opts.WriteTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	if write <= 0 {
+		write = DefaultWriteTimeout
+	}
+	return &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if over, _ := r.Context().Value(overLimitKey{}).(bool); over {
+				w.Header().Set("Connection", "close")
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "too many connections", http.StatusServiceUnavailable)
+				return
+			}
+			s.mux.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idle,
+		// A streaming handler lifts this for its own response with
+		// http.NewResponseController(w).SetWriteDeadline(time.Time{}).
+		WriteTimeout:   write,
+		MaxHeaderBytes: maxHeaderBytes,
+		// Connections are counted as they are accepted, before TLS, so the
+		// cap holds against clients that never finish a handshake.
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			if s.conns.Add(1) > limit {
+				return context.WithValue(ctx, overLimitKey{}, true)
+			}
+			return ctx
+		},
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				s.conns.Add(-1)
+			}
+		},
+	}
+}
+
 // ListenAndServe serves until ctx ends, with TLS and basic auth from the web
 // config file when one is given.
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	if s.opts.SystemdSocket {
-		srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := s.httpServer()
 		cfg, on := s.opts.WebConfigFile, true
 		flags := &web.FlagConfig{WebConfigFile: &cfg, WebSystemdSocket: &on, WebListenAddresses: &[]string{s.opts.Address}}
 		logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
@@ -269,7 +399,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 
 // Serve serves on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer()
 	cfg := s.opts.WebConfigFile
 	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
 	logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))

@@ -69,7 +69,7 @@ func newTestServer(t *testing.T, eng *fakeEngine, prof *fakeProfiling) *Server {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuscope_test_gauge", Help: "A test gauge."})
 	g.Set(3)
 	reg.MustRegister(g)
-	opts := Options{Engine: eng, Gatherer: reg, Version: "test", Log: quiet()}
+	opts := Options{Engine: eng, Gatherer: reg, Version: "test", Log: quiet(), EnableProfilingAPI: true}
 	if prof != nil {
 		opts.Profiling = prof
 	}
@@ -132,7 +132,10 @@ func TestProfilingEndpoints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newTestServer(t, &fakeEngine{}, tt.prof)
-			rec := get(t, s.Handler(), tt.method, tt.path)
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			req.Header.Set(ProfilingRequestHeader, "1")
+			s.Handler().ServeHTTP(rec, req)
 			assert.Equal(t, tt.code, rec.Code, rec.Body.String())
 			if tt.prof != nil {
 				assert.Equal(t, tt.paused, tt.prof.paused)
@@ -151,7 +154,7 @@ func TestBasicAuthFromWebConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte("basic_auth_users:\n  prom: $2a$04$jcD672bfJ/EIqmVDvRIBvu8auDJS4b2fjhsI1lo83EczAtbvJJ7HO\n"), 0o600))
 	prof := &fakeProfiling{}
 	reg := prometheus.NewRegistry()
-	s, err := New(Options{Engine: &fakeEngine{ready: true}, Gatherer: reg, Profiling: prof, WebConfigFile: cfg, Log: quiet()})
+	s, err := New(Options{Engine: &fakeEngine{ready: true}, Gatherer: reg, Profiling: prof, WebConfigFile: cfg, Log: quiet(), EnableProfilingAPI: true})
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -170,6 +173,7 @@ func TestBasicAuthFromWebConfig(t *testing.T) {
 	do := func(method, path, user, pass string) int {
 		req, err := http.NewRequest(method, base+path, nil)
 		require.NoError(t, err)
+		req.Header.Set(ProfilingRequestHeader, "1")
 		if user != "" {
 			req.SetBasicAuth(user, pass)
 		}

@@ -101,10 +101,10 @@ func TestEndpoints(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode, c.path)
 		assert.Contains(t, string(body), c.contains, c.path)
 	}
-	resp, err := http.Post(base+"/api/v1/profiling/pause", "", nil)
+	resp, err := http.Post(base+"/api/v1/profiling/pause", "application/json", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusNotImplemented, resp.StatusCode, "the sim holds no profiling lock")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the profiling API is off without --web.enable-profiling-api")
 }
 
 // TestNoGPUIsAClearError runs the real binary where there is neither DCGM nor
