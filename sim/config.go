@@ -41,6 +41,17 @@ type Config struct {
 	// process holds a CUDA context and nothing else, the waste that
 	// "allocated but idle" views look for.
 	IdleGPUs []int
+	// Workloads picks each GPU's workload (ParseWorkloads reads the flag);
+	// empty runs the node-wide DataParallel job on every GPU. An IdleGPUs
+	// entry wins over the GPU's workload.
+	Workloads []Workload
+	// StepJitter moves each step boundary of the workload kinds by up to
+	// ±StepJitter/2 of a period (0..0.5); 0 keeps steps regular.
+	StepJitter float64
+	// Noise adds uniform noise of this amplitude (0..0.5) to the activity
+	// ratios of GPUs running a workload kind, beyond the sensor noise every
+	// GPU has.
+	Noise float64
 }
 
 // DefaultConfig is eight H100s with rare events at their normal rate.
@@ -108,6 +119,25 @@ func resolve(cfg Config) (*resolved, error) {
 			return nil, fmt.Errorf("sim: IdleGPUs: index %d repeated", i)
 		}
 		seen[i] = true
+	}
+	if len(r.Workloads) > 0 {
+		if len(r.Workloads) != r.GPUs {
+			return nil, fmt.Errorf("sim: Workloads: %d given for %d GPUs", len(r.Workloads), r.GPUs)
+		}
+		if len(mig) > 0 {
+			return nil, fmt.Errorf("sim: Workloads with MIG %q: each MIG instance runs its own training job", cfg.MIG)
+		}
+		for i, w := range r.Workloads {
+			if !w.valid() {
+				return nil, fmt.Errorf("sim: Workloads: GPU %d: unknown kind %q (known: %s, %s)", i, w, kindNames(), DataParallel)
+			}
+		}
+	}
+	if math.IsNaN(r.StepJitter) || r.StepJitter < 0 || r.StepJitter > 0.5 {
+		return nil, fmt.Errorf("sim: StepJitter %v: must be between 0 and 0.5", cfg.StepJitter)
+	}
+	if math.IsNaN(r.Noise) || r.Noise < 0 || r.Noise > 0.5 {
+		return nil, fmt.Errorf("sim: Noise %v: must be between 0 and 0.5", cfg.Noise)
 	}
 	if r.Hostname == "" {
 		r.Hostname = "gpuscope-sim"

@@ -62,9 +62,12 @@ type Source struct {
 }
 
 type gpuSim struct {
-	idx    int
-	ent    *source.Entity
-	idle   bool // allocated, running nothing
+	idx  int
+	ent  *source.Entity
+	idle bool // allocated, running nothing
+	// kind is the GPU's workload when it runs one of Kinds, nil for the
+	// node-wide job.
+	kind   *kindJob
 	gis    []*giSim
 	serial string
 	pids   [2]uint32
@@ -171,6 +174,10 @@ func New(cfg Config) (*Source, error) {
 		}
 		for _, k := range r.IdleGPUs {
 			g.idle = g.idle || k == i
+		}
+		if len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
+			kj := newKindJob(r.Workloads[i], s.seed, uint64(5000+i), r.StepJitter)
+			g.kind = &kj
 		}
 		g.pids[0] = pid(uint64(i), 0)
 		g.pids[1] = pid(uint64(i), 1)
@@ -436,6 +443,9 @@ func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
 		}
 		return idleActivity
 	}
+	if g.kind != nil {
+		return g.kind.at(tsec)
+	}
 	if len(g.gis) == 0 {
 		return s.job.at(tsec)
 	}
@@ -489,6 +499,22 @@ func (s *Source) power(g *gpuSim, a *activity, tick int64) (float64, bool) {
 	return demand, false
 }
 
+// Truth returns what GPU gpu's workload does, as the simulation defines it;
+// false for the node-wide DataParallel job, whose stalls are random.
+func (s *Source) Truth(gpu int) (Truth, bool) {
+	if gpu < 0 || gpu >= len(s.gpus) {
+		return Truth{}, false
+	}
+	g := s.gpus[gpu]
+	switch {
+	case g.idle:
+		return Truth{Workload: IdleAllocated, Bound: "idle", BoundShare: 1}, true
+	case g.kind != nil:
+		return g.kind.truth(), true
+	}
+	return Truth{}, false
+}
+
 // Processes lists one training process per GPU or MIG instance, two on each
 // shared GPU. Their memory adds up to the framebuffer in use.
 func (s *Source) Processes() []source.Process {
@@ -514,6 +540,9 @@ func (s *Source) Processes() []source.Process {
 			continue
 		}
 		util := math.Round(s.job.at(tsec).sm * 100)
+		if g.kind != nil {
+			util = math.Round(g.kind.at(tsec).sm * 100)
+		}
 		if g.idle {
 			util = 0
 		}

@@ -322,7 +322,25 @@ func (s *Source) value(o *op) float64 {
 		}
 		return sum
 	}
-	return s.profValue(&g.act, id, s.noise(g, 0, id), 1)
+	v := s.profValue(&g.act, id, s.noise(g, 0, id), 1)
+	if s.cfg.Noise > 0 && g.kind != nil {
+		v = s.extraNoise(g, id, v)
+	}
+	return v
+}
+
+// extraNoise adds Config.Noise to a profiling activity of a GPU running a
+// workload kind, drawn independently of the sensor noise.
+func (s *Source) extraNoise(g *gpuSim, id uint16, v float64) float64 {
+	n := 2*unit(hash4(s.seed, uint64(g.idx)<<8|0xFF, uint64(id)|tagNoise<<16, uint64(s.nowTick)|1<<62)) - 1
+	switch id {
+	case fieldProfPCIeTXBytes, fieldProfPCIeRXBytes:
+		return math.Max(0, math.Round(v*(1+2*s.cfg.Noise*n)))
+	case fieldProfGREngineActive, fieldProfSMActive, fieldProfSMOccupancy, fieldProfTensorActive,
+		fieldProfDRAMActive, fieldProfFP64Active, fieldProfFP32Active, fieldProfFP16Active:
+		return clamp01(v + s.cfg.Noise*n)
+	}
+	return v
 }
 
 // profValue is a DCGM_FI_PROF_* activity of a GPU or MIG instance; share is

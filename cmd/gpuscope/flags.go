@@ -45,6 +45,9 @@ const (
 	flagSimEventRate      = "sim-event-rate"
 	flagSimPods           = "sim-pods"
 	flagSimSharedGPUs     = "sim-shared-gpus"
+	flagSimWorkload       = "sim-workload"
+	flagInsight           = "insight"
+	flagInsightWindow     = "insight-window"
 )
 
 func env(names ...string) []string { return names }
@@ -105,6 +108,12 @@ func ownFlags() []cli.Flag {
 		&cli.IntFlag{Name: flagSimNVLinks, Value: -1, EnvVars: env("GPUSCOPE_SIM_NVLINKS"), Usage: "sim source: NVLinks per GPU (-1: the model's)"},
 		&cli.Float64Flag{Name: flagSimEventRate, Value: 1, EnvVars: env("GPUSCOPE_SIM_EVENT_RATE"), Usage: "sim source: multiplier of XID, ECC and throttling event rates (0 turns them off)"},
 		&cli.BoolFlag{Name: flagSimPods, EnvVars: env("GPUSCOPE_SIM_PODS"), Usage: "sim source: attach simulated pod, namespace and container labels, as --kubernetes would"},
+		&cli.BoolFlag{Name: flagInsight, EnvVars: env("GPUSCOPE_INSIGHT"),
+			Usage: "export workload insight per GPU (step period, stall ratio, bound classes; docs/insight.md), computed in the background from 100 ms profiling samples"},
+		&cli.DurationFlag{Name: flagInsightWindow, Value: 30 * time.Second, EnvVars: env("GPUSCOPE_INSIGHT_WINDOW"),
+			Usage: "span the insight metrics are computed over (at least 2s); the longest step period found is half of it"},
+		&cli.StringFlag{Name: flagSimWorkload, Value: "mixed", EnvVars: env("GPUSCOPE_SIM_WORKLOAD"),
+			Usage: "sim source: workload per GPU: mixed (the kinds in turn), one of compute, memory, communication, input, idle, data-parallel, or a comma-separated kind per GPU"},
 		&cli.IntFlag{Name: flagSimSharedGPUs, EnvVars: env("GPUSCOPE_SIM_SHARED_GPUS"), Usage: "sim source: GPUs shared by two simulated processes"},
 	}
 }

@@ -127,6 +127,9 @@ func serve(c *cli.Context) error {
 	if n := c.Int(flagAPIMaxStreams); n < 1 {
 		return usage(fmt.Errorf("--%s %d: allow at least 1 stream", flagAPIMaxStreams, n))
 	}
+	if c.Bool(flagInsight) && c.Duration(flagInsightWindow) < 2*time.Second {
+		return usage(fmt.Errorf("--%s %s: the insight window must be at least 2s (20 samples at 100ms)", flagInsightWindow, c.Duration(flagInsightWindow)))
+	}
 	if f := c.String(flagWebConfig); f != "" {
 		if err := web.Validate(f); err != nil {
 			return fmt.Errorf("--%s %s: %w", flagWebConfig, f, err)
@@ -187,6 +190,8 @@ func serve(c *cli.Context) error {
 		NoHostname:               dx.NoHostname,
 		OldNamespace:             dx.OldNamespace,
 		ReplaceBlanksInModelName: dx.ReplaceBlanksInModelName,
+		Insight:                  c.Bool(flagInsight),
+		InsightWindow:            c.Duration(flagInsightWindow),
 	})
 	if err != nil {
 		return err

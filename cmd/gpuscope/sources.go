@@ -22,7 +22,7 @@ import (
 // openSource opens the source --source names. auto tries DCGM, then NVML;
 // sim only runs when asked for.
 func openSource(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
-	simOnly := []string{flagSimGPUs, flagSimModel, flagSimSeed, flagSimMIG, flagSimNVLinks, flagSimEventRate, flagSimPods, flagSimSharedGPUs}
+	simOnly := []string{flagSimGPUs, flagSimModel, flagSimSeed, flagSimMIG, flagSimNVLinks, flagSimEventRate, flagSimPods, flagSimSharedGPUs, flagSimWorkload}
 	name := c.String(flagSource)
 	if name != "sim" {
 		for _, f := range simOnly {
@@ -58,6 +58,15 @@ func openSim(c *cli.Context, hostname string) (source.Source, error) {
 	cfg.Hostname = hostname
 	if c.Bool(flagSimPods) {
 		cfg.IdleGPUs = simpods.IdleGPUs(cfg.GPUs)
+	}
+	// MIG instances each run their own training job; the kinds are for
+	// whole GPUs.
+	if cfg.MIG == "" || c.IsSet(flagSimWorkload) {
+		w, err := sim.ParseWorkloads(c.String(flagSimWorkload), cfg.GPUs)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", flagSimWorkload, err)
+		}
+		cfg.Workloads = w
 	}
 	s, err := sim.New(cfg)
 	if err != nil {

@@ -112,6 +112,9 @@ func WithSwitches(ids []uint, links []dcgm.LinkInfo) Option {
 // WithProfiling sets the profiling fields each GPU supports.
 func WithProfiling(m map[uint][]uint16) Option { return func(f *Fake) { f.profFields = m } }
 
+// WithClock sets the clock the host engine samples on; time.Now by default.
+func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+
 // WithGen sets the value generator.
 func WithGen(g GenFunc) Option { return func(f *Fake) { f.gen = g } }
 

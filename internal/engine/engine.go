@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/insight"
 	"github.com/gpuscope/gpuscope/internal/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/source"
@@ -50,6 +51,12 @@ type Options struct {
 	// ReplaceBlanksInModelName turns the spaces of modelName into dashes
 	// (dcgm-exporter's --replace-blanks-in-model-name).
 	ReplaceBlanksInModelName bool
+	// Insight turns on the workload insight metrics (step period, stalls,
+	// bound classes), computed in the background over InsightWindow
+	// (DefaultInsightWindow when 0). It watches the profiling fields they
+	// need at 100 ms, whether the counters file lists them or not.
+	Insight       bool
+	InsightWindow time.Duration
 }
 
 // oldNamespaceLabels are dcgm-exporter 1.x's names of the pod labels
@@ -85,6 +92,11 @@ type Engine struct {
 	raw      rawState
 
 	m selfMetrics
+
+	// insMu serialises insight computations; the scratch below is theirs.
+	insMu       sync.Mutex
+	insWork     []*insightWork
+	insAnalyzer insight.Analyzer
 }
 
 type enricherLabels struct {
@@ -115,6 +127,12 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.InsightWindow <= 0 {
+		opts.InsightWindow = DefaultInsightWindow
+	}
+	if opts.Insight && opts.InsightWindow < 20*insightInterval {
+		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
+	}
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -138,7 +156,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
-	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow)
+	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight, opts.InsightWindow))
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
 	}
@@ -191,7 +209,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	}
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow)
+	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow, newInsightPlan(e.opts.Insight, e.opts.InsightWindow))
 	if err := e.checkLabelBudget(np); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
@@ -231,6 +249,10 @@ func (e *Engine) startLoops() {
 	for gi, g := range groups {
 		e.loops.Add(1)
 		go e.runGroup(ctx, gi, g.Interval)
+	}
+	if ins := e.plan.insight; ins.on {
+		e.loops.Add(1)
+		go e.runInsight(ctx, ins.every)
 	}
 }
 

@@ -150,7 +150,7 @@ func TestPlanGroupsFieldsByInterval(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPlan(parseSet(t, tt.csv), time.Second, 15*time.Second, time.Minute)
+			p := newPlan(parseSet(t, tt.csv), time.Second, 15*time.Second, time.Minute, insightPlan{})
 			require.Len(t, p.groups, len(tt.intervals))
 			for i, g := range p.groups {
 				assert.Equal(t, tt.intervals[i], g.Interval)

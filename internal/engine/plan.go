@@ -56,6 +56,7 @@ type plan struct {
 	// clockRingCap is the number of clock-event reason samples that
 	// DCGM_EXP_CLOCK_EVENTS_COUNT's window needs.
 	clockRingCap int
+	insight      insightPlan
 }
 
 // maxClockSamples bounds the clock-event reason samples kept per GPU for
@@ -70,8 +71,8 @@ func neverStale(id uint16) bool { return id == counters.FieldXIDErrors }
 
 // newPlan groups the fields of set by watch interval. XID and clock-event
 // reasons are watched implicitly when an exporter-side field needs them.
-func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration) *plan {
-	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}}
+func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, ins insightPlan) *plan {
+	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}, insight: ins}
 	intervalOf := map[uint16]time.Duration{}
 	want := func(id uint16, iv time.Duration) {
 		if iv <= 0 {
@@ -106,6 +107,11 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration) *p
 		}
 		want(f.ID, f.Interval)
 		sourceFields = append(sourceFields, f)
+	}
+	if ins.on {
+		for _, f := range insightFields {
+			want(f.ID, insightInterval)
+		}
 	}
 	ids := make([]uint16, 0, len(intervalOf))
 	for id := range intervalOf {
@@ -150,6 +156,14 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration) *p
 		}
 		p.metrics = append(p.metrics, m)
 	}
+	if ins.on {
+		for _, f := range insightFields {
+			s := &p.slots[p.slotOf[f.ID]]
+			if c := int(ins.window/s.interval) + 2; c > s.ringCap {
+				s.ringCap = min(c, window.MaxCapacity)
+			}
+		}
+	}
 	// One group per distinct interval, shortest first, each field once.
 	byInterval := map[time.Duration]int{}
 	for _, s := range p.slots {
@@ -178,6 +192,10 @@ func fieldFor(set *counters.Set, id uint16) counters.Field {
 		return counters.Field{Name: "DCGM_FI_DEV_XID_ERRORS", ID: id, Type: counters.Gauge}
 	case counters.FieldClockEventReasons:
 		return counters.Field{Name: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", ID: id, Type: counters.Gauge}
+	}
+	// The insight metrics watch their profiling fields by ID.
+	if info, ok := counters.ByID(id); ok {
+		return counters.Field{Name: info.Name, ID: id, Type: counters.Gauge}
 	}
 	return counters.Field{ID: id, Type: counters.Gauge}
 }

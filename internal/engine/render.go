@@ -105,6 +105,7 @@ func (e *Engine) Render(buf []byte) []byte {
 	}
 	buf = e.renderEvents(buf, now)
 	buf = e.renderHealthChecks(buf, now)
+	buf = e.renderInsight(buf, now)
 	buf = e.renderHealth(buf)
 	return buf
 }

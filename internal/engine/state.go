@@ -139,6 +139,7 @@ type entityState struct {
 	// health is the latest health check, taken at healthTS.
 	health   []source.HealthResult
 	healthTS int64
+	ins      insightState
 }
 
 func newEntityState(e *source.Entity, p *plan) *entityState {

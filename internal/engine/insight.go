@@ -1,0 +1,385 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/insight"
+	"github.com/gpuscope/gpuscope/source"
+)
+
+// The fields the insight metrics read. They are resolved by name from the
+// catalog, so the IDs come from the generated field table.
+var (
+	insSM     = mustField("DCGM_FI_PROF_SM_ACTIVE")
+	insTensor = mustField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+	insDRAM   = mustField("DCGM_FI_PROF_DRAM_ACTIVE")
+	insFP64   = mustField("DCGM_FI_PROF_PIPE_FP64_ACTIVE")
+	insFP32   = mustField("DCGM_FI_PROF_PIPE_FP32_ACTIVE")
+	insFP16   = mustField("DCGM_FI_PROF_PIPE_FP16_ACTIVE")
+	insPCIeTX = mustField("DCGM_FI_PROF_PCIE_TX_BYTES")
+	insPCIeRX = mustField("DCGM_FI_PROF_PCIE_RX_BYTES")
+	insNVLTX  = mustField("DCGM_FI_PROF_NVLINK_TX_BYTES")
+	insNVLRX  = mustField("DCGM_FI_PROF_NVLINK_RX_BYTES")
+)
+
+// insightRequired are the fields without which a GPU gets no insight series:
+// the SM signal, one pipe, the memory interface and both PCIe directions.
+// The FP pipes and NVLink are optional: a GPU without NVLink moves nothing
+// over it.
+var insightRequired = []counters.FieldInfo{insSM, insTensor, insDRAM, insPCIeTX, insPCIeRX}
+
+var insightFields = []counters.FieldInfo{insSM, insTensor, insDRAM, insFP64, insFP32, insFP16, insPCIeTX, insPCIeRX, insNVLTX, insNVLRX}
+
+func mustField(name string) counters.FieldInfo {
+	f, ok := counters.Lookup(name)
+	if !ok {
+		panic("engine: field " + name + " is not in the catalog")
+	}
+	return f
+}
+
+// DefaultInsightWindow is the span the insight metrics are computed over: 30 s
+// at 100 ms holds 300 samples, a dozen steps of a typical training loop.
+const DefaultInsightWindow = 30 * time.Second
+
+// insightInterval is the watch interval the insight fields need: a 2-second
+// stall between steps must span many samples.
+const insightInterval = counters.MinInterval
+
+// insightPlan is the plan's part for the insight metrics.
+type insightPlan struct {
+	on     bool
+	window time.Duration
+	// every is how often the background computation runs.
+	every time.Duration
+}
+
+func newInsightPlan(on bool, win time.Duration) insightPlan {
+	if !on {
+		return insightPlan{}
+	}
+	every := win / 10
+	if every < time.Second {
+		every = time.Second
+	}
+	return insightPlan{on: true, window: win, every: every}
+}
+
+// insightState is the latest insight result of one GPU.
+type insightState struct {
+	has bool
+	at  int64
+	res insight.Result
+	// stallsTotal counts the stall episodes; lastStall is the end of the
+	// latest one counted, so overlapping windows count each once.
+	stallsTotal uint64
+	lastStall   int64
+	// missing names the required fields the GPU does not support, once
+	// known; supported is set once every required field answered.
+	missing   string
+	supported bool
+}
+
+// insightWork is the scratch memory of one GPU's computation, reused.
+type insightWork struct {
+	es  *entityState
+	win insight.Window
+	ok  bool
+	// fresh is false when the GPU has no recent samples.
+	fresh   bool
+	missing []string
+	known   bool
+	ts      [10][]int64
+	vals    [10][]float64
+}
+
+// ComputeInsight computes the insight metrics of every GPU from the rings.
+// The background loop calls it every insight interval; tests and benchmarks
+// that drive the engine with CollectAll call it themselves. It holds the
+// store's read lock only while it copies the samples out.
+func (e *Engine) ComputeInsight() {
+	e.insMu.Lock()
+	defer e.insMu.Unlock()
+	e.mu.RLock()
+	p := e.plan
+	if !p.insight.on {
+		e.mu.RUnlock()
+		return
+	}
+	now := e.opts.Now().UnixNano()
+	n := 0
+	for _, es := range e.order {
+		if es.ent.Kind != source.GPU {
+			continue
+		}
+		if n == len(e.insWork) {
+			e.insWork = append(e.insWork, &insightWork{})
+		}
+		e.copyInsight(e.insWork[n], es, p, now)
+		n++
+	}
+	e.mu.RUnlock()
+
+	type out struct {
+		es      *entityState
+		res     insight.Result
+		ends    []int64
+		ok      bool
+		fresh   bool
+		missing string
+		known   bool
+	}
+	results := make([]out, n)
+	for i := 0; i < n; i++ {
+		w := e.insWork[i]
+		o := out{es: w.es, ok: w.ok, fresh: w.fresh, known: w.known, missing: strings.Join(w.missing, ",")}
+		if w.ok {
+			o.res = e.insAnalyzer.Analyze(&w.win)
+			o.ends = append([]int64(nil), o.res.StallEnds...)
+		}
+		results[i] = o
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, o := range results {
+		st := &o.es.ins
+		st.missing, st.supported = o.missing, o.known && o.missing == ""
+		if !o.ok {
+			if !o.fresh {
+				st.has = false
+			}
+			continue
+		}
+		for _, ts := range o.ends {
+			if ts > st.lastStall {
+				st.stallsTotal++
+				st.lastStall = ts
+			}
+		}
+		o.res.StallEnds = nil
+		st.res, st.has, st.at = o.res, true, now
+	}
+}
+
+// copyInsight copies one GPU's insight samples into w, aligned on the SM
+// signal's timestamps.
+func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64) {
+	w.es, w.ok, w.fresh, w.known = es, false, false, true
+	w.missing = w.missing[:0]
+	for _, f := range insightRequired {
+		si, ok := p.slotOf[f.ID]
+		if !ok {
+			w.missing = append(w.missing, f.Name)
+			continue
+		}
+		switch es.vals[si].support {
+		case supportNo:
+			w.missing = append(w.missing, f.Name)
+		case supportUnknown:
+			w.known = false
+		}
+	}
+	if len(w.missing) > 0 {
+		return
+	}
+	smSlot := p.slotOf[insSM.ID]
+	sm := es.vals[smSlot].ring
+	if sm == nil {
+		return
+	}
+	newest, ok := sm.Newest()
+	if !ok || newest < now-int64(p.slots[smSlot].stale) {
+		return
+	}
+	w.fresh = true
+	since := newest - int64(p.insight.window)
+	for i, f := range insightFields {
+		w.ts[i], w.vals[i] = w.ts[i][:0], w.vals[i][:0]
+		si, ok := p.slotOf[f.ID]
+		if !ok || es.vals[si].ring == nil {
+			continue
+		}
+		// One interval of slack: a source may stamp the fields of one read
+		// a little apart.
+		w.ts[i], w.vals[i] = es.vals[si].ring.Since(since-int64(p.slots[si].interval), w.ts[i], w.vals[i])
+	}
+	ref := w.ts[0]
+	interval := p.slots[smSlot].interval
+	if min := int(p.insight.window/interval) / 2; len(ref) < min {
+		return
+	}
+	win := &w.win
+	win.Interval = interval.Seconds()
+	win.TS = append(win.TS[:0], ref...)
+	win.SM = append(win.SM[:0], w.vals[0]...)
+	win.Pipe = align(win.Pipe[:0], ref, w.ts[1], w.vals[1])
+	win.DRAM = align(win.DRAM[:0], ref, w.ts[2], w.vals[2])
+	for k := 3; k <= 5; k++ {
+		if len(w.ts[k]) == 0 {
+			continue
+		}
+		// Pipe is the busiest of the tensor and FP pipes.
+		tmp := align(nil, ref, w.ts[k], w.vals[k])
+		for i := range win.Pipe {
+			win.Pipe[i] = math.Max(win.Pipe[i], tmp[i])
+		}
+	}
+	win.PCIeTX = align(win.PCIeTX[:0], ref, w.ts[6], w.vals[6])
+	win.PCIeRX = align(win.PCIeRX[:0], ref, w.ts[7], w.vals[7])
+	win.NVLink = nil
+	if len(w.ts[8]) > 0 || len(w.ts[9]) > 0 {
+		tx := align(nil, ref, w.ts[8], w.vals[8])
+		rx := align(nil, ref, w.ts[9], w.vals[9])
+		for i := range tx {
+			tx[i] = math.Max(tx[i], rx[i])
+		}
+		win.NVLink = tx
+	}
+	w.ok = true
+}
+
+// align resamples a signal on the reference timestamps: each reference
+// sample takes the signal's sample nearest in time (a source may stamp the
+// fields of one read a little apart), or 0 when the signal has none.
+func align(dst []float64, ref, ts []int64, vals []float64) []float64 {
+	j := 0
+	for _, t := range ref {
+		for j+1 < len(ts) && ts[j+1] <= t {
+			j++
+		}
+		k := j
+		if k+1 < len(ts) && absDiff(ts[k+1], t) < absDiff(ts[k], t) {
+			k++
+		}
+		v := 0.0
+		if k < len(ts) {
+			v = vals[k]
+		}
+		if math.IsNaN(v) {
+			v = 0
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// runInsight computes the insight metrics in the background until ctx ends.
+func (e *Engine) runInsight(ctx context.Context, every time.Duration) {
+	defer e.loops.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.ComputeInsight()
+		}
+	}
+}
+
+var boundTails = func() [insight.NumClasses]string {
+	var t [insight.NumClasses]string
+	for c := insight.Class(0); c < insight.NumClasses; c++ {
+		t[c] = `,bound="` + c.String() + `"} `
+	}
+	return t
+}()
+
+// renderInsight writes the insight families from the last computation.
+func (e *Engine) renderInsight(buf []byte, now int64) []byte {
+	p := e.plan
+	if !p.insight.on {
+		return buf
+	}
+	// A result older than the window is from a GPU that stopped answering.
+	oldest := now - int64(p.insight.window)
+	live := func(es *entityState) bool {
+		return es.ent.Kind == source.GPU && es.ins.has && es.ins.at >= oldest
+	}
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_seconds",
+		"Dominant period of SM activity (the training step) over the insight window, by autocorrelation; absent when the window shows no clear periodicity.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if !live(es) || es.ins.res.Period <= 0 {
+				return b
+			}
+			return appendSample(b, "gpuscope_gpu_step_period_seconds", es.labels, "} ", es.ins.res.Period)
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_confidence",
+		"Autocorrelation of SM activity at the step period (0..1); the period is reported from 0.5.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if !live(es) {
+				return b
+			}
+			return appendSample(b, "gpuscope_gpu_step_period_confidence", es.labels, "} ", round4(es.ins.res.Confidence))
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_stall_ratio",
+		"Share of the busy span of the insight window in which SM activity fell below 0.1 between busy phases (data-loader and synchronisation stalls).", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if !live(es) {
+				return b
+			}
+			return appendSample(b, "gpuscope_gpu_stall_ratio", es.labels, "} ", round4(es.ins.res.StallRatio))
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_stalls_total",
+		"Stall episodes (SM activity below 0.1 for at least 200 ms between busy phases) since gpuscope started.", "counter",
+		func(b []byte, es *entityState) []byte {
+			if !live(es) {
+				return b
+			}
+			return appendSample(b, "gpuscope_gpu_stalls_total", es.labels, "} ", float64(es.ins.stallsTotal))
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_gpu_bound_ratio",
+		"Share of the insight window's samples bound by each class (compute, memory, communication, input, idle), by the rules of docs/insight.md.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if !live(es) {
+				return b
+			}
+			for c := insight.Class(0); c < insight.NumClasses; c++ {
+				b = appendSample(b, "gpuscope_gpu_bound_ratio", es.labels, boundTails[c], round4(es.ins.res.Bound[c]))
+			}
+			return b
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_insight_supported",
+		"1 when the GPU serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
+		func(b []byte, es *entityState) []byte {
+			if es.ent.Kind != source.GPU {
+				return b
+			}
+			switch {
+			case es.ins.missing != "":
+				b = append(b, `gpuscope_insight_supported{gpu="`...)
+				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
+				b = append(b, `",UUID="`...)
+				b = append(b, escapeLabel(es.ent.UUID)...)
+				b = append(b, `",missing="`...)
+				b = append(b, es.ins.missing...)
+				return append(b, "\"} 0\n"...)
+			case es.ins.supported:
+				b = append(b, `gpuscope_insight_supported{gpu="`...)
+				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
+				b = append(b, `",UUID="`...)
+				b = append(b, escapeLabel(es.ent.UUID)...)
+				return append(b, "\"} 1\n"...)
+			}
+			return b
+		})
+	return buf
+}
+
+// round4 keeps four decimals: the ratios are shares of a few hundred
+// samples, and more digits would only churn the exposition.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
