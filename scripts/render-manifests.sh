@@ -12,6 +12,8 @@ helm="$(command -v helm || echo "$(go env GOPATH)/bin/helm")"
 {
   echo "# Rendered from deploy/helm/gpuscope by scripts/render-manifests.sh; do not edit."
   echo "# kubectl create namespace gpuscope && kubectl apply -f gpuscope.yaml"
-  "$helm" template gpuscope "$root/deploy/helm/gpuscope" --namespace gpuscope
+  # No ServiceMonitor: plain manifests must apply on clusters without the
+  # Prometheus Operator's CRDs.
+  "$helm" template gpuscope "$root/deploy/helm/gpuscope" --namespace gpuscope --set serviceMonitor.enabled=false
 } > "$out.tmp"
 mv "$out.tmp" "$out"

@@ -186,13 +186,17 @@ func volume(ds *appsv1.DaemonSet, name string) *corev1.Volume {
 
 func TestDefaults(t *testing.T) {
 	r := render(t)
-	assert.Equal(t, []string{"ConfigMap", "DaemonSet", "Service", "ServiceAccount"}, r.kinds)
+	assert.Equal(t, []string{"ConfigMap", "DaemonSet", "Service", "ServiceAccount", "ServiceMonitor"}, r.kinds,
+		"a ServiceMonitor by default, as dcgm-exporter's chart (serviceMonitor.enabled: true)")
 	ds := r.daemonSet
 	require.NotNil(t, ds)
 	pod := ds.Spec.Template.Spec
 	c := container(t, ds, "gpuscope")
 
-	assert.Equal(t, map[string]string{"nvidia.com/gpu.present": "true"}, pod.NodeSelector)
+	// dcgm-exporter's chart defaults (deployment/values.yaml): no node
+	// selector, the system-node-critical priority class.
+	assert.Empty(t, pod.NodeSelector)
+	assert.Equal(t, "system-node-critical", pod.PriorityClassName)
 	require.Len(t, pod.Tolerations, 1)
 	assert.Equal(t, "nvidia.com/gpu", pod.Tolerations[0].Key)
 	assert.False(t, pod.HostPID, "hostPID only with shared-GPU attribution")
@@ -413,7 +417,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 	assert.Contains(t, err.Error(), "serviceMonitor.enabled needs service.enabled")
 	_, err = helm(t, "template", "gpuscope", chartDir, "--set", "kubernetes.podLabels.allowlist=team", "--set", "kubernetes.enabled=false", "--set", "source=sim")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "kubernetes.podLabels.allowlist needs kubernetes.enabled")
+	assert.Contains(t, err.Error(), "needs kubernetes.enabled")
 }
 
 // TestAssetsInSync guards the copies that scripts/sync-chart-assets.sh

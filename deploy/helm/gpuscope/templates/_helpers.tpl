@@ -44,7 +44,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{- define "gpuscope.webConfigEnabled" -}}
-{{- if or .Values.webConfig.existingSecret .Values.webConfig.config -}}true{{- end -}}
+{{- if or .Values.webConfig.existingSecret .Values.webConfig.config .Values.tlsServerConfig.enabled .Values.basicAuth.users -}}true{{- end -}}
 {{- end -}}
 
 {{/* Relabelings shared by the ServiceMonitor and the PodMonitor: the
@@ -58,10 +58,167 @@ otherwise collide with gpuscope's labels for the GPU's workload. */}}
 {{/* Pod labels from the API server: only with pod attribution, whose pods
 they label. */}}
 {{- define "gpuscope.podLabelsEnabled" -}}
-{{- if .Values.kubernetes.podLabels.allowlist -}}
+{{- if include "gpuscope.podLabelsExpr" . -}}
 {{- if not .Values.kubernetes.enabled -}}
-{{- fail "kubernetes.podLabels.allowlist needs kubernetes.enabled" -}}
+{{- fail "kubernetes.podLabels.allowlist (or kubernetes.enablePodLabels) needs kubernetes.enabled" -}}
+{{- end -}}
+{{- if and .Values.kubernetes.podLabels.allowlist .Values.kubernetes.enablePodLabels -}}
+{{- fail "kubernetes.podLabels.allowlist and kubernetes.enablePodLabels both choose pod labels; give one" -}}
 {{- end -}}
 true
+{{- end -}}
+{{- end -}}
+
+{{/* dcgm-exporter's chart values are accepted as aliases of gpuscope's, so
+its values file renders unchanged (deployment/values.yaml of dcgm-exporter
+d5e5f51). Each helper below gives the effective value: dcgm-exporter's key
+where the operator set it, else gpuscope's. */}}
+
+{{- define "gpuscope.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
+{{/* service.enable (dcgm-exporter) or service.enabled. */}}
+{{- define "gpuscope.serviceEnabled" -}}
+{{- if hasKey .Values.service "enable" -}}
+{{- if .Values.service.enable -}}true{{- end -}}
+{{- else if .Values.service.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* kubeletPath (dcgm-exporter) or kubernetes.podResourcesDir. */}}
+{{- define "gpuscope.podResourcesDir" -}}
+{{- default .Values.kubernetes.podResourcesDir .Values.kubeletPath -}}
+{{- end -}}
+
+{{/* kubernetes.enablePodUID (dcgm-exporter) or kubernetes.podUIDLabel. */}}
+{{- define "gpuscope.podUID" -}}
+{{- if or .Values.kubernetes.podUIDLabel .Values.kubernetes.enablePodUID -}}true{{- end -}}
+{{- end -}}
+
+{{/* The --kubernetes.pod-labels expression: kubernetes.podLabels.allowlist,
+or dcgm-exporter's kubernetes.enablePodLabels with its
+podLabelAllowlistRegex list (a pattern matching anywhere in the key keeps
+the label; no pattern keeps all), as the exporter's flags translate it. */}}
+{{- define "gpuscope.podLabelsExpr" -}}
+{{- if .Values.kubernetes.podLabels.allowlist -}}
+{{- .Values.kubernetes.podLabels.allowlist -}}
+{{- else if .Values.kubernetes.enablePodLabels -}}
+{{- if .Values.kubernetes.podLabelAllowlistRegex -}}
+{{- $alts := list -}}
+{{- range .Values.kubernetes.podLabelAllowlistRegex -}}
+{{- $alts = append $alts (printf ".*(?:%s).*" .) -}}
+{{- end -}}
+{{- join "|" $alts -}}
+{{- else -}}
+.*
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The listen address: dcgm-exporter's service.address, else the port. */}}
+{{- define "gpuscope.address" -}}
+{{- default (printf ":%v" .Values.service.port) .Values.service.address -}}
+{{- end -}}
+
+{{/* The container port: the port of the listen address. */}}
+{{- define "gpuscope.containerPort" -}}
+{{- $a := include "gpuscope.address" . -}}
+{{- last (splitList ":" $a) -}}
+{{- end -}}
+
+{{/* A web config: gpuscope's webConfig, or dcgm-exporter's tlsServerConfig
+and basicAuth, from which the chart writes one. */}}
+{{- define "gpuscope.tlsEnabled" -}}
+{{- if .Values.tlsServerConfig.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "gpuscope.tlsSecret" -}}
+{{- if .Values.tlsServerConfig.existingSecret -}}
+{{- .Values.tlsServerConfig.existingSecret -}}
+{{- else -}}
+{{- printf "%s-tls" (include "gpuscope.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpuscope.generatedWebConfig" -}}
+{{- if .Values.tlsServerConfig.enabled }}
+tls_server_config:
+  cert_file: {{ printf "/etc/gpuscope/tls/%s" .Values.tlsServerConfig.certFilename | quote }}
+  key_file: {{ printf "/etc/gpuscope/tls/%s" .Values.tlsServerConfig.keyFilename | quote }}
+  {{- if .Values.tlsServerConfig.clientAuthType }}
+  client_auth_type: {{ .Values.tlsServerConfig.clientAuthType }}
+  client_ca_file: {{ printf "/etc/gpuscope/tls/%s" .Values.tlsServerConfig.caFilename | quote }}
+  {{- end }}
+{{- end }}
+{{- if .Values.basicAuth.users }}
+basic_auth_users:
+  {{- range $user, $password := .Values.basicAuth.users }}
+  {{ $user }}: {{ (split ":" (htpasswd $user $password))._1 | quote }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The web config's content when the chart writes the Secret. */}}
+{{- define "gpuscope.webConfigContent" -}}
+{{- if .Values.webConfig.config -}}
+{{- if or .Values.tlsServerConfig.enabled .Values.basicAuth.users -}}
+{{- fail "webConfig.config and tlsServerConfig/basicAuth both configure TLS and basic auth; give one" -}}
+{{- end -}}
+{{- .Values.webConfig.config -}}
+{{- else -}}
+{{- include "gpuscope.generatedWebConfig" . | trim -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Refuses the dcgm-exporter keys that have no meaning here, naming the
+replacement. */}}
+{{- define "gpuscope.refuseUnsupported" -}}
+{{- if .Values.serviceMonitor.apiVersion -}}
+{{- if ne .Values.serviceMonitor.apiVersion "monitoring.coreos.com/v1" -}}
+{{- fail (printf "serviceMonitor.apiVersion %q: only monitoring.coreos.com/v1 is rendered" .Values.serviceMonitor.apiVersion) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The counters CSV: counters.csv, dcgm-exporter's customMetrics, or the
+shipped file (etc/dcp-metrics.csv is the default set plus the profiling
+fields). */}}
+{{- define "gpuscope.countersCSV" -}}
+{{- if .Values.counters.csv -}}
+{{- .Values.counters.csv -}}
+{{- else if .Values.customMetrics -}}
+{{- .Values.customMetrics -}}
+{{- else -}}
+{{- $file := ternary "files/dcp-metrics.csv" "files/default-counters.csv" .Values.counters.profiling -}}
+{{- .Files.Get $file -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Probe timing: dcgm-exporter's livenessProbe/readinessProbe values
+(initialDelaySeconds, periodSeconds) where set, else the chart's. Called
+with (list values defaultDelay defaultPeriod). */}}
+{{- define "gpuscope.probeTiming" -}}
+{{- $v := index . 0 | default dict -}}
+{{- $delay := index . 1 -}}
+{{- $period := index . 2 -}}
+{{- $d := dig "initialDelaySeconds" $delay $v -}}
+{{- if $d }}
+initialDelaySeconds: {{ $d }}
+{{- end }}
+periodSeconds: {{ dig "periodSeconds" $period $v }}
+{{- end -}}
+
+{{/* The image. dcgm-exporter's values file names its own image
+(nvcr.io/nvidia/k8s/dcgm-exporter); that image is not gpuscope, so it is
+replaced by gpuscope's at the chart's appVersion, and NOTES.txt says so. */}}
+{{- define "gpuscope.dcgmExporterImage" -}}
+{{- if contains "dcgm-exporter" .Values.image.repository -}}true{{- end -}}
+{{- end -}}
+
+{{- define "gpuscope.image" -}}
+{{- if include "gpuscope.dcgmExporterImage" . -}}
+{{- printf "ghcr.io/gpuscope/gpuscope:%s" .Chart.AppVersion -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 {{- end -}}
