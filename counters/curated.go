@@ -4,29 +4,30 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 )
 
 // meta is what the catalog knows about a described field. Units and help
 // follow DCGM's documentation of the field and dcgm-exporter's help texts.
 type meta struct {
-	kind   ValueKind
-	typ    MetricType
-	unit   string
-	entity EntityLevel
-	help   string
-	def    bool
+	kind ValueKind
+	typ  MetricType
+	unit string
+	help string
+	def  bool
 }
 
 func gpuGauge(kind ValueKind, unit, help string) meta {
-	return meta{kind: kind, typ: Gauge, unit: unit, entity: EntityGPU, help: help}
+	return meta{kind: kind, typ: Gauge, unit: unit, help: help}
 }
 
 func gpuCounter(unit, help string) meta {
-	return meta{kind: KindInt, typ: Counter, unit: unit, entity: EntityGPU, help: help}
+	return meta{kind: KindInt, typ: Counter, unit: unit, help: help}
 }
 
-func label(entity EntityLevel, help string) meta {
-	return meta{kind: KindString, typ: Label, entity: entity, help: help}
+func label(help string) meta {
+	return meta{kind: KindString, typ: Label, help: help}
 }
 
 func everyday(m meta) meta {
@@ -39,19 +40,19 @@ func everyday(m meta) meta {
 // by the patterns below instead.
 var curated = map[string]meta{
 	// Identity and configuration, exported as labels.
-	"DCGM_FI_DRIVER_VERSION":        everyday(label(EntityHost, "Driver Version")),
-	"DCGM_FI_NVML_VERSION":          label(EntityHost, "NVML Version"),
-	"DCGM_FI_DEV_NAME":              label(EntityGPU, "Device name"),
-	"DCGM_FI_DEV_BRAND":             label(EntityGPU, "Device Brand"),
-	"DCGM_FI_DEV_SERIAL":            label(EntityGPU, "Device Serial Number"),
-	"DCGM_FI_DEV_UUID":              label(EntityGPU, "Device UUID"),
-	"DCGM_FI_DEV_PCI_BUSID":         label(EntityGPU, "PCI bus ID of the device"),
-	"DCGM_FI_DEV_OEM_INFOROM_VER":   label(EntityGPU, "OEM inforom version"),
-	"DCGM_FI_DEV_ECC_INFOROM_VER":   label(EntityGPU, "ECC inforom version"),
-	"DCGM_FI_DEV_POWER_INFOROM_VER": label(EntityGPU, "Power management object inforom version"),
-	"DCGM_FI_DEV_INFOROM_IMAGE_VER": label(EntityGPU, "Inforom image version"),
-	"DCGM_FI_DEV_VBIOS_VERSION":     label(EntityGPU, "VBIOS version of the device"),
-	"DCGM_FI_CUDA_DRIVER_VERSION":   {kind: KindInt, typ: Label, entity: EntityHost, help: "CUDA driver version (major*1000 + minor*10)"},
+	"DCGM_FI_DRIVER_VERSION":        everyday(label("Driver Version")),
+	"DCGM_FI_NVML_VERSION":          label("NVML Version"),
+	"DCGM_FI_DEV_NAME":              label("Device name"),
+	"DCGM_FI_DEV_BRAND":             label("Device Brand"),
+	"DCGM_FI_DEV_SERIAL":            label("Device Serial Number"),
+	"DCGM_FI_DEV_UUID":              label("Device UUID"),
+	"DCGM_FI_DEV_PCI_BUSID":         label("PCI bus ID of the device"),
+	"DCGM_FI_DEV_OEM_INFOROM_VER":   label("OEM inforom version"),
+	"DCGM_FI_DEV_ECC_INFOROM_VER":   label("ECC inforom version"),
+	"DCGM_FI_DEV_POWER_INFOROM_VER": label("Power management object inforom version"),
+	"DCGM_FI_DEV_INFOROM_IMAGE_VER": label("Inforom image version"),
+	"DCGM_FI_DEV_VBIOS_VERSION":     label("VBIOS version of the device"),
+	"DCGM_FI_CUDA_DRIVER_VERSION":   {kind: KindInt, typ: Label, help: "CUDA driver version (major*1000 + minor*10)"},
 
 	// Modes and states.
 	"DCGM_FI_DEV_COMPUTE_MODE":        gpuGauge(KindInt, "", "Compute mode (0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process)."),
@@ -165,9 +166,9 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":            everyday(gpuCounter("bytes", "Total number of NVLink bandwidth counters for all lanes.")),
 	"DCGM_FI_DEV_NVLINK_TX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink TX bandwidth counter, all links."),
 	"DCGM_FI_DEV_NVLINK_RX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink RX bandwidth counter, all links."),
-	"DCGM_FI_DEV_NVLINK_ERROR_DL_CRC":               {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NVLink data-link CRC errors on the link."},
-	"DCGM_FI_DEV_NVLINK_ERROR_DL_RECOVERY":          {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NVLink data-link recoveries on the link."},
-	"DCGM_FI_DEV_NVLINK_ERROR_DL_REPLAY":            {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NVLink data-link replays on the link."},
+	"DCGM_FI_DEV_NVLINK_ERROR_DL_CRC":               {kind: KindInt, typ: Counter, unit: "count", help: "NVLink data-link CRC errors on the link."},
+	"DCGM_FI_DEV_NVLINK_ERROR_DL_RECOVERY":          {kind: KindInt, typ: Counter, unit: "count", help: "NVLink data-link recoveries on the link."},
+	"DCGM_FI_DEV_NVLINK_ERROR_DL_REPLAY":            {kind: KindInt, typ: Counter, unit: "count", help: "NVLink data-link replays on the link."},
 
 	// Profiling (DCP) fields: ratios of elapsed cycles, and byte rates.
 	"DCGM_FI_PROF_GR_ENGINE_ACTIVE":        everyday(gpuGauge(KindFloat, "ratio", "Ratio of time the graphics engine is active.")),
@@ -192,24 +193,30 @@ var curated = map[string]meta{
 	"DCGM_FI_PROF_C2C_RX_DATA_BYTES":       gpuGauge(KindInt, "bytes/s", "The rate of data payload received over C2C, in bytes per second."),
 
 	// NvSwitch basics.
-	"DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT":              {kind: KindInt, typ: Gauge, unit: "mV", entity: EntityNvSwitch, help: "NvSwitch voltage (in mV)."},
-	"DCGM_FI_DEV_NVSWITCH_POWER_VDD":                  {kind: KindFloat, typ: Gauge, unit: "W", entity: EntityNvSwitch, help: "NvSwitch VDD power (in W)."},
-	"DCGM_FI_DEV_NVSWITCH_POWER_DVDD":                 {kind: KindFloat, typ: Gauge, unit: "W", entity: EntityNvSwitch, help: "NvSwitch DVDD power (in W)."},
-	"DCGM_FI_DEV_NVSWITCH_POWER_HVDD":                 {kind: KindFloat, typ: Gauge, unit: "W", entity: EntityNvSwitch, help: "NvSwitch HVDD power (in W)."},
-	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT":        {kind: KindInt, typ: Gauge, unit: "C", entity: EntityNvSwitch, help: "NvSwitch temperature (in C)."},
-	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_LIMIT_SLOWDOWN": {kind: KindInt, typ: Gauge, unit: "C", entity: EntityNvSwitch, help: "NvSwitch slowdown temperature (in C)."},
-	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_LIMIT_SHUTDOWN": {kind: KindInt, typ: Gauge, unit: "C", entity: EntityNvSwitch, help: "NvSwitch shutdown temperature (in C)."},
-	"DCGM_FI_DEV_NVSWITCH_FATAL_ERRORS":               {kind: KindInt, typ: Gauge, entity: EntityNvSwitch, help: "Last NvSwitch fatal error code."},
-	"DCGM_FI_DEV_NVSWITCH_NON_FATAL_ERRORS":           {kind: KindInt, typ: Gauge, entity: EntityNvSwitch, help: "Last NvSwitch non-fatal error code."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX":         {kind: KindInt, typ: Counter, entity: EntityNVLink, help: "NvSwitch port TX throughput counter."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX":         {kind: KindInt, typ: Counter, entity: EntityNVLink, help: "NvSwitch port RX throughput counter."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS":          {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port fatal errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS":      {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port non-fatal errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERRORS":         {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port replay errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERRORS":       {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port recovery errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS":           {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port flit errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERRORS":            {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port CRC errors."},
-	"DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERRORS":            {kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: "NvSwitch port ECC errors."},
+	"DCGM_FI_DEV_NVSWITCH_VOLTAGE_MVOLT":              {kind: KindInt, typ: Gauge, unit: "mV", help: "NvSwitch voltage (in mV)."},
+	"DCGM_FI_DEV_NVSWITCH_POWER_VDD":                  {kind: KindFloat, typ: Gauge, unit: "W", help: "NvSwitch VDD power (in W)."},
+	"DCGM_FI_DEV_NVSWITCH_POWER_DVDD":                 {kind: KindFloat, typ: Gauge, unit: "W", help: "NvSwitch DVDD power (in W)."},
+	"DCGM_FI_DEV_NVSWITCH_POWER_HVDD":                 {kind: KindFloat, typ: Gauge, unit: "W", help: "NvSwitch HVDD power (in W)."},
+	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT":        {kind: KindInt, typ: Gauge, unit: "C", help: "NvSwitch temperature (in C)."},
+	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_LIMIT_SLOWDOWN": {kind: KindInt, typ: Gauge, unit: "C", help: "NvSwitch slowdown temperature (in C)."},
+	"DCGM_FI_DEV_NVSWITCH_TEMPERATURE_LIMIT_SHUTDOWN": {kind: KindInt, typ: Gauge, unit: "C", help: "NvSwitch shutdown temperature (in C)."},
+	"DCGM_FI_DEV_NVSWITCH_FATAL_ERRORS":               {kind: KindInt, typ: Gauge, help: "Last NvSwitch fatal error code."},
+	"DCGM_FI_DEV_NVSWITCH_NON_FATAL_ERRORS":           {kind: KindInt, typ: Gauge, help: "Last NvSwitch non-fatal error code."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX":         {kind: KindInt, typ: Counter, help: "NvSwitch port TX throughput counter."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_RX":         {kind: KindInt, typ: Counter, help: "NvSwitch port RX throughput counter."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_FATAL_ERRORS":          {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port fatal errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_NON_FATAL_ERRORS":      {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port non-fatal errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_REPLAY_ERRORS":         {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port replay errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_RECOVERY_ERRORS":       {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port recovery errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_FLIT_ERRORS":           {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port flit errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERRORS":            {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port CRC errors."},
+	"DCGM_FI_DEV_NVSWITCH_LINK_ECC_ERRORS":            {kind: KindInt, typ: Counter, unit: "count", help: "NvSwitch port ECC errors."},
+
+	// The fields gpuscope derives, as dcgm-exporter names them.
+	"DCGM_EXP_XID_ERRORS_COUNT":   everyday(gpuGauge(KindInt, "count", "Number of each XID seen within the XID count window.")),
+	"DCGM_EXP_CLOCK_EVENTS_COUNT": everyday(gpuGauge(KindInt, "count", "Number of each clock event seen within the clock events window.")),
+	"DCGM_EXP_GPU_HEALTH_STATUS":  gpuGauge(KindInt, "", "DCGM reported health status (0 pass, 10 warn, 20 fail)."),
+	"DCGM_EXP_P2P_STATUS":         gpuGauge(KindInt, "", "P2P NVLink status."),
 }
 
 // pattern describes a family of fields, one per link, lane or location.
@@ -254,7 +261,7 @@ var patterns = []pattern{
 		return gpuGauge(KindFloat, "ratio", fmt.Sprintf("Ratio of cycles the %s engine %s is active.", m[1], m[2]))
 	}},
 	{regexp.MustCompile(`^DCGM_FI_DEV_NVSWITCH_LINK_(CRC|ECC)_ERRORS_LANE(\d+)$`), func(m []string) meta {
-		return meta{kind: KindInt, typ: Counter, unit: "count", entity: EntityNVLink, help: fmt.Sprintf("NvSwitch port %s errors on lane %s.", m[1], m[2])}
+		return meta{kind: KindInt, typ: Counter, unit: "count", help: fmt.Sprintf("NvSwitch port %s errors on lane %s.", m[1], m[2])}
 	}},
 }
 
@@ -275,38 +282,19 @@ func describe(f *FieldInfo) {
 	if !ok {
 		return
 	}
-	f.Kind, f.Type, f.Unit, f.Entity, f.Help, f.Default = m.kind, m.typ, m.unit, m.entity, m.help, m.def
+	f.Kind, f.Type, f.Unit, f.Help, f.Default = m.kind, m.typ, m.unit, m.help, m.def
 }
 
 // currentDescribed finds the description of the current field with this ID,
 // for the legacy name that aliases it.
-func currentDescribed(id uint16) (meta, bool) {
-	for _, g := range dcgmFieldIDs {
-		if g.id != id {
+func currentDescribed(current []fieldid.Entry, id uint16) (meta, bool) {
+	for _, g := range current {
+		if g.ID != id {
 			continue
 		}
-		if m, ok := lookupMeta(g.name); ok {
+		if m, ok := lookupMeta(g.Name); ok {
 			return m, true
 		}
 	}
 	return meta{}, false
-}
-
-// exporterFields are the fields gpuscope derives, as dcgm-exporter names them.
-var exporterFields = []FieldInfo{
-	{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: FieldExpXIDErrorsCount, Kind: KindInt, Type: Gauge, Unit: "count", Entity: EntityGPU, Sources: SourceDCGM, Default: true,
-		Help: "Number of each XID seen within the XID count window."},
-	{Name: "DCGM_EXP_CLOCK_EVENTS_COUNT", ID: FieldExpClockEventsCount, Kind: KindInt, Type: Gauge, Unit: "count", Entity: EntityGPU, Sources: SourceDCGM, Default: true,
-		Help: "Number of each clock event seen within the clock events window."},
-	{Name: "DCGM_EXP_GPU_HEALTH_STATUS", ID: FieldExpGPUHealthStatus, Kind: KindInt, Type: Gauge, Entity: EntityGPU, Sources: SourceDCGM,
-		Help: "DCGM reported health status (0 pass, 10 warn, 20 fail)."},
-	{Name: "DCGM_EXP_P2P_STATUS", ID: FieldExpP2PStatus, Kind: KindInt, Type: Gauge, Entity: EntityGPU, Sources: SourceDCGM,
-		Help: "P2P NVLink status."},
-}
-
-// exporterBase maps a derived exporter field to the field it is computed
-// from: a source that reads the base field serves the derived one too.
-var exporterBase = map[uint16]uint16{
-	FieldExpXIDErrorsCount:   FieldXIDErrors,
-	FieldExpClockEventsCount: FieldClockEventReasons,
 }

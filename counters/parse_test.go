@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -146,15 +147,15 @@ func TestParseLenient(t *testing.T) {
 	assert.Equal(t, "test.csv", set.File)
 
 	want := []Field{
-		{Name: "DCGM_FI_DEV_DEC_UTIL", ID: 207, Type: Gauge, Help: "Decoder utilization (in %).", Line: 2},
-		{Name: "DCGM_FI_DEV_GPU_TEMP", ID: 150, Type: Gauge, Help: "GPU temperature, in C", Interval: 250 * time.Millisecond,
+		{Name: "DCGM_FI_DEV_DEC_UTIL", ID: fieldid.DecUtil, Type: Gauge, Help: "Decoder utilization (in %).", Line: 2},
+		{Name: "DCGM_FI_DEV_GPU_TEMP", ID: fieldid.GPUTemp, Type: Gauge, Help: "GPU temperature, in C", Interval: 250 * time.Millisecond,
 			Stats: []Stat{StatMax, StatAvg, StatP99}, Line: 3},
-		{Name: "DCGM_FI_PROF_SM_ACTIVE", ID: 1002, Type: Gauge, Help: "ratio", Interval: 100 * time.Millisecond, Line: 4},
-		{Name: "DCGM_FI_DEV_POWER_USAGE", ID: 155, Type: Gauge, Help: "Power draw (in W).", Line: 5},
-		{Name: "DCGM_FI_DRIVER_VERSION", ID: 1, Type: Label, Help: "Driver Version", Line: 6},
-		{Name: "DCGM_FI_DEV_POWER_VIOLATION", ID: 240, Type: Counter, Help: "ns", Interval: 2 * time.Second, Line: 7},
-		{Name: "dcgm_sm_clock", ID: 100, Type: Gauge, Help: "legacy name", Line: 8},
-		{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: FieldExpXIDErrorsCount, Type: Gauge, Help: "xids", Line: 9},
+		{Name: "DCGM_FI_PROF_SM_ACTIVE", ID: fieldid.ProfSMActive, Type: Gauge, Help: "ratio", Interval: 100 * time.Millisecond, Line: 4},
+		{Name: "DCGM_FI_DEV_POWER_USAGE", ID: fieldid.PowerUsage, Type: Gauge, Help: "Power draw (in W).", Line: 5},
+		{Name: "DCGM_FI_DRIVER_VERSION", ID: fieldid.DriverVersion, Type: Label, Help: "Driver Version", Line: 6},
+		{Name: "DCGM_FI_DEV_POWER_VIOLATION", ID: fieldid.PowerViolation, Type: Counter, Help: "ns", Interval: 2 * time.Second, Line: 7},
+		{Name: "dcgm_sm_clock", ID: fieldid.SMClock, Type: Gauge, Help: "legacy name", Line: 8},
+		{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: fieldid.ExpXIDErrorsCount, Type: Gauge, Help: "xids", Line: 9},
 	}
 	assert.Equal(t, want, set.Fields)
 }

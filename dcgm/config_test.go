@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,7 +63,21 @@ func TestClassifyBlanks(t *testing.T) {
 }
 
 func TestFieldLevels(t *testing.T) {
-	for id, want := range map[uint16]level{150: levelGPU, 1002: levelGPU, 700: levelSwitch, 858: levelSwitch, 780: levelLink, 870: levelLink, 0xF003: levelExporter} {
-		assert.Equal(t, want, fieldLevel(id), "field %d", id)
+	// Levels follow DCGM's field table, not ID ranges: the GPU's NVLink
+	// bandwidth counters sit among the NvSwitch IDs but are GPU fields.
+	for id, want := range map[uint16]level{
+		fieldid.GPUTemp:                    levelGPU,
+		fieldid.ProfSMActive:               levelGPU,
+		fieldid.DriverVersion:              levelGPU,
+		fieldid.NVSwitchTemperatureCurrent: levelSwitch,
+		fieldid.NVSwitchLinkThroughputTX:   levelLink,
+		fieldid.NVSwitchLinkStatus:         levelLink,
+		fieldid.NVLinkTXBandwidthTotal:     levelGPU,
+		fieldid.NVLinkRXBandwidthL3:        levelGPU,
+		fieldid.NVLinkGetState:             levelLink,
+		fieldid.ExpGPUHealthStatus:         levelExporter,
+	} {
+		info, _ := counters.ByID(id)
+		assert.Equal(t, want, fieldLevel(id), "field %s", info.Name)
 	}
 }

@@ -5,26 +5,8 @@ import (
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
-)
-
-// DCGM field ID ranges that decide on which entities a field is watched.
-// They follow dcgm_fields.h; the counters catalog may later carry entity
-// levels, but the ID ranges are DCGM's own and stable.
-const (
-	// Profiling (DCP) fields, DCGM_FI_PROF_*: sampled by the profiling
-	// module, supported per GPU according to its metric groups.
-	firstProfField = 1001
-	lastProfField  = 1099
-	// NvSwitch fields, DCGM_FI_FIRST_NVSWITCH_FIELD_ID..LAST.
-	firstSwitchField = 700
-	lastSwitchField  = 899
-	// NvSwitch port fields (DCGM_FI_DEV_NVSWITCH_LINK_*) inside the switch
-	// range: sampled on each port of a switch.
-	firstSwitchLinkField  = 780
-	lastSwitchLinkField   = 855
-	firstSwitchLinkField2 = 870
-	lastSwitchLinkField2  = 877
 )
 
 // level is the entity level a field is sampled at.
@@ -38,20 +20,28 @@ const (
 	levelExporter
 )
 
+// fieldLevel follows the entity level DCGM's field table gives the field.
+// Fields of a GPU, its MIG instances and the host are all watched on the
+// GPUs and their instances.
 func fieldLevel(id uint16) level {
-	switch {
-	case id >= counters.FirstExporterFieldID:
+	if fieldid.IsExporter(id) {
 		return levelExporter
-	case id >= firstSwitchLinkField && id <= lastSwitchLinkField,
-		id >= firstSwitchLinkField2 && id <= lastSwitchLinkField2:
+	}
+	switch fieldid.Of(id).Level {
+	case fieldid.LevelLink:
 		return levelLink
-	case id >= firstSwitchField && id <= lastSwitchField:
+	case fieldid.LevelNvSwitch:
 		return levelSwitch
 	}
 	return levelGPU
 }
 
-func isProfField(id uint16) bool { return id >= firstProfField && id <= lastProfField }
+// Support is the DCGM source's account of the fields it reads, for the
+// catalog's users: every DCGM field, and the exporter-side fields it
+// derives from DCGM's health watches and topology.
+func Support() counters.Support {
+	return counters.Support{Source: "dcgm", Reads: func(uint16) (bool, string) { return true, "" }}
+}
 
 // applies says whether a field of the given level is read on an entity of
 // the given kind. GPU-level fields are also read on MIG instances: DCGM

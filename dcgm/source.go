@@ -13,7 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -117,8 +117,8 @@ type pendingUnsupported struct {
 type groupPlan struct {
 	interval time.Duration
 	// fields are the DCGM field IDs whose samples go to the sink, including
-	// the ones implied by exporter-side fields (230 for XIDs, 112 for clock
-	// events).
+	// the base fields of derived exporter-side fields (the XID errors and
+	// clock-event reasons).
 	fields  map[uint16]bool
 	units   []unitRead
 	health  bool
@@ -342,12 +342,12 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 		}
 		p := &groupPlan{interval: iv, fields: map[uint16]bool{}}
 		for _, f := range g.Fields {
+			if base, derived := fieldid.BaseOf(f.ID); derived {
+				p.fields[base] = true
+				continue
+			}
 			switch f.ID {
-			case counters.FieldExpXIDErrorsCount:
-				p.fields[counters.FieldXIDErrors] = true
-			case counters.FieldExpClockEventsCount:
-				p.fields[counters.FieldClockEventReasons] = true
-			case counters.FieldExpGPUHealthStatus:
+			case fieldid.ExpGPUHealthStatus:
 				p.health = true
 			default:
 				if fieldLevel(f.ID) == levelExporter {
@@ -367,7 +367,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 				byInterval[iv] = append(byInterval[iv], id)
 			}
 			c.wantLevels[fieldLevel(id)] = true
-			wantProf = wantProf || isProfField(id)
+			wantProf = wantProf || fieldid.IsProfiling(id)
 		}
 		plans[i] = p
 	}
@@ -398,7 +398,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 			}
 		}
 		for id := range p.fields {
-			if !isProfField(id) {
+			if !fieldid.IsProfiling(id) {
 				continue
 			}
 			for _, g := range c.gpus {
@@ -473,7 +473,7 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 	for _, g := range c.gpus {
 		fields := make([]uint16, 0, len(gpuIDs))
 		for _, id := range gpuIDs {
-			if !isProfField(id) || c.prof[g.ID].fields[id] {
+			if !fieldid.IsProfiling(id) || c.prof[g.ID].fields[id] {
 				fields = append(fields, id)
 			}
 		}
@@ -655,8 +655,8 @@ func (s *Source) hand(p *groupPlan, vals []Value, sink source.Sink) {
 			sink.Text(e, v.FieldID, v.Str)
 			continue
 		}
-		if v.FieldID == counters.FieldXIDErrors && v.Int > 0 {
-			// Each sample of field 230 is one XID event, repeats included.
+		if v.FieldID == fieldid.XIDErrors && v.Int > 0 {
+			// Each sample of the XID errors field is one XID event, repeats included.
 			sink.XID(e, uint64(v.Int), ts)
 		}
 		sink.Value(e, v.FieldID, ts, v.number())
@@ -672,7 +672,7 @@ func (s *Source) collectHealth(sink source.Sink) error {
 			return fmt.Errorf("dcgm: health check: %w", err)
 		}
 		for _, g := range c.gpus {
-			sink.Fail(c.gpuEnt[g.ID], counters.FieldExpGPUHealthStatus, err)
+			sink.Fail(c.gpuEnt[g.ID], fieldid.ExpGPUHealthStatus, err)
 		}
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,20 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/source"
-)
-
-const (
-	fieldGPUTemp  uint16 = 150 // DCGM_FI_DEV_GPU_TEMP
-	fieldPower    uint16 = 155 // DCGM_FI_DEV_POWER_USAGE
-	fieldGPUUtil  uint16 = 203 // DCGM_FI_DEV_GPU_UTIL
-	fieldMemUtil  uint16 = 204 // DCGM_FI_DEV_MEM_COPY_UTIL
-	fieldSMActive uint16 = 1002
-	fieldTensor   uint16 = 1004
-	fieldSwTemp   uint16 = 858 // DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT
-	fieldSwLinkTx uint16 = 780 // DCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX
 )
 
 func group(iv time.Duration, ids ...uint16) source.Group {
@@ -82,14 +73,14 @@ func TestOneFieldGroupPerInterval(t *testing.T) {
 		groups []source.Group
 		want   map[time.Duration][]uint16
 	}{
-		{"one interval", []source.Group{group(20*time.Millisecond, fieldGPUTemp, fieldPower)},
-			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldPower}}},
-		{"two intervals", []source.Group{group(20*time.Millisecond, fieldPower, fieldGPUTemp), group(50*time.Millisecond, fieldGPUUtil, fieldMemUtil)},
-			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldPower}, 50 * time.Millisecond: {fieldGPUUtil, fieldMemUtil}}},
-		{"same interval twice shares a field group", []source.Group{group(20*time.Millisecond, fieldGPUTemp), group(40*time.Millisecond, fieldPower), group(20*time.Millisecond, fieldGPUUtil)},
-			map[time.Duration][]uint16{20 * time.Millisecond: {fieldGPUTemp, fieldGPUUtil}, 40 * time.Millisecond: {fieldPower}}},
-		{"xid and clock events fields imply their DCGM fields", []source.Group{group(30*time.Millisecond, counters.FieldExpXIDErrorsCount, counters.FieldExpClockEventsCount)},
-			map[time.Duration][]uint16{30 * time.Millisecond: {counters.FieldClockEventReasons, counters.FieldXIDErrors}}},
+		{"one interval", []source.Group{group(20*time.Millisecond, fieldid.GPUTemp, fieldid.PowerUsage)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldid.GPUTemp, fieldid.PowerUsage}}},
+		{"two intervals", []source.Group{group(20*time.Millisecond, fieldid.PowerUsage, fieldid.GPUTemp), group(50*time.Millisecond, fieldid.GPUUtil, fieldid.MemCopyUtil)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldid.GPUTemp, fieldid.PowerUsage}, 50 * time.Millisecond: {fieldid.GPUUtil, fieldid.MemCopyUtil}}},
+		{"same interval twice shares a field group", []source.Group{group(20*time.Millisecond, fieldid.GPUTemp), group(40*time.Millisecond, fieldid.PowerUsage), group(20*time.Millisecond, fieldid.GPUUtil)},
+			map[time.Duration][]uint16{20 * time.Millisecond: {fieldid.GPUTemp, fieldid.GPUUtil}, 40 * time.Millisecond: {fieldid.PowerUsage}}},
+		{"xid and clock events fields imply their DCGM fields", []source.Group{group(30*time.Millisecond, fieldid.ExpXIDErrorsCount, fieldid.ExpClockEventsCount)},
+			map[time.Duration][]uint16{30 * time.Millisecond: {fieldid.ClocksEventReasons, fieldid.XIDErrors}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,9 +101,9 @@ func TestOneFieldGroupPerInterval(t *testing.T) {
 
 func TestRewatchReplacesFieldGroups(t *testing.T) {
 	f := dcgmfake.New()
-	s := newSource(t, f, group(20*time.Millisecond, fieldGPUTemp), group(50*time.Millisecond, fieldPower))
-	require.NoError(t, s.Watch([]source.Group{group(30*time.Millisecond, fieldGPUUtil)}))
-	assert.Equal(t, [][]uint16{{fieldGPUUtil}}, f.LiveFieldGroups(), "old field groups are destroyed")
+	s := newSource(t, f, group(20*time.Millisecond, fieldid.GPUTemp), group(50*time.Millisecond, fieldid.PowerUsage))
+	require.NoError(t, s.Watch([]source.Group{group(30*time.Millisecond, fieldid.GPUUtil)}))
+	assert.Equal(t, [][]uint16{{fieldid.GPUUtil}}, f.LiveFieldGroups(), "old field groups are destroyed")
 	require.NoError(t, s.Close())
 	assert.Empty(t, f.LiveFieldGroups(), "Close destroys field groups")
 	assert.Zero(t, f.LiveGroups(), "Close destroys entity groups")
@@ -136,13 +127,13 @@ func checkContiguous(t *testing.T, samples []dcgmfake.Sample) map[string]int {
 
 func TestCollectHandsEverySampleSinceLastRead(t *testing.T) {
 	f := dcgmfake.New()
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldPower))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp, fieldid.PowerUsage))
 	rec := &dcgmfake.Recorder{}
 	// Reads both faster and slower than the interval: neither loses nor
 	// repeats a sample.
 	pauses := []time.Duration{0, 3 * time.Millisecond, 35 * time.Millisecond, 1 * time.Millisecond, 60 * time.Millisecond}
 	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; len(rec.Values(fieldGPUTemp)) < 40; i++ {
+	for i := 0; len(rec.Values(fieldid.GPUTemp)) < 40; i++ {
 		require.True(t, time.Now().Before(deadline))
 		require.NoError(t, s.Collect(context.Background(), 0, rec))
 		time.Sleep(pauses[i%len(pauses)])
@@ -156,7 +147,7 @@ func TestCollectHandsEverySampleSinceLastRead(t *testing.T) {
 
 func TestXIDsRepeatedInOneWindowEachCount(t *testing.T) {
 	f := dcgmfake.New()
-	s := newSource(t, f, group(20*time.Millisecond, counters.FieldExpXIDErrorsCount))
+	s := newSource(t, f, group(20*time.Millisecond, fieldid.ExpXIDErrorsCount))
 	rec := &dcgmfake.Recorder{}
 	require.NoError(t, s.Collect(context.Background(), 0, rec))
 	gpu0, gpu1 := dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 0}, dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}
@@ -164,7 +155,7 @@ func TestXIDsRepeatedInOneWindowEachCount(t *testing.T) {
 		e   dcgm.EntityRef
 		xid int64
 	}{{gpu0, 79}, {gpu0, 79}, {gpu1, 48}, {gpu0, 79}} {
-		f.Inject(x.e, counters.FieldXIDErrors, dcgm.Value{Kind: dcgm.KindInt64, Int: x.xid})
+		f.Inject(x.e, fieldid.XIDErrors, dcgm.Value{Kind: dcgm.KindInt64, Int: x.xid})
 	}
 	require.NoError(t, s.Collect(context.Background(), 0, rec))
 	var got []string
@@ -173,7 +164,7 @@ func TestXIDsRepeatedInOneWindowEachCount(t *testing.T) {
 	}
 	g0, g1 := "gpu/GPU-00000000-0000-0000-0000-000000000000", "gpu/GPU-11111111-1111-1111-1111-111111111111"
 	assert.ElementsMatch(t, []string{g0 + ":79", g0 + ":79", g0 + ":79", g1 + ":48"}, got)
-	vals := rec.Values(counters.FieldXIDErrors)
+	vals := rec.Values(fieldid.XIDErrors)
 	require.NotEmpty(t, vals)
 	assert.Len(t, vals, 4, "each XID is also the field's value")
 
@@ -183,36 +174,36 @@ func TestXIDsRepeatedInOneWindowEachCount(t *testing.T) {
 
 func TestBlanksAreNoValue(t *testing.T) {
 	blanks := map[uint16]dcgm.Value{
-		fieldGPUTemp:  {Kind: dcgm.KindInt64, Int: 0x7ffffff0},            // int32 blank
-		fieldPower:    {Kind: dcgm.KindFloat64, Float: 140737488355328.0}, // fp64 blank
-		fieldGPUUtil:  {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff0},    // int64 blank
-		fieldMemUtil:  {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff1},    // int64 not found
-		50:            {Kind: dcgm.KindString, Str: "<<<NULL>>>"},
-		fieldSMActive: {Kind: dcgm.KindInt64, Int: 0x7ffffff2}, // int32 not supported
+		fieldid.GPUTemp:      {Kind: dcgm.KindInt64, Int: 0x7ffffff0},            // int32 blank
+		fieldid.PowerUsage:   {Kind: dcgm.KindFloat64, Float: 140737488355328.0}, // fp64 blank
+		fieldid.GPUUtil:      {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff0},    // int64 blank
+		fieldid.MemCopyUtil:  {Kind: dcgm.KindInt64, Int: 0x7ffffffffffffff1},    // int64 not found
+		fieldid.Name:         {Kind: dcgm.KindString, Str: "<<<NULL>>>"},
+		fieldid.ProfSMActive: {Kind: dcgm.KindInt64, Int: 0x7ffffff2}, // int32 not supported
 	}
 	f := dcgmfake.New(
-		dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}),
+		dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldid.ProfSMActive}, 1: {fieldid.ProfSMActive}}),
 		dcgmfake.WithGen(func(e dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
-			if v, ok := blanks[field]; ok && (e.ID == 0 || field == fieldSMActive) {
+			if v, ok := blanks[field]; ok && (e.ID == 0 || field == fieldid.ProfSMActive) {
 				return v, true
 			}
 			return dcgm.Value{Kind: dcgm.KindFloat64, Float: float64(seq)}, true
 		}))
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldPower, fieldGPUUtil, fieldMemUtil, 50, fieldSMActive))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp, fieldid.PowerUsage, fieldid.GPUUtil, fieldid.MemCopyUtil, fieldid.Name, fieldid.ProfSMActive))
 	rec := &dcgmfake.Recorder{}
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) >= 3 })
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) >= 3 })
 	for _, v := range rec.All() {
 		assert.NotEqual(t, "gpu/GPU-00000000-0000-0000-0000-000000000000", v.Key, "GPU 0 gave only blanks, got field %d = %v", v.Field, v.V)
 		assert.Less(t, v.V, 1e9, "no sentinel exported as a number")
 	}
-	assert.Empty(t, rec.TextOf("gpu/GPU-00000000-0000-0000-0000-000000000000", 50))
-	assert.NotEmpty(t, rec.Values(fieldPower), "GPU 1 values still come")
-	assert.Contains(t, rec.UnsupportedReasons(), "gpu/GPU-11111111-1111-1111-1111-111111111111/1002", "the not-supported sentinel is reported as unsupported")
+	assert.Empty(t, rec.TextOf("gpu/GPU-00000000-0000-0000-0000-000000000000", fieldid.Name))
+	assert.NotEmpty(t, rec.Values(fieldid.PowerUsage), "GPU 1 values still come")
+	assert.Contains(t, rec.UnsupportedReasons(), "gpu/GPU-11111111-1111-1111-1111-111111111111/"+idStr(fieldid.ProfSMActive), "the not-supported sentinel is reported as unsupported")
 }
 
 func TestProfilingSupportPerGPU(t *testing.T) {
-	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive, fieldTensor}}))
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp, fieldSMActive, fieldTensor))
+	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldid.ProfSMActive, fieldid.ProfPipeTensorActive}}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp, fieldid.ProfSMActive, fieldid.ProfPipeTensorActive))
 	rec := &dcgmfake.Recorder{}
 	g0, g1 := "gpu/GPU-00000000-0000-0000-0000-000000000000", "gpu/GPU-11111111-1111-1111-1111-111111111111"
 	has := func(key string, field uint16) bool {
@@ -223,11 +214,11 @@ func TestProfilingSupportPerGPU(t *testing.T) {
 		}
 		return false
 	}
-	collectUntil(t, s, 0, rec, func() bool { return has(g0, fieldSMActive) && has(g1, fieldGPUTemp) })
-	assert.False(t, has(g1, fieldSMActive), "GPU 1 has no profiling")
+	collectUntil(t, s, 0, rec, func() bool { return has(g0, fieldid.ProfSMActive) && has(g1, fieldid.GPUTemp) })
+	assert.False(t, has(g1, fieldid.ProfSMActive), "GPU 1 has no profiling")
 	assert.Equal(t, map[string]string{
-		g1 + "/1002": "profiling metric not supported by this GPU",
-		g1 + "/1004": "profiling metric not supported by this GPU",
+		g1 + "/" + idStr(fieldid.ProfSMActive):         "profiling metric not supported by this GPU",
+		g1 + "/" + idStr(fieldid.ProfPipeTensorActive): "profiling metric not supported by this GPU",
 	}, rec.UnsupportedReasons())
 	assert.Equal(t, 2, f.FieldGroupsCreated(), "the mixed node needs a second field group for the GPU without profiling")
 }
@@ -244,18 +235,18 @@ func TestProfilingErrorsSayWhatToDo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}))
+			f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldid.ProfSMActive}, 1: {fieldid.ProfSMActive}}))
 			f.SetProfilingError(tt.err)
 			l, hook := quietLog()
 			s, err := dcgm.New(f, testConfig(l))
 			require.NoError(t, err)
 			defer s.Close()
-			require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldGPUTemp, fieldSMActive)}))
+			require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldid.GPUTemp, fieldid.ProfSMActive)}))
 			rec := &dcgmfake.Recorder{}
-			collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) >= 2 })
-			assert.Empty(t, rec.Values(fieldSMActive))
+			collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) >= 2 })
+			assert.Empty(t, rec.Values(fieldid.ProfSMActive))
 			reasons := rec.UnsupportedReasons()
-			assert.Equal(t, tt.reason, reasons["gpu/GPU-00000000-0000-0000-0000-000000000000/1002"])
+			assert.Equal(t, tt.reason, reasons["gpu/GPU-00000000-0000-0000-0000-000000000000/"+idStr(fieldid.ProfSMActive)])
 			var lines int
 			for _, e := range hook.AllEntries() {
 				if e.Level == logrus.ErrorLevel {
@@ -275,7 +266,7 @@ func TestMIGHierarchy(t *testing.T) {
 		dcgm.MIGInfo{Entity: ci, Parent: gi, GPU: 1, ComputeInstanceID: 0},
 		dcgm.MIGInfo{Entity: gi, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 3, Profile: "1g.10gb"},
 	))
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUUtil))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUUtil))
 	keys := map[string]source.Entity{}
 	for _, e := range s.Entities() {
 		keys[e.Key()] = *e
@@ -291,7 +282,7 @@ func TestMIGHierarchy(t *testing.T) {
 
 	rec := &dcgmfake.Recorder{}
 	collectUntil(t, s, 0, rec, func() bool {
-		for _, v := range rec.Values(fieldGPUUtil) {
+		for _, v := range rec.Values(fieldid.GPUUtil) {
 			if v.Key == giKey {
 				return true
 			}
@@ -303,25 +294,27 @@ func TestMIGHierarchy(t *testing.T) {
 func TestNvSwitchEntitiesOnlyWhenAsked(t *testing.T) {
 	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x203, Switch: 0, Index: 2, Up: false}}
 	f := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links))
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
 	for _, e := range s.Entities() {
 		assert.Equal(t, source.GPU, e.Kind, "no switch fields, no switch entities")
 	}
-	require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldGPUTemp, fieldSwTemp, fieldSwLinkTx)}))
+	require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldid.GPUTemp, fieldid.NVSwitchTemperatureCurrent, fieldid.NVSwitchLinkThroughputTX)}))
 	kinds := map[source.EntityKind]int{}
 	for _, e := range s.Entities() {
 		kinds[e.Kind]++
 	}
 	assert.Equal(t, map[source.EntityKind]int{source.GPU: 2, source.NvSwitch: 1, source.NVLink: 1}, kinds, "down links are left out")
 	rec := &dcgmfake.Recorder{}
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSwTemp)) > 0 && len(rec.Values(fieldSwLinkTx)) > 0 })
-	for _, v := range rec.Values(fieldSwTemp) {
+	collectUntil(t, s, 0, rec, func() bool {
+		return len(rec.Values(fieldid.NVSwitchTemperatureCurrent)) > 0 && len(rec.Values(fieldid.NVSwitchLinkThroughputTX)) > 0
+	})
+	for _, v := range rec.Values(fieldid.NVSwitchTemperatureCurrent) {
 		assert.Equal(t, "switch/0", v.Key)
 	}
-	for _, v := range rec.Values(fieldSwLinkTx) {
+	for _, v := range rec.Values(fieldid.NVSwitchLinkThroughputTX) {
 		assert.Equal(t, "swlink/0/1", v.Key)
 	}
-	for _, v := range rec.Values(fieldGPUTemp) {
+	for _, v := range rec.Values(fieldid.GPUTemp) {
 		assert.True(t, strings.HasPrefix(v.Key, "gpu/"), "GPU fields only on GPUs: %s", v.Key)
 	}
 }
@@ -338,7 +331,7 @@ func TestHealthStatusIsOneResultPerWatch(t *testing.T) {
 		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, System: 0xFFFFFFFF, Result: 20, Code: 101},
 		dcgm.HealthIncident{Entity: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, System: 0x1, Result: 10, Code: 999},
 	)
-	s := newSource(t, f, group(10*time.Millisecond, counters.FieldExpGPUHealthStatus))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.ExpGPUHealthStatus))
 	rec := &dcgmfake.Recorder{}
 	require.NoError(t, s.Collect(context.Background(), 0, rec))
 	watches := []string{"PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER", "DRIVER", "ALL"}
@@ -412,9 +405,9 @@ func TestConfigErrors(t *testing.T) {
 
 func TestDroppedConnectionReconnects(t *testing.T) {
 	f := dcgmfake.New()
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
 	rec := &dcgmfake.Recorder{}
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) > 0 })
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) > 0 })
 	f.Refuse(errors.New("refused for the test"))
 	f.DropConnection()
 
@@ -436,25 +429,25 @@ func TestDroppedConnectionReconnects(t *testing.T) {
 		return s.Status().Up && changed
 	})
 	assert.Equal(t, 2, f.Connects())
-	n := len(rec.Values(fieldGPUTemp))
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldGPUTemp)) > n })
+	n := len(rec.Values(fieldid.GPUTemp))
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) > n })
 	require.NoError(t, s.Collect(context.Background(), 0, rec), "ErrEntitiesChanged comes once")
 }
 
 func TestPauseResumeProfiling(t *testing.T) {
-	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldSMActive}, 1: {fieldSMActive}}))
-	s := newSource(t, f, group(10*time.Millisecond, fieldSMActive))
+	f := dcgmfake.New(dcgmfake.WithProfiling(map[uint][]uint16{0: {fieldid.ProfSMActive}, 1: {fieldid.ProfSMActive}}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.ProfSMActive))
 	rec := &dcgmfake.Recorder{}
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSMActive)) > 0 })
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.ProfSMActive)) > 0 })
 
 	require.NoError(t, s.PauseProfiling())
 	assert.True(t, f.Paused())
 	assert.True(t, s.Status().ProfilingPaused)
 	require.NoError(t, s.Collect(context.Background(), 0, rec)) // drains samples taken before the pause
-	n := len(rec.Values(fieldSMActive))
+	n := len(rec.Values(fieldid.ProfSMActive))
 	time.Sleep(30 * time.Millisecond)
 	require.NoError(t, s.Collect(context.Background(), 0, rec))
-	assert.Equal(t, n, len(rec.Values(fieldSMActive)), "no profiling values while paused")
+	assert.Equal(t, n, len(rec.Values(fieldid.ProfSMActive)), "no profiling values while paused")
 
 	// A host engine restart forgets the pause; the reconnect takes it again.
 	f.Kill()
@@ -465,13 +458,13 @@ func TestPauseResumeProfiling(t *testing.T) {
 
 	require.NoError(t, s.ResumeProfiling())
 	assert.False(t, s.Status().ProfilingPaused)
-	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldSMActive)) > n })
+	collectUntil(t, s, 0, rec, func() bool { return len(rec.Values(fieldid.ProfSMActive)) > n })
 }
 
 func TestPauseWithoutProfilingModule(t *testing.T) {
 	f := dcgmfake.New()
 	f.SetPauseError(fmt.Errorf("dcgmProfPause: %w", dcgm.ErrModuleNotLoaded))
-	s := newSource(t, f, group(10*time.Millisecond, fieldGPUTemp))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
 	err := s.PauseProfiling()
 	require.ErrorIs(t, err, dcgm.ErrModuleNotLoaded)
 	assert.Contains(t, err.Error(), "no profiling lock to release")
@@ -488,7 +481,7 @@ func TestHostEngineRestartLoop(t *testing.T) {
 	l, _ := quietLog()
 	s, err := dcgm.New(f, testConfig(l))
 	require.NoError(t, err)
-	require.NoError(t, s.Watch([]source.Group{group(interval, fieldGPUTemp)}))
+	require.NoError(t, s.Watch([]source.Group{group(interval, fieldid.GPUTemp)}))
 
 	rec := &dcgmfake.Recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -512,7 +505,7 @@ func TestHostEngineRestartLoop(t *testing.T) {
 	}()
 
 	latest := func() int64 {
-		v := rec.Values(fieldGPUTemp)
+		v := rec.Values(fieldid.GPUTemp)
 		if len(v) == 0 {
 			return 0
 		}
@@ -552,3 +545,6 @@ func TestHostEngineRestartLoop(t *testing.T) {
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "no goroutine leaked")
 }
+
+// idStr is a field ID as the recorder's keys spell it.
+func idStr(id uint16) string { return strconv.Itoa(int(id)) }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source"
@@ -29,7 +30,7 @@ func countersFiles(t *testing.T) []string {
 // source serves yields a sample on every GPU, and every other field is
 // reported unsupported with a reason.
 func TestCountersFilesOnDGXH100(t *testing.T) {
-	served := counters.NVMLSupport()
+	sup := Support()
 	for _, file := range countersFiles(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			set, err := counters.Load(file)
@@ -47,11 +48,11 @@ func TestCountersFilesOnDGXH100(t *testing.T) {
 					k := sample{e.Key(), fld.ID}
 					_, isValue := sink.values[k]
 					_, isText := sink.texts[k]
-					reason, known := served[fld.ID]
+					reads, _ := sup.Reads(fld.ID)
 					switch {
 					case fieldMap[fld.ID].derived:
 						assert.Empty(t, sink.unsupported[k], "%s: derived by the engine", fld.Name)
-					case known && reason == "" && fld.ID != fVGPULicenseStatus:
+					case reads && fld.ID != fieldid.VGPULicenseStatus:
 						assert.True(t, isValue || isText, "%s (line %d) on GPU %d: unsupported %v, fails %v",
 							fld.Name, fld.Line, i, sink.unsupported[k], sink.fails[k])
 					default:

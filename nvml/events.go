@@ -16,7 +16,7 @@ type xidEvent struct {
 }
 
 // xidWatcher waits on an NVML event set in its own goroutine and queues
-// XID events until the next collection of the group that has field 230.
+// XID events until the next collection of the group that has the XID errors field.
 type xidWatcher struct {
 	lib  gonvml.Interface
 	log  *logrus.Entry
@@ -38,7 +38,7 @@ type xidWatcher struct {
 
 // newXIDWatcher creates the event set and registers every GPU. A GPU that
 // cannot report XIDs is logged and left out; without an event set at all,
-// field 230 stays at 0.
+// the XID errors field stays at 0.
 func newXIDWatcher(lib gonvml.Interface, log *logrus.Entry, devices []*device, wait time.Duration, maxQueue int) *xidWatcher {
 	w := &xidWatcher{lib: lib, log: log, wait: wait, max: maxQueue, last: map[*device]uint64{},
 		stop: make(chan struct{}), done: make(chan struct{})}

@@ -6,79 +6,12 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 )
 
 // DCGM field IDs this package reads. They follow dcgm_fields.h, so that a
 // dashboard does not care whether DCGM or NVML fed a series.
-const (
-	fDriverVersion       uint16 = 1
-	fNVMLVersion         uint16 = 2
-	fName                uint16 = 50
-	fBrand               uint16 = 51
-	fSerial              uint16 = 53
-	fUUID                uint16 = 54
-	fPCIBusID            uint16 = 57
-	fVBIOS               uint16 = 85
-	fSMClock             uint16 = 100
-	fMemClock            uint16 = 101
-	fVideoClock          uint16 = 102
-	fAppSMClock          uint16 = 110
-	fMaxSMClock          uint16 = 113
-	fMemoryTemp          uint16 = 140
-	fGPUTemp             uint16 = 150
-	fPowerUsage          uint16 = 155
-	fTotalEnergy         uint16 = 156
-	fSlowdownTemp        uint16 = 158
-	fShutdownTemp        uint16 = 159
-	fPowerMgmtLimit      uint16 = 160
-	fEnforcedPowerLimit  uint16 = 164
-	fPCIeTxThroughput    uint16 = 200
-	fPCIeRxThroughput    uint16 = 201
-	fPCIeReplayCounter   uint16 = 202
-	fGPUUtil             uint16 = 203
-	fMemCopyUtil         uint16 = 204
-	fEncUtil             uint16 = 206
-	fDecUtil             uint16 = 207
-	fPowerViolation      uint16 = 240
-	fThermalViolation    uint16 = 241
-	fSyncBoostViolation  uint16 = 242
-	fBoardLimitViolation uint16 = 243
-	fLowUtilViolation    uint16 = 244
-	fReliabilityViolat   uint16 = 245
-	fFBTotal             uint16 = 250
-	fFBFree              uint16 = 251
-	fFBUsed              uint16 = 252
-	fFBReserved          uint16 = 253
-	fECCSBEVolTotal      uint16 = 310
-	fECCDBEVolTotal      uint16 = 311
-	fECCSBEAggTotal      uint16 = 312
-	fECCDBEAggTotal      uint16 = 313
-	fRetiredSBE          uint16 = 390
-	fRetiredDBE          uint16 = 391
-	fRetiredPending      uint16 = 392
-	fUncorrRemappedRows  uint16 = 393
-	fCorrRemappedRows    uint16 = 394
-	fRowRemapFailure     uint16 = 395
-	fRowRemapPending     uint16 = 396
-	fNVLinkCRCFlitErrors uint16 = 409
-	fNVLinkCRCDataErrors uint16 = 419
-	fNVLinkReplayErrors  uint16 = 429
-	fNVLinkRecoveryErrs  uint16 = 439
-	fNVLinkBandwidth     uint16 = 449
-	fVGPULicenseStatus   uint16 = 526
-	fProfGrEngineActive  uint16 = 1001
-	fProfSMActive        uint16 = 1002
-	fProfSMOccupancy     uint16 = 1003
-	fProfTensorActive    uint16 = 1004
-	fProfDRAMActive      uint16 = 1005
-	fProfFP64Active      uint16 = 1006
-	fProfFP32Active      uint16 = 1007
-	fProfFP16Active      uint16 = 1008
-	fProfPCIeTxBytes     uint16 = 1009
-	fProfPCIeRxBytes     uint16 = 1010
-	fProfNVLinkTxBytes   uint16 = 1011
-	fProfNVLinkRxBytes   uint16 = 1012
-)
+const ()
 
 // NVML field-value IDs (nvml.h NVML_FI_DEV_*) read through GetFieldValues.
 const (
@@ -115,140 +48,165 @@ type fieldSpec struct {
 	// derived fields are computed by the engine from other fields; the
 	// source accepts them and reads nothing.
 	derived bool
-	// xid is field 230, fed from the event goroutine.
+	// xid is the XID errors field, fed from the event goroutine.
 	xid bool
 }
 
-// fieldMap is every DCGM field the NVML source serves. counters.NVMLSupport
-// lists the same IDs with an empty reason; a test keeps them equal.
+// fieldMap is every DCGM field the NVML source serves; Support describes
+// the source to the catalog from it.
 var fieldMap = map[uint16]fieldSpec{
-	fDriverVersion: {text: func(r *reading) (string, error) { return r.src.driverVersion, nil }},
-	fNVMLVersion:   {text: func(r *reading) (string, error) { return r.src.nvmlVersion, nil }},
-	fName:          {text: func(r *reading) (string, error) { return r.dev.gpu.ModelName, nil }},
-	fUUID:          {text: func(r *reading) (string, error) { return r.dev.gpu.UUID, nil }},
-	fPCIBusID:      {text: func(r *reading) (string, error) { return r.dev.gpu.PCIBusID, nil }},
-	fBrand:         {text: readBrand},
-	fSerial:        {text: func(r *reading) (string, error) { return call("GetSerial", r.h.GetSerial) }},
-	fVBIOS:         {text: func(r *reading) (string, error) { return call("GetVbiosVersion", r.h.GetVbiosVersion) }},
+	fieldid.DriverVersion: {text: func(r *reading) (string, error) { return r.src.driverVersion, nil }},
+	fieldid.NVMLVersion:   {text: func(r *reading) (string, error) { return r.src.nvmlVersion, nil }},
+	fieldid.Name:          {text: func(r *reading) (string, error) { return r.dev.gpu.ModelName, nil }},
+	fieldid.UUID:          {text: func(r *reading) (string, error) { return r.dev.gpu.UUID, nil }},
+	fieldid.PCIBusID:      {text: func(r *reading) (string, error) { return r.dev.gpu.PCIBusID, nil }},
+	fieldid.Brand:         {text: readBrand},
+	fieldid.Serial:        {text: func(r *reading) (string, error) { return call("GetSerial", r.h.GetSerial) }},
+	fieldid.VBIOSVersion:  {text: func(r *reading) (string, error) { return call("GetVbiosVersion", r.h.GetVbiosVersion) }},
 
-	fSMClock:    {value: clock("GetClockInfo(SM)", gonvml.CLOCK_SM, false)},
-	fMemClock:   {value: clock("GetClockInfo(MEM)", gonvml.CLOCK_MEM, false)},
-	fVideoClock: {value: clock("GetClockInfo(VIDEO)", gonvml.CLOCK_VIDEO, false)},
-	fMaxSMClock: {value: clock("GetMaxClockInfo(SM)", gonvml.CLOCK_SM, true)},
-	fAppSMClock: {value: func(r *reading) (float64, error) {
+	fieldid.SMClock:    {value: clock("GetClockInfo(SM)", gonvml.CLOCK_SM, false)},
+	fieldid.MemClock:   {value: clock("GetClockInfo(MEM)", gonvml.CLOCK_MEM, false)},
+	fieldid.VideoClock: {value: clock("GetClockInfo(VIDEO)", gonvml.CLOCK_VIDEO, false)},
+	fieldid.MaxSMClock: {value: clock("GetMaxClockInfo(SM)", gonvml.CLOCK_SM, true)},
+	fieldid.AppSMClock: {value: func(r *reading) (float64, error) {
 		return callU32("GetApplicationsClock(SM)", func() (uint32, gonvml.Return) { return r.h.GetApplicationsClock(gonvml.CLOCK_SM) }, 1)
 	}},
-	counters.FieldClockEventReasons: {value: func(r *reading) (float64, error) {
+	fieldid.ClocksEventReasons: {value: func(r *reading) (float64, error) {
 		v, ret := r.h.GetCurrentClocksEventReasons()
 		return float64(v), nvmlErr("GetCurrentClocksEventReasons", ret)
 	}},
 
-	fMemoryTemp: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFIMemoryTemp, 0) }},
-	fGPUTemp: {value: func(r *reading) (float64, error) {
+	fieldid.MemoryTemp: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFIMemoryTemp, 0) }},
+	fieldid.GPUTemp: {value: func(r *reading) (float64, error) {
 		return callU32("GetTemperature(GPU)", func() (uint32, gonvml.Return) { return r.h.GetTemperature(gonvml.TEMPERATURE_GPU) }, 1)
 	}},
-	fSlowdownTemp: {value: func(r *reading) (float64, error) {
+	fieldid.SlowdownTemp: {value: func(r *reading) (float64, error) {
 		return callU32("GetTemperatureThreshold(SLOWDOWN)", func() (uint32, gonvml.Return) {
 			return r.h.GetTemperatureThreshold(gonvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
 		}, 1)
 	}},
-	fShutdownTemp: {value: func(r *reading) (float64, error) {
+	fieldid.ShutdownTemp: {value: func(r *reading) (float64, error) {
 		return callU32("GetTemperatureThreshold(SHUTDOWN)", func() (uint32, gonvml.Return) {
 			return r.h.GetTemperatureThreshold(gonvml.TEMPERATURE_THRESHOLD_SHUTDOWN)
 		}, 1)
 	}},
 
-	fPowerUsage: {value: func(r *reading) (float64, error) { return callU32("GetPowerUsage", r.h.GetPowerUsage, 1/mWPerW) }},
-	fPowerMgmtLimit: {value: func(r *reading) (float64, error) {
+	fieldid.PowerUsage: {value: func(r *reading) (float64, error) { return callU32("GetPowerUsage", r.h.GetPowerUsage, 1/mWPerW) }},
+	fieldid.PowerMgmtLimit: {value: func(r *reading) (float64, error) {
 		return callU32("GetPowerManagementLimit", r.h.GetPowerManagementLimit, 1/mWPerW)
 	}},
-	fEnforcedPowerLimit: {value: func(r *reading) (float64, error) {
+	fieldid.EnforcedPowerLimit: {value: func(r *reading) (float64, error) {
 		return callU32("GetEnforcedPowerLimit", r.h.GetEnforcedPowerLimit, 1/mWPerW)
 	}},
-	fTotalEnergy: {value: func(r *reading) (float64, error) {
+	fieldid.TotalEnergyConsumption: {value: func(r *reading) (float64, error) {
 		v, ret := r.h.GetTotalEnergyConsumption()
 		return float64(v), nvmlErr("GetTotalEnergyConsumption", ret)
 	}},
 
-	fPCIeTxThroughput: {value: pcieThroughput("GetPcieThroughput(TX)", gonvml.PCIE_UTIL_TX_BYTES)},
-	fPCIeRxThroughput: {value: pcieThroughput("GetPcieThroughput(RX)", gonvml.PCIE_UTIL_RX_BYTES)},
-	fPCIeReplayCounter: {value: func(r *reading) (float64, error) {
+	fieldid.PCIeTXThroughput: {value: pcieThroughput("GetPcieThroughput(TX)", gonvml.PCIE_UTIL_TX_BYTES)},
+	fieldid.PCIeRXThroughput: {value: pcieThroughput("GetPcieThroughput(RX)", gonvml.PCIE_UTIL_RX_BYTES)},
+	fieldid.PCIeReplayCounter: {value: func(r *reading) (float64, error) {
 		v, ret := r.h.GetPcieReplayCounter()
 		return float64(v), nvmlErr("GetPcieReplayCounter", ret)
 	}},
 
-	fGPUUtil:     {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Gpu), err }},
-	fMemCopyUtil: {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Memory), err }},
-	fEncUtil: {value: func(r *reading) (float64, error) {
+	fieldid.GPUUtil:     {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Gpu), err }},
+	fieldid.MemCopyUtil: {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Memory), err }},
+	fieldid.EncUtil: {value: func(r *reading) (float64, error) {
 		v, _, ret := r.h.GetEncoderUtilization()
 		return float64(v), nvmlErr("GetEncoderUtilization", ret)
 	}},
-	fDecUtil: {value: func(r *reading) (float64, error) {
+	fieldid.DecUtil: {value: func(r *reading) (float64, error) {
 		v, _, ret := r.h.GetDecoderUtilization()
 		return float64(v), nvmlErr("GetDecoderUtilization", ret)
 	}},
 
-	counters.FieldXIDErrors: {xid: true},
+	fieldid.XIDErrors: {xid: true},
 
-	fPowerViolation:      {value: violation("POWER", gonvml.PERF_POLICY_POWER)},
-	fThermalViolation:    {value: violation("THERMAL", gonvml.PERF_POLICY_THERMAL)},
-	fSyncBoostViolation:  {value: violation("SYNC_BOOST", gonvml.PERF_POLICY_SYNC_BOOST)},
-	fBoardLimitViolation: {value: violation("BOARD_LIMIT", gonvml.PERF_POLICY_BOARD_LIMIT)},
-	fLowUtilViolation:    {value: violation("LOW_UTILIZATION", gonvml.PERF_POLICY_LOW_UTILIZATION)},
-	fReliabilityViolat:   {value: violation("RELIABILITY", gonvml.PERF_POLICY_RELIABILITY)},
+	fieldid.PowerViolation:       {value: violation("POWER", gonvml.PERF_POLICY_POWER)},
+	fieldid.ThermalViolation:     {value: violation("THERMAL", gonvml.PERF_POLICY_THERMAL)},
+	fieldid.SyncBoostViolation:   {value: violation("SYNC_BOOST", gonvml.PERF_POLICY_SYNC_BOOST)},
+	fieldid.BoardLimitViolation:  {value: violation("BOARD_LIMIT", gonvml.PERF_POLICY_BOARD_LIMIT)},
+	fieldid.LowUtilViolation:     {value: violation("LOW_UTILIZATION", gonvml.PERF_POLICY_LOW_UTILIZATION)},
+	fieldid.ReliabilityViolation: {value: violation("RELIABILITY", gonvml.PERF_POLICY_RELIABILITY)},
 
-	fFBTotal:    {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Total) / mib, err }},
-	fFBFree:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Free) / mib, err }},
-	fFBUsed:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Used) / mib, err }},
-	fFBReserved: {instance: true, value: readFBReserved},
+	fieldid.FBTotal:    {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Total) / mib, err }},
+	fieldid.FBFree:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Free) / mib, err }},
+	fieldid.FBUsed:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Used) / mib, err }},
+	fieldid.FBReserved: {instance: true, value: readFBReserved},
 
-	fECCSBEVolTotal: {value: ecc("CORRECTED,VOLATILE", gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.VOLATILE_ECC)},
-	fECCDBEVolTotal: {value: ecc("UNCORRECTED,VOLATILE", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.VOLATILE_ECC)},
-	fECCSBEAggTotal: {value: ecc("CORRECTED,AGGREGATE", gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.AGGREGATE_ECC)},
-	fECCDBEAggTotal: {value: ecc("UNCORRECTED,AGGREGATE", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.AGGREGATE_ECC)},
+	fieldid.ECCSBEVolTotal: {value: ecc("CORRECTED,VOLATILE", gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.VOLATILE_ECC)},
+	fieldid.ECCDBEVolTotal: {value: ecc("UNCORRECTED,VOLATILE", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.VOLATILE_ECC)},
+	fieldid.ECCSBEAggTotal: {value: ecc("CORRECTED,AGGREGATE", gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.AGGREGATE_ECC)},
+	fieldid.ECCDBEAggTotal: {value: ecc("UNCORRECTED,AGGREGATE", gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.AGGREGATE_ECC)},
 
-	fRetiredSBE: {value: retiredPages("MULTIPLE_SINGLE_BIT_ECC_ERRORS", gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)},
-	fRetiredDBE: {value: retiredPages("DOUBLE_BIT_ECC_ERROR", gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)},
-	fRetiredPending: {value: func(r *reading) (float64, error) {
+	fieldid.RetiredSBE: {value: retiredPages("MULTIPLE_SINGLE_BIT_ECC_ERRORS", gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)},
+	fieldid.RetiredDBE: {value: retiredPages("DOUBLE_BIT_ECC_ERROR", gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)},
+	fieldid.RetiredPending: {value: func(r *reading) (float64, error) {
 		v, ret := r.h.GetRetiredPagesPendingStatus()
 		return boolf(v == gonvml.FEATURE_ENABLED), nvmlErr("GetRetiredPagesPendingStatus", ret)
 	}},
 
-	fCorrRemappedRows:   {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return float64(m.corr), err }},
-	fUncorrRemappedRows: {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return float64(m.unc), err }},
-	fRowRemapPending:    {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.pending), err }},
-	fRowRemapFailure:    {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.failed), err }},
+	fieldid.CorrectableRemappedRows:   {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return float64(m.corr), err }},
+	fieldid.UncorrectableRemappedRows: {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return float64(m.unc), err }},
+	fieldid.RowRemapPending:           {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.pending), err }},
+	fieldid.RowRemapFailure:           {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.failed), err }},
 
-	fNVLinkCRCFlitErrors: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCFlitTotal, 0) }},
-	fNVLinkCRCDataErrors: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCDataTotal, 0) }},
-	fNVLinkReplayErrors:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkReplayTotal, 0) }},
-	fNVLinkRecoveryErrs:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkRecoveryTotal, 0) }},
-	fNVLinkBandwidth:     {value: readNVLinkBandwidth},
+	fieldid.NVLinkCRCFlitErrorCountTotal:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCFlitTotal, 0) }},
+	fieldid.NVLinkCRCDataErrorCountTotal:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCDataTotal, 0) }},
+	fieldid.NVLinkReplayErrorCountTotal:   {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkReplayTotal, 0) }},
+	fieldid.NVLinkRecoveryErrorCountTotal: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkRecoveryTotal, 0) }},
+	fieldid.NVLinkBandwidthTotal:          {value: readNVLinkBandwidth},
 
-	fVGPULicenseStatus: {value: readVGPULicense},
+	fieldid.VGPULicenseStatus: {value: readVGPULicense},
 
 	// GPM gives percentages where DCGM gives ratios, and MiB/s where DCGM
 	// gives bytes/s.
-	fProfGrEngineActive: {instance: true, gpm: gonvml.GPM_METRIC_GRAPHICS_UTIL, gpmScale: 0.01},
-	fProfSMActive:       {instance: true, gpm: gonvml.GPM_METRIC_SM_UTIL, gpmScale: 0.01},
-	fProfSMOccupancy:    {instance: true, gpm: gonvml.GPM_METRIC_SM_OCCUPANCY, gpmScale: 0.01},
-	fProfTensorActive:   {instance: true, gpm: gonvml.GPM_METRIC_ANY_TENSOR_UTIL, gpmScale: 0.01},
-	fProfDRAMActive:     {instance: true, gpm: gonvml.GPM_METRIC_DRAM_BW_UTIL, gpmScale: 0.01},
-	fProfFP64Active:     {instance: true, gpm: gonvml.GPM_METRIC_FP64_UTIL, gpmScale: 0.01},
-	fProfFP32Active:     {instance: true, gpm: gonvml.GPM_METRIC_FP32_UTIL, gpmScale: 0.01},
-	fProfFP16Active:     {instance: true, gpm: gonvml.GPM_METRIC_FP16_UTIL, gpmScale: 0.01},
-	fProfPCIeTxBytes:    {instance: true, gpm: gonvml.GPM_METRIC_PCIE_TX_PER_SEC, gpmScale: mib},
-	fProfPCIeRxBytes:    {instance: true, gpm: gonvml.GPM_METRIC_PCIE_RX_PER_SEC, gpmScale: mib},
-	fProfNVLinkTxBytes:  {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, gpmScale: mib},
-	fProfNVLinkRxBytes:  {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, gpmScale: mib},
+	fieldid.ProfGREngineActive:   {instance: true, gpm: gonvml.GPM_METRIC_GRAPHICS_UTIL, gpmScale: 0.01},
+	fieldid.ProfSMActive:         {instance: true, gpm: gonvml.GPM_METRIC_SM_UTIL, gpmScale: 0.01},
+	fieldid.ProfSMOccupancy:      {instance: true, gpm: gonvml.GPM_METRIC_SM_OCCUPANCY, gpmScale: 0.01},
+	fieldid.ProfPipeTensorActive: {instance: true, gpm: gonvml.GPM_METRIC_ANY_TENSOR_UTIL, gpmScale: 0.01},
+	fieldid.ProfDRAMActive:       {instance: true, gpm: gonvml.GPM_METRIC_DRAM_BW_UTIL, gpmScale: 0.01},
+	fieldid.ProfPipeFP64Active:   {instance: true, gpm: gonvml.GPM_METRIC_FP64_UTIL, gpmScale: 0.01},
+	fieldid.ProfPipeFP32Active:   {instance: true, gpm: gonvml.GPM_METRIC_FP32_UTIL, gpmScale: 0.01},
+	fieldid.ProfPipeFP16Active:   {instance: true, gpm: gonvml.GPM_METRIC_FP16_UTIL, gpmScale: 0.01},
+	fieldid.ProfPCIeTXBytes:      {instance: true, gpm: gonvml.GPM_METRIC_PCIE_TX_PER_SEC, gpmScale: mib},
+	fieldid.ProfPCIeRXBytes:      {instance: true, gpm: gonvml.GPM_METRIC_PCIE_RX_PER_SEC, gpmScale: mib},
+	fieldid.ProfNVLinkTXBytes:    {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, gpmScale: mib},
+	fieldid.ProfNVLinkRXBytes:    {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, gpmScale: mib},
 
-	counters.FieldExpXIDErrorsCount:   {derived: true},
-	counters.FieldExpClockEventsCount: {derived: true},
+	fieldid.ExpXIDErrorsCount:   {derived: true},
+	fieldid.ExpClockEventsCount: {derived: true},
+}
+
+// unreadNotes says why the NVML source does not read fields an operator
+// may expect from it; `gpuscope counters list --source nvml` shows them.
+var unreadNotes = map[uint16]string{
+	fieldid.FBUsedPercent:            "not derived by the NVML source: DCGM computes it from its own cache",
+	fieldid.ProfPipeTensorIMMAActive: "needs DCGM: no GPM metric matches the IMMA tensor pipe",
+	fieldid.ProfPipeTensorHMMAActive: "needs DCGM: no GPM metric matches the HMMA tensor pipe alone",
+	fieldid.ProfPipeTensorDFMAActive: "needs DCGM: no GPM metric matches the DFMA tensor pipe alone",
+	fieldid.ProfPipeIntActive:        "needs DCGM: no GPM metric matches the integer pipe",
+	fieldid.ExpGPUHealthStatus:       "DCGM-only health aggregate",
+	fieldid.ExpP2PStatus:             "needs DCGM: the NVLink P2P status comes from DCGM's topology checks",
+}
+
+// Support is the NVML source's account of the fields it reads, for the
+// catalog's users: every field of fieldMap, and why some others are not.
+func Support() counters.Support {
+	table := make(map[uint16]string, len(fieldMap)+len(unreadNotes))
+	for id, note := range unreadNotes {
+		table[id] = note
+	}
+	for id := range fieldMap {
+		table[id] = ""
+	}
+	return counters.SupportTable("nvml", table)
 }
 
 // unsupportedReason is why a field outside fieldMap is absent.
 func unsupportedReason(id uint16) string {
-	if reason := counters.NVMLSupport()[id]; reason != "" {
+	if reason := unreadNotes[id]; reason != "" {
 		return reason
 	}
 	return fmt.Sprintf("field %d has no NVML equivalent", id)
@@ -270,7 +228,8 @@ func clock(name string, t gonvml.ClockType, maxClock bool) func(r *reading) (flo
 	}
 }
 
-// pcieThroughput keeps NVML's KB/s, which is what DCGM reports for 200/201.
+// pcieThroughput keeps NVML's KB/s, which is what DCGM reports for its
+// PCIe throughput fields.
 func pcieThroughput(name string, c gonvml.PcieUtilCounter) func(r *reading) (float64, error) {
 	return func(r *reading) (float64, error) {
 		return callU32(name, func() (uint32, gonvml.Return) { return r.h.GetPcieThroughput(c) }, 1)

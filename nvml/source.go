@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -307,7 +308,7 @@ wait:
 		}
 	}
 	for _, f := range g.Fields {
-		if f.ID == counters.FieldXIDErrors {
+		if f.ID == fieldid.XIDErrors {
 			s.deliverXIDs(sink, now)
 			break
 		}
@@ -331,7 +332,7 @@ func (s *Source) failAll(sink source.Sink, d *device, fields []counters.Field, e
 }
 
 // deliverXIDs hands every queued XID event to the sink, repeats included,
-// and the last XID of each GPU as field 230.
+// and the last XID of each GPU as the XID errors field.
 func (s *Source) deliverXIDs(sink source.Sink, now time.Time) {
 	for _, e := range s.xid.drain() {
 		sink.XID(e.dev.gpu, e.xid, e.ts)
@@ -339,7 +340,7 @@ func (s *Source) deliverXIDs(sink source.Sink, now time.Time) {
 	ts := now.UnixNano()
 	for _, d := range s.devices {
 		if !d.isLost() {
-			sink.Value(d.gpu, counters.FieldXIDErrors, ts, float64(s.xid.lastXID(d)))
+			sink.Value(d.gpu, fieldid.XIDErrors, ts, float64(s.xid.lastXID(d)))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package nvml
 import (
 	"context"
 	"errors"
-	"sort"
 	"testing"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -30,22 +29,23 @@ func TestNewWithoutDriverSaysWhatToDo(t *testing.T) {
 	}
 }
 
-func TestSupportTableMatchesFieldMap(t *testing.T) {
-	table := counters.NVMLSupport()
-	var served []uint16
-	for id, reason := range table {
-		if reason == "" {
-			served = append(served, id)
-		}
-	}
-	var mapped []uint16
+func TestSupportFollowsFieldMap(t *testing.T) {
+	sup := Support()
 	for id := range fieldMap {
-		mapped = append(mapped, id)
-		assert.Empty(t, table[id], "field %d is mapped but the table gives a reason", id)
+		ok, note := sup.Reads(id)
+		assert.True(t, ok, "field %d is mapped, so the catalog must say NVML reads it", id)
+		assert.Empty(t, note, "field %d", id)
+		assert.NotContains(t, unreadNotes, id, "field %d is mapped and also said to be unread", id)
 	}
-	sort.Slice(served, func(i, j int) bool { return served[i] < served[j] })
-	sort.Slice(mapped, func(i, j int) bool { return mapped[i] < mapped[j] })
-	assert.Equal(t, served, mapped)
+	for id, want := range unreadNotes {
+		ok, note := sup.Reads(id)
+		assert.False(t, ok, "field %d", id)
+		assert.Equal(t, want, note, "field %d", id)
+		assert.Equal(t, want, unsupportedReason(id), "the source reports the same reason")
+	}
+	ok, note := sup.Reads(fieldid.NVSwitchTemperatureCurrent)
+	assert.False(t, ok)
+	assert.Empty(t, note)
 }
 
 // collectTwice collects the group twice, as GPM needs two samples.
@@ -66,38 +66,38 @@ func TestEveryMappedFieldAndItsUnit(t *testing.T) {
 		id    uint16
 		value float64
 	}{
-		{"SM clock MHz", fSMClock, 1980}, {"memory clock MHz", fMemClock, 2619}, {"video clock MHz", fVideoClock, 1755},
-		{"app SM clock MHz", fAppSMClock, 1755}, {"max SM clock MHz", fMaxSMClock, 1980},
-		{"clock event reasons bitmask", counters.FieldClockEventReasons, 1},
-		{"memory temp C (field values)", fMemoryTemp, 50}, {"GPU temp C", fGPUTemp, 40},
-		{"slowdown temp C", fSlowdownTemp, 87}, {"shutdown temp C", fShutdownTemp, 92},
-		{"power W from mW", fPowerUsage, 312.5}, {"power limit W", fPowerMgmtLimit, 700}, {"enforced limit W", fEnforcedPowerLimit, 700},
-		{"energy mJ", fTotalEnergy, 123456789},
-		{"PCIe TX KB/s", fPCIeTxThroughput, 2048}, {"PCIe RX KB/s", fPCIeRxThroughput, 4096}, {"PCIe replays", fPCIeReplayCounter, 3},
-		{"GPU util %", fGPUUtil, 87}, {"memory copy util %", fMemCopyUtil, 42}, {"encoder util %", fEncUtil, 0}, {"decoder util %", fDecUtil, 5},
-		{"power violation ns", fPowerViolation, 1000}, {"thermal violation ns", fThermalViolation, 2000},
-		{"sync boost violation ns", fSyncBoostViolation, 3000}, {"board limit violation ns", fBoardLimitViolation, 4000},
-		{"low util violation ns", fLowUtilViolation, 5000}, {"reliability violation ns", fReliabilityViolat, 6000},
-		{"FB total MiB", fFBTotal, 81920}, {"FB free MiB", fFBFree, 81920 - 512 - 10240}, {"FB used MiB", fFBUsed, 10240}, {"FB reserved MiB", fFBReserved, 512},
-		{"ECC SBE volatile", fECCSBEVolTotal, 1}, {"ECC DBE volatile", fECCDBEVolTotal, 2},
-		{"ECC SBE aggregate", fECCSBEAggTotal, 11}, {"ECC DBE aggregate", fECCDBEAggTotal, 22},
-		{"retired SBE pages", fRetiredSBE, 1}, {"retired DBE pages", fRetiredDBE, 2}, {"retired pending", fRetiredPending, 0},
-		{"uncorrectable remapped rows", fUncorrRemappedRows, 1}, {"correctable remapped rows", fCorrRemappedRows, 4},
-		{"row remap failure", fRowRemapFailure, 0}, {"row remap pending", fRowRemapPending, 1},
-		{"NVLink CRC flit errors", fNVLinkCRCFlitErrors, 7}, {"NVLink CRC data errors", fNVLinkCRCDataErrors, 8},
-		{"NVLink replay errors", fNVLinkReplayErrors, 9}, {"NVLink recovery errors", fNVLinkRecoveryErrs, 10},
-		{"NVLink bandwidth KiB, TX+RX over links", fNVLinkBandwidth, 100 + 200 + 300 + 400},
-		{"vGPU license", fVGPULicenseStatus, 1},
-		{"GR engine ratio from %", fProfGrEngineActive, 0.9}, {"SM active ratio", fProfSMActive, 0.8},
-		{"SM occupancy ratio", fProfSMOccupancy, 0.5}, {"tensor active ratio", fProfTensorActive, 0.4},
-		{"DRAM active ratio", fProfDRAMActive, 0.3}, {"FP64 ratio", fProfFP64Active, 0.01},
-		{"FP32 ratio", fProfFP32Active, 0.2}, {"FP16 ratio", fProfFP16Active, 0.1},
-		{"PCIe TX bytes/s from MiB/s", fProfPCIeTxBytes, 100 * mibF}, {"PCIe RX bytes/s", fProfPCIeRxBytes, 200 * mibF},
-		{"NVLink TX bytes/s", fProfNVLinkTxBytes, 1000 * mibF}, {"NVLink RX bytes/s", fProfNVLinkRxBytes, 2000 * mibF},
+		{"SM clock MHz", fieldid.SMClock, 1980}, {"memory clock MHz", fieldid.MemClock, 2619}, {"video clock MHz", fieldid.VideoClock, 1755},
+		{"app SM clock MHz", fieldid.AppSMClock, 1755}, {"max SM clock MHz", fieldid.MaxSMClock, 1980},
+		{"clock event reasons bitmask", fieldid.ClocksEventReasons, 1},
+		{"memory temp C (field values)", fieldid.MemoryTemp, 50}, {"GPU temp C", fieldid.GPUTemp, 40},
+		{"slowdown temp C", fieldid.SlowdownTemp, 87}, {"shutdown temp C", fieldid.ShutdownTemp, 92},
+		{"power W from mW", fieldid.PowerUsage, 312.5}, {"power limit W", fieldid.PowerMgmtLimit, 700}, {"enforced limit W", fieldid.EnforcedPowerLimit, 700},
+		{"energy mJ", fieldid.TotalEnergyConsumption, 123456789},
+		{"PCIe TX KB/s", fieldid.PCIeTXThroughput, 2048}, {"PCIe RX KB/s", fieldid.PCIeRXThroughput, 4096}, {"PCIe replays", fieldid.PCIeReplayCounter, 3},
+		{"GPU util %", fieldid.GPUUtil, 87}, {"memory copy util %", fieldid.MemCopyUtil, 42}, {"encoder util %", fieldid.EncUtil, 0}, {"decoder util %", fieldid.DecUtil, 5},
+		{"power violation ns", fieldid.PowerViolation, 1000}, {"thermal violation ns", fieldid.ThermalViolation, 2000},
+		{"sync boost violation ns", fieldid.SyncBoostViolation, 3000}, {"board limit violation ns", fieldid.BoardLimitViolation, 4000},
+		{"low util violation ns", fieldid.LowUtilViolation, 5000}, {"reliability violation ns", fieldid.ReliabilityViolation, 6000},
+		{"FB total MiB", fieldid.FBTotal, 81920}, {"FB free MiB", fieldid.FBFree, 81920 - 512 - 10240}, {"FB used MiB", fieldid.FBUsed, 10240}, {"FB reserved MiB", fieldid.FBReserved, 512},
+		{"ECC SBE volatile", fieldid.ECCSBEVolTotal, 1}, {"ECC DBE volatile", fieldid.ECCDBEVolTotal, 2},
+		{"ECC SBE aggregate", fieldid.ECCSBEAggTotal, 11}, {"ECC DBE aggregate", fieldid.ECCDBEAggTotal, 22},
+		{"retired SBE pages", fieldid.RetiredSBE, 1}, {"retired DBE pages", fieldid.RetiredDBE, 2}, {"retired pending", fieldid.RetiredPending, 0},
+		{"uncorrectable remapped rows", fieldid.UncorrectableRemappedRows, 1}, {"correctable remapped rows", fieldid.CorrectableRemappedRows, 4},
+		{"row remap failure", fieldid.RowRemapFailure, 0}, {"row remap pending", fieldid.RowRemapPending, 1},
+		{"NVLink CRC flit errors", fieldid.NVLinkCRCFlitErrorCountTotal, 7}, {"NVLink CRC data errors", fieldid.NVLinkCRCDataErrorCountTotal, 8},
+		{"NVLink replay errors", fieldid.NVLinkReplayErrorCountTotal, 9}, {"NVLink recovery errors", fieldid.NVLinkRecoveryErrorCountTotal, 10},
+		{"NVLink bandwidth KiB, TX+RX over links", fieldid.NVLinkBandwidthTotal, 100 + 200 + 300 + 400},
+		{"vGPU license", fieldid.VGPULicenseStatus, 1},
+		{"GR engine ratio from %", fieldid.ProfGREngineActive, 0.9}, {"SM active ratio", fieldid.ProfSMActive, 0.8},
+		{"SM occupancy ratio", fieldid.ProfSMOccupancy, 0.5}, {"tensor active ratio", fieldid.ProfPipeTensorActive, 0.4},
+		{"DRAM active ratio", fieldid.ProfDRAMActive, 0.3}, {"FP64 ratio", fieldid.ProfPipeFP64Active, 0.01},
+		{"FP32 ratio", fieldid.ProfPipeFP32Active, 0.2}, {"FP16 ratio", fieldid.ProfPipeFP16Active, 0.1},
+		{"PCIe TX bytes/s from MiB/s", fieldid.ProfPCIeTXBytes, 100 * mibF}, {"PCIe RX bytes/s", fieldid.ProfPCIeRXBytes, 200 * mibF},
+		{"NVLink TX bytes/s", fieldid.ProfNVLinkTXBytes, 1000 * mibF}, {"NVLink RX bytes/s", fieldid.ProfNVLinkRXBytes, 2000 * mibF},
 	}
 	wantText := map[uint16]string{
-		fDriverVersion: "550.54.15", fNVMLVersion: "12.550.54.15", fName: "NVIDIA H100 80GB HBM3", fBrand: "NVIDIA",
-		fSerial: "1652323000000", fUUID: f.GPUs[0].UUID, fPCIBusID: nvmlfake.BusID(0), fVBIOS: "96.00.74.00.01",
+		fieldid.DriverVersion: "550.54.15", fieldid.NVMLVersion: "12.550.54.15", fieldid.Name: "NVIDIA H100 80GB HBM3", fieldid.Brand: "NVIDIA",
+		fieldid.Serial: "1652323000000", fieldid.UUID: f.GPUs[0].UUID, fieldid.PCIBusID: nvmlfake.BusID(0), fieldid.VBIOSVersion: "96.00.74.00.01",
 	}
 	var ids []uint16
 	for _, w := range want {
@@ -126,9 +126,9 @@ func TestEveryMappedFieldAndItsUnit(t *testing.T) {
 	assert.Empty(t, sink.fails)
 	// GPU 1 is no vGPU guest: its license field is absent, not 0.
 	gpu1 := gpuEntity(t, s, 1)
-	_, ok := sink.value(gpu1, fVGPULicenseStatus)
+	_, ok := sink.value(gpu1, fieldid.VGPULicenseStatus)
 	assert.False(t, ok)
-	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fVGPULicenseStatus}], 1)
+	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fieldid.VGPULicenseStatus}], 1)
 }
 
 func TestGPMAbsentOnAmpereAndPresentOnHopper(t *testing.T) {
@@ -139,14 +139,14 @@ func TestGPMAbsentOnAmpereAndPresentOnHopper(t *testing.T) {
 	}{{"DGX H100", nvmlfake.DGXH100, true}, {"DGX A100", nvmlfake.DGXA100, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := nvmlfake.New(tc.model)
-			s := open(t, f, time.Second, fProfSMActive, fProfDRAMActive, fGPUTemp)
+			s := open(t, f, time.Second, fieldid.ProfSMActive, fieldid.ProfDRAMActive, fieldid.GPUTemp)
 			sink := newSink()
 			collectTwice(t, s, sink)
 			for i := range f.GPUs {
 				e := gpuEntity(t, s, i)
-				_, ok := sink.value(e, fGPUTemp)
+				_, ok := sink.value(e, fieldid.GPUTemp)
 				assert.True(t, ok, "GPU %d temperature", i)
-				for _, id := range []uint16{fProfSMActive, fProfDRAMActive} {
+				for _, id := range []uint16{fieldid.ProfSMActive, fieldid.ProfDRAMActive} {
 					_, ok := sink.value(e, id)
 					assert.Equal(t, tc.gpm, ok, "GPU %d field %d: fails %v", i, id, sink.fails[sample{e.Key(), id}])
 					if !tc.gpm {
@@ -168,7 +168,7 @@ func TestGPMAbsentOnAmpereAndPresentOnHopper(t *testing.T) {
 func TestMIGInstancesAreEntities(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	created := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE, gonvml.GPU_INSTANCE_PROFILE_3_SLICE)
-	s := open(t, f, time.Second, fFBUsed, fFBTotal, fGPUTemp, fProfSMActive, fProfGrEngineActive)
+	s := open(t, f, time.Second, fieldid.FBUsed, fieldid.FBTotal, fieldid.GPUTemp, fieldid.ProfSMActive, fieldid.ProfGREngineActive)
 
 	var gis []*source.Entity
 	for _, e := range s.Entities() {
@@ -188,26 +188,26 @@ func TestMIGInstancesAreEntities(t *testing.T) {
 
 	sink := newSink()
 	collectTwice(t, s, sink)
-	used, ok := sink.value(gis[0], fFBUsed)
+	used, ok := sink.value(gis[0], fieldid.FBUsed)
 	require.True(t, ok)
 	assert.Equal(t, 1024.0, used)
-	total, _ := sink.value(gis[1], fFBTotal)
+	total, _ := sink.value(gis[1], fieldid.FBTotal)
 	assert.Equal(t, 40960.0, total)
-	sm, ok := sink.value(gis[0], fProfSMActive)
+	sm, ok := sink.value(gis[0], fieldid.ProfSMActive)
 	require.True(t, ok, "per-instance GPM")
 	assert.InDelta(t, 0.25, sm, 1e-9)
-	_, ok = sink.value(gis[0], fProfGrEngineActive)
+	_, ok = sink.value(gis[0], fieldid.ProfGREngineActive)
 	assert.False(t, ok, "a metric the instance lacks is absent, not 0")
-	_, ok = sink.value(gis[0], fGPUTemp)
+	_, ok = sink.value(gis[0], fieldid.GPUTemp)
 	assert.False(t, ok, "device-level fields stay on the parent")
-	parentTemp, ok := sink.value(gpuEntity(t, s, 0), fGPUTemp)
+	parentTemp, ok := sink.value(gpuEntity(t, s, 0), fieldid.GPUTemp)
 	assert.True(t, ok)
 	assert.Equal(t, 40.0, parentTemp)
 }
 
 func TestXIDEventsCountRepeats(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
-	s := open(t, f, time.Second, counters.FieldXIDErrors, counters.FieldExpXIDErrorsCount)
+	s := open(t, f, time.Second, fieldid.XIDErrors, fieldid.ExpXIDErrorsCount)
 	for _, xid := range []uint64{79, 79, 48} {
 		f.PushXID(2, xid)
 	}
@@ -220,9 +220,9 @@ func TestXIDEventsCountRepeats(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 	key2 := gpuEntity(t, s, 2).Key()
 	assert.Equal(t, []xidRecord{{key2, 79}, {key2, 79}, {key2, 48}}, sink.xids)
-	last, _ := sink.value(gpuEntity(t, s, 2), counters.FieldXIDErrors)
+	last, _ := sink.value(gpuEntity(t, s, 2), fieldid.XIDErrors)
 	assert.Equal(t, 48.0, last)
-	other, ok := sink.value(gpuEntity(t, s, 0), counters.FieldXIDErrors)
+	other, ok := sink.value(gpuEntity(t, s, 0), fieldid.XIDErrors)
 	assert.True(t, ok)
 	assert.Zero(t, other)
 	assert.Empty(t, sink.unsupported, "the derived XID count is the engine's, not unsupported")
@@ -231,45 +231,45 @@ func TestXIDEventsCountRepeats(t *testing.T) {
 func TestNotSupportedIsReportedOncePerWatch(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	f.Update(1, func(g *nvmlfake.GPU) { g.Errs["GetPowerUsage"] = gonvml.ERROR_NOT_SUPPORTED })
-	s := open(t, f, time.Second, fPowerUsage, fGPUTemp)
+	s := open(t, f, time.Second, fieldid.PowerUsage, fieldid.GPUTemp)
 	sink := newSink()
 	for i := 0; i < 3; i++ {
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
 	}
 	gpu1 := gpuEntity(t, s, 1)
-	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fPowerUsage}], 1)
-	assert.Contains(t, sink.unsupported[sample{gpu1.Key(), fPowerUsage}][0], "GetPowerUsage")
-	_, ok := sink.value(gpu1, fPowerUsage)
+	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fieldid.PowerUsage}], 1)
+	assert.Contains(t, sink.unsupported[sample{gpu1.Key(), fieldid.PowerUsage}][0], "GetPowerUsage")
+	_, ok := sink.value(gpu1, fieldid.PowerUsage)
 	assert.False(t, ok, "no zero for an unsupported field")
 	assert.Len(t, f.GPUs[1].GetPowerUsageCalls(), 1, "an unsupported field is not read again")
-	_, ok = sink.value(gpuEntity(t, s, 0), fPowerUsage)
+	_, ok = sink.value(gpuEntity(t, s, 0), fieldid.PowerUsage)
 	assert.True(t, ok)
 	assert.Empty(t, sink.fails)
 
-	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fPowerUsage)}}))
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.PowerUsage)}}))
 	require.NoError(t, s.Collect(context.Background(), 0, sink))
-	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fPowerUsage}], 2, "reported again after a new Watch")
+	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fieldid.PowerUsage}], 2, "reported again after a new Watch")
 }
 
 func TestUnmappedFieldIsUnsupportedWithReason(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXA100)
-	s := open(t, f, time.Second, counters.FieldExpGPUHealthStatus)
+	s := open(t, f, time.Second, fieldid.ExpGPUHealthStatus)
 	sink := newSink()
 	require.NoError(t, s.Collect(context.Background(), 0, sink))
 	assert.Equal(t, []string{"DCGM-only health aggregate"},
-		sink.unsupported[sample{gpuEntity(t, s, 0).Key(), counters.FieldExpGPUHealthStatus}])
+		sink.unsupported[sample{gpuEntity(t, s, 0).Key(), fieldid.ExpGPUHealthStatus}])
 }
 
 func TestLostGPUIsSkippedAndRecovers(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
-	s := open(t, f, time.Second, fGPUTemp, fPowerUsage, fProfSMActive)
+	s := open(t, f, time.Second, fieldid.GPUTemp, fieldid.PowerUsage, fieldid.ProfSMActive)
 	f.Update(3, func(g *nvmlfake.GPU) { g.Lost = true })
 	sink := newSink()
 	collectTwice(t, s, sink)
 	lostKey := gpuEntity(t, s, 3).Key()
 	assert.Equal(t, []string{lostKey}, s.Status().Lost)
 	for i := range f.GPUs {
-		_, ok := sink.value(gpuEntity(t, s, i), fGPUTemp)
+		_, ok := sink.value(gpuEntity(t, s, i), fieldid.GPUTemp)
 		assert.Equal(t, i != 3, ok, "GPU %d", i)
 	}
 	assert.Empty(t, sink.fails, "a lost GPU is reported by Status, not by a failure per field")
@@ -277,7 +277,7 @@ func TestLostGPUIsSkippedAndRecovers(t *testing.T) {
 	f.Update(3, func(g *nvmlfake.GPU) { g.Lost = false })
 	require.Eventually(t, func() bool {
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
-		_, ok := sink.value(gpuEntity(t, s, 3), fGPUTemp)
+		_, ok := sink.value(gpuEntity(t, s, 3), fieldid.GPUTemp)
 		return ok && len(s.Status().Lost) == 0
 	}, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 2*len(f.GPUs), f.LiveSamples(), "the lost GPU's GPM samples were freed, not leaked")
@@ -288,7 +288,7 @@ func TestLostGPURetryBacksOff(t *testing.T) {
 	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 200 * time.Millisecond, EventWait: 20 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fGPUTemp)}}))
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.GPUTemp)}}))
 	f.Update(6, func(g *nvmlfake.GPU) { g.Lost = true })
 	sink := newSink()
 	for i := 0; i < 5; i++ {
@@ -302,7 +302,7 @@ func TestLostGPURetryBacksOff(t *testing.T) {
 
 func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
-	s := open(t, f, 100*time.Millisecond, fGPUTemp)
+	s := open(t, f, 100*time.Millisecond, fieldid.GPUTemp)
 	f.Update(5, func(g *nvmlfake.GPU) { g.Delay = 600 * time.Millisecond })
 	sink := newSink()
 	for round := 0; round < 2; round++ {
@@ -311,10 +311,10 @@ func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 		assert.Less(t, time.Since(start), 400*time.Millisecond, "round %d waited on the slow GPU", round)
 	}
 	for i := range f.GPUs {
-		_, ok := sink.value(gpuEntity(t, s, i), fGPUTemp)
+		_, ok := sink.value(gpuEntity(t, s, i), fieldid.GPUTemp)
 		assert.Equal(t, i != 5, ok, "GPU %d", i)
 	}
-	slowFails := sink.fails[sample{gpuEntity(t, s, 5).Key(), fGPUTemp}]
+	slowFails := sink.fails[sample{gpuEntity(t, s, 5).Key(), fieldid.GPUTemp}]
 	require.Len(t, slowFails, 2, "timed out once, then skipped while still running")
 	for _, err := range slowFails {
 		assert.True(t, errors.Is(err, ErrReadTimeout), err)
@@ -323,7 +323,7 @@ func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 	f.Update(5, func(g *nvmlfake.GPU) { g.Delay = 0 })
 	require.Eventually(t, func() bool {
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
-		_, ok := sink.value(gpuEntity(t, s, 5), fGPUTemp)
+		_, ok := sink.value(gpuEntity(t, s, 5), fieldid.GPUTemp)
 		return ok
 	}, 5*time.Second, 50*time.Millisecond)
 }
@@ -337,7 +337,7 @@ func TestProcessesFromSnapshot(t *testing.T) {
 		}
 		g.R.ProcUtil = []gonvml.ProcessUtilizationSample{{Pid: 100, TimeStamp: 10, SmUtil: 30}, {Pid: 100, TimeStamp: 20, SmUtil: 70}}
 	})
-	s := open(t, f, time.Second, fGPUTemp)
+	s := open(t, f, time.Second, fieldid.GPUTemp)
 	require.Empty(t, s.Processes(), "nothing before the first collection")
 	require.NoError(t, s.Collect(context.Background(), 0, newSink()))
 	got := s.Processes()
@@ -347,7 +347,7 @@ func TestProcessesFromSnapshot(t *testing.T) {
 }
 
 func TestCollectRejectsUnknownGroup(t *testing.T) {
-	s := open(t, nvmlfake.New(nvmlfake.DGXA100), time.Second, fGPUTemp)
+	s := open(t, nvmlfake.New(nvmlfake.DGXA100), time.Second, fieldid.GPUTemp)
 	err := s.Collect(context.Background(), 3, newSink())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "group 3")

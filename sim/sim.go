@@ -26,7 +26,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -284,7 +284,7 @@ func (s *Source) Watch(groups []source.Group) error {
 func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	if engineDerived(id) {
 		// The engine derives these; the XID count needs the XID events.
-		if id == counters.FieldExpXIDErrorsCount {
+		if id == fieldid.ExpXIDErrorsCount {
 			p.xid = true
 		}
 		return
@@ -306,7 +306,7 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		unsup("NVLink index beyond the GPU's links")
 		return
 	}
-	if id == fieldXIDErrors {
+	if id == fieldid.XIDErrors {
 		p.xid = true
 	}
 	for _, g := range s.gpus {
@@ -349,7 +349,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			sink.Text(o.ent, o.f.id, s.text(o.g, o.f.id))
 			continue
 		}
-		if o.f.id == fieldExpGPUHealthStatus {
+		if o.f.id == fieldid.ExpGPUHealthStatus {
 			sink.Health(o.ent, ns, s.healthOf(o.g))
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -66,7 +67,7 @@ func TestIdentity(t *testing.T) {
 		t.Run(tc.model, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Model = tc.model
-			s, c := newSim(t, cfg, fieldPowerMgmtLimit, fieldDriverVersion)
+			s, c := newSim(t, cfg, fieldid.PowerMgmtLimit, fieldid.DriverVersion)
 			rec := newRec()
 			run(t, s, c, rec, time.Second, 0)
 			gpus := gpuEntities(s)
@@ -79,8 +80,8 @@ func TestIdentity(t *testing.T) {
 				assert.Regexp(t, busRe, e.PCIBusID)
 				assert.False(t, seen[e.UUID] || seen[e.PCIBusID], "duplicate identity")
 				seen[e.UUID], seen[e.PCIBusID] = true, true
-				assert.Equal(t, tc.limit, rec.last(t, e, fieldPowerMgmtLimit))
-				assert.Equal(t, driverVersion, rec.texts[key{e.Key(), fieldDriverVersion}])
+				assert.Equal(t, tc.limit, rec.last(t, e, fieldid.PowerMgmtLimit))
+				assert.Equal(t, driverVersion, rec.texts[key{e.Key(), fieldid.DriverVersion}])
 			}
 			assert.Equal(t, tc.links, s.cfg.links)
 		})
@@ -122,8 +123,8 @@ func TestSameSeedSameValuesOtherSeedOthers(t *testing.T) {
 	assert.Equal(t, a.texts, b.texts)
 	assert.Equal(t, a.xids, b.xids)
 	assert.NotEqual(t, ea[0].UUID, eo[0].UUID)
-	k := key{ea[0].Key(), fieldProfSMActive}
-	ko := key{eo[0].Key(), fieldProfSMActive}
+	k := key{ea[0].Key(), fieldid.ProfSMActive}
+	ko := key{eo[0].Key(), fieldid.ProfSMActive}
 	require.Len(t, o.values[ko], len(a.values[k]))
 	assert.NotEqual(t, a.values[k], o.values[ko])
 }
@@ -140,41 +141,41 @@ func TestUnitsAndRanges(t *testing.T) {
 			m := s.cfg.model
 			for _, e := range gpuEntities(s) {
 				get := func(f uint16) []sample { return rec.values[key{e.Key(), f}] }
-				for _, f := range []uint16{fieldProfGREngineActive, fieldProfSMActive, fieldProfSMOccupancy, fieldProfTensorActive,
-					fieldProfDRAMActive, fieldProfFP64Active, fieldProfFP32Active, fieldProfFP16Active} {
+				for _, f := range []uint16{fieldid.ProfGREngineActive, fieldid.ProfSMActive, fieldid.ProfSMOccupancy, fieldid.ProfPipeTensorActive,
+					fieldid.ProfDRAMActive, fieldid.ProfPipeFP64Active, fieldid.ProfPipeFP32Active, fieldid.ProfPipeFP16Active} {
 					for _, v := range get(f) {
 						require.True(t, v.v >= 0 && v.v <= 1, "%s = %v, want a ratio", nameOf(f), v.v)
 					}
 				}
-				for _, f := range []uint16{fieldGPUUtil, fieldMemCopyUtil} {
+				for _, f := range []uint16{fieldid.GPUUtil, fieldid.MemCopyUtil} {
 					for _, v := range get(f) {
 						require.True(t, v.v >= 0 && v.v <= 100, "%s = %v, want percent", nameOf(f), v.v)
 					}
 				}
-				used, free, res := get(fieldFBUsed), get(fieldFBFree), get(fieldFBReserved)
+				used, free, res := get(fieldid.FBUsed), get(fieldid.FBFree), get(fieldid.FBReserved)
 				for i := range used {
 					require.Equal(t, float64(m.fbTotal), used[i].v+free[i].v+res[i].v, "FB used+free+reserved at sample %d", i)
 				}
 				assert.Greater(t, used[len(used)-1].v, 10*used[0].v, "framebuffer ramps up")
 				assert.Greater(t, used[len(used)-1].v, 0.7*float64(m.fbTotal), "steady framebuffer use")
-				for _, f := range []uint16{fieldTotalEnergy, fieldPowerViolation, fieldLowUtilViolation, fieldECCSBEAggTotal, fieldPCIeReplayCounter} {
+				for _, f := range []uint16{fieldid.TotalEnergyConsumption, fieldid.PowerViolation, fieldid.LowUtilViolation, fieldid.ECCSBEAggTotal, fieldid.PCIeReplayCounter} {
 					vs := get(f)
 					for i := 1; i < len(vs); i++ {
 						require.GreaterOrEqual(t, vs[i].v, vs[i-1].v, "%s must not decrease", nameOf(f))
 					}
 				}
-				energy := get(fieldTotalEnergy)
+				energy := get(fieldid.TotalEnergyConsumption)
 				joules := (energy[len(energy)-1].v - energy[0].v) / 1000
-				assert.InDelta(t, 600*avg(get(fieldPowerUsage)), joules, 0.05*joules, "energy integrates power")
-				lo, hi := minMax(get(fieldPowerUsageInstant))
+				assert.InDelta(t, 600*avg(get(fieldid.PowerUsage)), joules, 0.05*joules, "energy integrates power")
+				lo, hi := minMax(get(fieldid.PowerUsageInstant))
 				assert.GreaterOrEqual(t, lo, 0.9*m.idleW)
 				assert.LessOrEqual(t, hi, m.limitW)
 				assert.Greater(t, hi, 0.6*m.limitW, "training reaches high power")
-				lo, hi = minMax(get(fieldGPUTemp))
+				lo, hi = minMax(get(fieldid.GPUTemp))
 				assert.True(t, lo > 15 && hi < 90, "GPU temperature %v..%v C", lo, hi)
-				lo, hi = minMax(get(fieldSMClock))
+				lo, hi = minMax(get(fieldid.SMClock))
 				assert.True(t, lo >= m.idleSMClock && hi == m.maxSMClock, "SM clock %v..%v MHz", lo, hi)
-				lo, hi = minMax(get(fieldProfPCIeRXBytes))
+				lo, hi = minMax(get(fieldid.ProfPCIeRXBytes))
 				assert.True(t, lo >= 0 && hi <= m.pcieBytes && hi > 1e8, "PCIe RX %v..%v bytes/s", lo, hi)
 			}
 		})
@@ -200,15 +201,15 @@ func minMax(s []sample) (float64, float64) {
 func TestTrainingPhases(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 1
-	s, c := newSim(t, cfg, fieldProfSMActive, fieldClockEventReasons, fieldProfNVLinkTXBytes)
+	s, c := newSim(t, cfg, fieldid.ProfSMActive, fieldid.ClocksEventReasons, fieldid.ProfNVLinkTXBytes)
 	rec := newRec()
 	run(t, s, c, rec, 100*time.Millisecond, 5*time.Minute)
 	e := gpuEntities(s)[0]
 	init := int(s.job.initDur * 10)
-	sm := rec.values[key{e.Key(), fieldProfSMActive}][init+10:]
-	reasons := rec.values[key{e.Key(), fieldClockEventReasons}][init+10:]
+	sm := rec.values[key{e.Key(), fieldid.ProfSMActive}][init+10:]
+	reasons := rec.values[key{e.Key(), fieldid.ClocksEventReasons}][init+10:]
 	high, low, idleLow, nvHigh := 0, 0, 0, 0
-	nv := rec.values[key{e.Key(), fieldProfNVLinkTXBytes}][init+10:]
+	nv := rec.values[key{e.Key(), fieldid.ProfNVLinkTXBytes}][init+10:]
 	for i, v := range sm {
 		switch {
 		case v.v > 0.8:
@@ -234,12 +235,12 @@ func TestTrainingPhases(t *testing.T) {
 func TestTemperatureLagsPower(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 1
-	s, c := newSim(t, cfg, fieldGPUTemp, fieldPowerUsage)
+	s, c := newSim(t, cfg, fieldid.GPUTemp, fieldid.PowerUsage)
 	rec := newRec()
 	run(t, s, c, rec, time.Second, 3*time.Minute)
 	e := gpuEntities(s)[0]
-	temp := rec.values[key{e.Key(), fieldGPUTemp}]
-	power := rec.values[key{e.Key(), fieldPowerUsage}]
+	temp := rec.values[key{e.Key(), fieldid.GPUTemp}]
+	power := rec.values[key{e.Key(), fieldid.PowerUsage}]
 	start := int(s.job.initDur) + 1 // first second of training
 	require.Less(t, start+60, len(temp))
 	assert.Greater(t, power[start+2].v, 3*power[start-5].v, "power steps up with training")
@@ -253,10 +254,10 @@ func TestMIGEntities(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 2
 	cfg.MIG = "3g.40gb, 2x2g.20gb"
-	s, c := newSim(t, cfg, fieldGPUTemp)
+	s, c := newSim(t, cfg, fieldid.GPUTemp)
 	assert.Len(t, s.Entities(), 2, "GPU fields only: no MIG entities")
 
-	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fieldsOf(fieldGPUTemp, fieldProfSMActive, fieldFBUsed, fieldFBFree, fieldFBTotal)}}))
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fieldsOf(fieldid.GPUTemp, fieldid.ProfSMActive, fieldid.FBUsed, fieldid.FBFree, fieldid.FBTotal)}}))
 	ents := s.Entities()
 	require.Len(t, ents, 8)
 	assert.Equal(t, ents, s.Entities(), "the entity list is stable")
@@ -276,15 +277,15 @@ func TestMIGEntities(t *testing.T) {
 	rec := newRec()
 	run(t, s, c, rec, time.Second, 3*time.Minute)
 	gi := ents[1]
-	total := rec.last(t, gi, fieldFBTotal)
-	assert.Equal(t, total, rec.last(t, gi, fieldFBUsed)+rec.last(t, gi, fieldFBFree))
+	total := rec.last(t, gi, fieldid.FBTotal)
+	assert.Equal(t, total, rec.last(t, gi, fieldid.FBUsed)+rec.last(t, gi, fieldid.FBFree))
 	assert.Equal(t, float64((81559-592)/8*4), total, "3g.40gb holds 4 memory slices")
-	_, hasTemp := rec.values[key{gi.Key(), fieldGPUTemp}]
+	_, hasTemp := rec.values[key{gi.Key(), fieldid.GPUTemp}]
 	assert.False(t, hasTemp, "board fields stay on the GPU")
-	gpuUsed := rec.last(t, ents[0], fieldFBUsed)
+	gpuUsed := rec.last(t, ents[0], fieldid.FBUsed)
 	sum := 0.0
 	for _, e := range ents[1:4] {
-		sum += rec.last(t, e, fieldFBUsed)
+		sum += rec.last(t, e, fieldid.FBUsed)
 	}
 	assert.Equal(t, gpuUsed, sum, "the GPU's used framebuffer is its instances'")
 }
@@ -301,7 +302,7 @@ func TestMIGAllAndSingle(t *testing.T) {
 		t.Run(tc.model+"/"+tc.layout, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.GPUs, cfg.Model, cfg.MIG = 1, tc.model, tc.layout
-			s, _ := newSim(t, cfg, fieldProfSMActive)
+			s, _ := newSim(t, cfg, fieldid.ProfSMActive)
 			ents := s.Entities()
 			require.Len(t, ents, 1+tc.n)
 			assert.Equal(t, tc.profile, ents[1].GPUInstanceProfile)
@@ -317,7 +318,7 @@ func TestPerLinkFieldsLiveOnTheGPU(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 2
 	cfg.NVLinks = 4
-	s, c := newSim(t, cfg, fieldGPUTemp, linkBwIDs[0], linkBwIDs[3], linkBwIDs[5], fieldNVLinkBandwidthTot)
+	s, c := newSim(t, cfg, fieldid.GPUTemp, fieldid.NVLinkBandwidthByLink[0], fieldid.NVLinkBandwidthByLink[3], fieldid.NVLinkBandwidthByLink[5], fieldid.NVLinkBandwidthTotal)
 	ents := s.Entities()
 	require.Len(t, ents, 2, "no entity besides the GPUs")
 	for _, e := range ents {
@@ -325,33 +326,33 @@ func TestPerLinkFieldsLiveOnTheGPU(t *testing.T) {
 	}
 	rec := newRec()
 	run(t, s, c, rec, 100*time.Millisecond, 2*time.Minute)
-	assert.NotEmpty(t, rec.values[key{ents[0].Key(), linkBwIDs[0]}])
-	assert.NotEmpty(t, rec.values[key{ents[1].Key(), linkBwIDs[3]}])
-	assert.Equal(t, 1, rec.unsup[key{ents[0].Key(), linkBwIDs[5]}], "link 5 of a 4-link GPU")
-	_, hi := minMax(rec.values[key{ents[0].Key(), linkBwIDs[0]}])
+	assert.NotEmpty(t, rec.values[key{ents[0].Key(), fieldid.NVLinkBandwidthByLink[0]}])
+	assert.NotEmpty(t, rec.values[key{ents[1].Key(), fieldid.NVLinkBandwidthByLink[3]}])
+	assert.Equal(t, 1, rec.unsup[key{ents[0].Key(), fieldid.NVLinkBandwidthByLink[5]}], "link 5 of a 4-link GPU")
+	_, hi := minMax(rec.values[key{ents[0].Key(), fieldid.NVLinkBandwidthByLink[0]}])
 	assert.Greater(t, hi, 20_000.0, "all-reduce moves tens of GB/s per link (MB/s)")
 	assert.LessOrEqual(t, hi, 50_000.0)
 
 	cfg = DefaultConfig()
 	cfg.Model, cfg.GPUs = "l4", 1
-	s, c = newSim(t, cfg, linkBwIDs[0], fieldProfNVLinkTXBytes, fieldGPUTemp)
+	s, c = newSim(t, cfg, fieldid.NVLinkBandwidthByLink[0], fieldid.ProfNVLinkTXBytes, fieldid.GPUTemp)
 	assert.Len(t, s.Entities(), 1)
 	rec = newRec()
 	run(t, s, c, rec, time.Second, 0)
 	e := s.Entities()[0]
-	assert.Equal(t, 1, rec.unsup[key{e.Key(), linkBwIDs[0]}])
-	assert.Equal(t, 1, rec.unsup[key{e.Key(), fieldProfNVLinkTXBytes}])
+	assert.Equal(t, 1, rec.unsup[key{e.Key(), fieldid.NVLinkBandwidthByLink[0]}])
+	assert.Equal(t, 1, rec.unsup[key{e.Key(), fieldid.ProfNVLinkTXBytes}])
 }
 
 func TestUnsupportedOncePerWatch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 2
-	s, c := newSim(t, cfg, 9999, fieldGPUTemp)
+	s, c := newSim(t, cfg, 9999, fieldid.GPUTemp)
 	rec := newRec()
 	run(t, s, c, rec, time.Second, 5*time.Second)
 	for _, e := range s.Entities() {
 		assert.Equal(t, 1, rec.unsup[key{e.Key(), 9999}])
-		assert.Zero(t, rec.unsup[key{e.Key(), fieldGPUTemp}])
+		assert.Zero(t, rec.unsup[key{e.Key(), fieldid.GPUTemp}])
 		assert.Empty(t, rec.values[key{e.Key(), 9999}])
 	}
 	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fieldsOf(9999)}}))
@@ -366,8 +367,8 @@ func TestEventRate(t *testing.T) {
 	simulate := func(rate float64) (*recSink, *Source) {
 		cfg := DefaultConfig()
 		cfg.EventRate = rate
-		s, c := newSim(t, cfg, fieldXIDErrors, fieldECCSBEVolTotal, fieldECCDBEVolTotal, fieldPCIeReplayCounter,
-			fieldNVLinkCRCFlitTotal, fieldThermalViolation, fieldBoardLimitViolation)
+		s, c := newSim(t, cfg, fieldid.XIDErrors, fieldid.ECCSBEVolTotal, fieldid.ECCDBEVolTotal, fieldid.PCIeReplayCounter,
+			fieldid.NVLinkCRCFlitErrorCountTotal, fieldid.ThermalViolation, fieldid.BoardLimitViolation)
 		rec := newRec()
 		run(t, s, c, rec, 10*time.Second, 24*time.Hour)
 		return rec, s
@@ -390,19 +391,19 @@ func TestEventRate(t *testing.T) {
 				last = float64(x.xid)
 			}
 		}
-		assert.Equal(t, last, rec.last(t, e, fieldXIDErrors), "field 230 holds the last XID")
+		assert.Equal(t, last, rec.last(t, e, fieldid.XIDErrors), "the XID errors field holds the last XID")
 	}
 	sbe := 0.0
 	for _, e := range gpuEntities(s) {
-		sbe += rec.last(t, e, fieldECCSBEVolTotal)
+		sbe += rec.last(t, e, fieldid.ECCSBEVolTotal)
 	}
 	assert.True(t, sbe >= 15 && sbe <= 70, "%v SBE ECC errors in 192 GPU-hours, expected about 38", sbe)
 
 	rec, s = simulate(0)
 	assert.Empty(t, rec.xids)
 	for _, e := range gpuEntities(s) {
-		for _, f := range []uint16{fieldXIDErrors, fieldECCSBEVolTotal, fieldECCDBEVolTotal, fieldPCIeReplayCounter,
-			fieldNVLinkCRCFlitTotal, fieldThermalViolation, fieldBoardLimitViolation} {
+		for _, f := range []uint16{fieldid.XIDErrors, fieldid.ECCSBEVolTotal, fieldid.ECCDBEVolTotal, fieldid.PCIeReplayCounter,
+			fieldid.NVLinkCRCFlitErrorCountTotal, fieldid.ThermalViolation, fieldid.BoardLimitViolation} {
 			assert.Zero(t, rec.last(t, e, f), "%s with EventRate 0", nameOf(f))
 		}
 	}
@@ -416,10 +417,10 @@ func TestXIDsReachTheSinkOnceWithExporterCountOnly(t *testing.T) {
 	cfg.Now = c.Now
 	s, err := New(cfg)
 	require.NoError(t, err)
-	xidCount := counters.Field{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: counters.FieldExpXIDErrorsCount, Type: counters.Counter}
+	xidCount := counters.Field{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: fieldid.ExpXIDErrorsCount, Type: counters.Counter}
 	require.NoError(t, s.Watch([]source.Group{
 		{Interval: time.Second, Fields: []counters.Field{xidCount}},
-		{Interval: time.Second, Fields: fieldsOf(fieldXIDErrors)},
+		{Interval: time.Second, Fields: fieldsOf(fieldid.XIDErrors)},
 	}))
 	rec := newRec()
 	for i := 0; i < 3600; i++ {
@@ -439,7 +440,7 @@ func TestXIDsReachTheSinkOnceWithExporterCountOnly(t *testing.T) {
 func TestProcesses(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SharedGPUs = 2
-	s, c := newSim(t, cfg, fieldFBUsed)
+	s, c := newSim(t, cfg, fieldid.FBUsed)
 	rec := newRec()
 	run(t, s, c, rec, 5*time.Second, 2*time.Minute)
 	c.Add(-5 * time.Second) // back to the last sample's time
@@ -464,12 +465,12 @@ func TestProcesses(t *testing.T) {
 		for _, p := range ps {
 			mem += p.UsedMemoryBytes
 		}
-		assert.Equal(t, uint64(rec.last(t, e, fieldFBUsed))*mib, mem, "process memory adds up to FB used on GPU %d", i)
+		assert.Equal(t, uint64(rec.last(t, e, fieldid.FBUsed))*mib, mem, "process memory adds up to FB used on GPU %d", i)
 	}
 
 	cfg = DefaultConfig()
 	cfg.GPUs, cfg.MIG = 1, "all"
-	s, _ = newSim(t, cfg, fieldFBUsed)
+	s, _ = newSim(t, cfg, fieldid.FBUsed)
 	procs = s.Processes()
 	require.Len(t, procs, 7)
 	for k, p := range procs {
@@ -478,7 +479,7 @@ func TestProcesses(t *testing.T) {
 }
 
 func TestStatusAndName(t *testing.T) {
-	s, _ := newSim(t, DefaultConfig(), fieldGPUTemp)
+	s, _ := newSim(t, DefaultConfig(), fieldid.GPUTemp)
 	assert.Equal(t, "sim", s.Name())
 	assert.True(t, s.Status().Up)
 	assert.Equal(t, "gpuscope-sim", s.Hostname())
@@ -528,19 +529,19 @@ func TestIdleGPUs(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 2
 	cfg.IdleGPUs = []int{1}
-	s, c := newSim(t, cfg, fieldGPUUtil, fieldProfSMActive, fieldClockEventReasons, fieldFBUsed, fieldPowerUsage)
+	s, c := newSim(t, cfg, fieldid.GPUUtil, fieldid.ProfSMActive, fieldid.ClocksEventReasons, fieldid.FBUsed, fieldid.PowerUsage)
 	rec := newRec()
 	run(t, s, c, rec, time.Second, 3*time.Minute)
 	c.Add(-time.Second)
 	gpus := gpuEntities(s)
 	busy, idle := gpus[0], gpus[1]
-	assert.Equal(t, 100.0, maxOf(rec.values[key{busy.Key(), fieldGPUUtil}]))
-	assert.Equal(t, 0.0, maxOf(rec.values[key{idle.Key(), fieldGPUUtil}]))
-	for _, v := range rec.values[key{idle.Key(), fieldClockEventReasons}] {
+	assert.Equal(t, 100.0, maxOf(rec.values[key{busy.Key(), fieldid.GPUUtil}]))
+	assert.Equal(t, 0.0, maxOf(rec.values[key{idle.Key(), fieldid.GPUUtil}]))
+	for _, v := range rec.values[key{idle.Key(), fieldid.ClocksEventReasons}] {
 		require.NotZero(t, uint64(v.v)&reasonGPUIdle, "an idle GPU reports gpu_idle")
 	}
-	assert.Less(t, maxOf(rec.values[key{idle.Key(), fieldPowerUsage}]), 1.2*s.cfg.model.idleW)
-	used := rec.last(t, idle, fieldFBUsed)
+	assert.Less(t, maxOf(rec.values[key{idle.Key(), fieldid.PowerUsage}]), 1.2*s.cfg.model.idleW)
+	used := rec.last(t, idle, fieldid.FBUsed)
 	assert.Equal(t, float64(contextMiB), used, "an idle GPU holds only a CUDA context")
 	for _, p := range s.Processes() {
 		if p.UUID == idle.UUID {
@@ -560,7 +561,7 @@ func maxOf(s []sample) float64 {
 func TestHealthIsOneResultPerWatch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GPUs = 1
-	s, c := newSim(t, cfg, fieldExpGPUHealthStatus)
+	s, c := newSim(t, cfg, fieldid.ExpGPUHealthStatus)
 	rec := newRec()
 	run(t, s, c, rec, time.Second, time.Second)
 	h := rec.health[s.gpus[0].ent.Key()]

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -201,27 +202,27 @@ func (s *Source) value(o *op) float64 {
 	if o.gi != nil {
 		gi := o.gi
 		switch id {
-		case fieldFBTotal:
+		case fieldid.FBTotal:
 			return float64(gi.fbTotal)
-		case fieldFBUsed:
+		case fieldid.FBUsed:
 			return float64(gi.fbUsed)
-		case fieldFBFree:
+		case fieldid.FBFree:
 			return float64(gi.fbTotal - gi.fbUsed)
-		case fieldFBReserved:
+		case fieldid.FBReserved:
 			return 0
 		}
 		return s.profValue(&gi.act, id, s.noise(g, gi.idx+1, id), float64(gi.prof.compute)/migComputeSlices)
 	}
 	if o.ent.Kind == source.NVLink {
 		switch id {
-		case fieldProfNVLinkTXBytes:
+		case fieldid.ProfNVLinkTXBytes:
 			return s.linkBytes(g, o.ent.Link, false)
-		case fieldProfNVLinkRXBytes:
+		case fieldid.ProfNVLinkRXBytes:
 			return s.linkBytes(g, o.ent.Link, true)
 		}
 	}
 	switch id {
-	case fieldSMClock:
+	case fieldid.SMClock:
 		switch {
 		case g.act.idle:
 			return m.idleSMClock
@@ -229,96 +230,96 @@ func (s *Source) value(o *op) float64 {
 			return math.Round(m.maxSMClock*(0.88+0.06*unit(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15
 		}
 		return m.maxSMClock
-	case fieldMemClock:
+	case fieldid.MemClock:
 		return m.memClock
-	case fieldClockEventReasons:
+	case fieldid.ClocksEventReasons:
 		return float64(g.reasons)
-	case fieldMaxSMClock:
+	case fieldid.MaxSMClock:
 		return m.maxSMClock
-	case fieldMaxMemClock:
+	case fieldid.MaxMemClock:
 		return m.memClock
-	case fieldMemoryTemp:
+	case fieldid.MemoryTemp:
 		return math.Round(g.memTemp)
-	case fieldGPUTemp:
+	case fieldid.GPUTemp:
 		return math.Round(g.temp)
-	case fieldPowerUsage:
+	case fieldid.PowerUsage:
 		return math.Round(g.powerAvg*1000) / 1000
-	case fieldTotalEnergy:
+	case fieldid.TotalEnergyConsumption:
 		return math.Floor(g.energy)
-	case fieldPowerUsageInstant:
+	case fieldid.PowerUsageInstant:
 		return math.Round(g.powerInst*1000) / 1000
-	case fieldPowerMgmtLimit, fieldEnforcedPowerLimit:
+	case fieldid.PowerMgmtLimit, fieldid.EnforcedPowerLimit:
 		return m.limitW
-	case fieldPCIeReplayCounter:
+	case fieldid.PCIeReplayCounter:
 		return g.pcieReplay
-	case fieldGPUUtil:
+	case fieldid.GPUUtil:
 		return math.Round(100 * clamp01(g.act.gr/0.95*(1+0.03*s.noise(g, 0, id))))
-	case fieldMemCopyUtil:
+	case fieldid.MemCopyUtil:
 		return math.Round(100 * clamp01(0.9*g.act.dram*(1+0.05*s.noise(g, 0, id))))
-	case fieldEncUtil, fieldDecUtil:
+	case fieldid.EncUtil, fieldid.DecUtil:
 		return 0
-	case fieldXIDErrors:
+	case fieldid.XIDErrors:
 		return g.lastXID
-	case fieldPowerViolation:
+	case fieldid.PowerViolation:
 		return g.viol[violPower]
-	case fieldThermalViolation:
+	case fieldid.ThermalViolation:
 		return g.viol[violThermal]
-	case fieldBoardLimitViolation:
+	case fieldid.BoardLimitViolation:
 		return g.viol[violBoard]
-	case fieldLowUtilViolation:
+	case fieldid.LowUtilViolation:
 		return g.viol[violLowUtil]
-	case fieldSyncBoostViolation, fieldReliabilityViol:
+	case fieldid.SyncBoostViolation, fieldid.ReliabilityViolation:
 		return 0
-	case fieldFBTotal:
+	case fieldid.FBTotal:
 		return float64(m.fbTotal)
-	case fieldFBUsed:
+	case fieldid.FBUsed:
 		return float64(g.fbUsed)
-	case fieldFBFree:
+	case fieldid.FBFree:
 		return float64(m.fbTotal - m.fbReserved - g.fbUsed)
-	case fieldFBReserved:
+	case fieldid.FBReserved:
 		return float64(m.fbReserved)
-	case fieldECCSBEVolTotal:
+	case fieldid.ECCSBEVolTotal:
 		return g.eccSBEVol
-	case fieldECCDBEVolTotal:
+	case fieldid.ECCDBEVolTotal:
 		return g.eccDBEVol
-	case fieldECCSBEAggTotal:
+	case fieldid.ECCSBEAggTotal:
 		return g.eccSBEAgg
-	case fieldECCDBEAggTotal:
+	case fieldid.ECCDBEAggTotal:
 		return g.eccDBEAgg
-	case fieldRetiredSBE, fieldRetiredDBE, fieldRetiredPending:
+	case fieldid.RetiredSBE, fieldid.RetiredDBE, fieldid.RetiredPending:
 		// These boards repair memory by row remapping; pages are not retired.
 		return 0
-	case fieldUncorrRemappedRows:
+	case fieldid.UncorrectableRemappedRows:
 		return g.remapUncorr
-	case fieldCorrRemappedRows:
+	case fieldid.CorrectableRemappedRows:
 		return g.remapCorr
-	case fieldRowRemapPending:
+	case fieldid.RowRemapPending:
 		// An uncorrectable error's remap only takes effect at the next GPU
 		// reset, which the simulated node never does.
 		if g.remapUncorr > 0 {
 			return 1
 		}
 		return 0
-	case fieldRowRemapFailure, fieldVGPULicenseStatus, fieldExpP2PStatus:
+	case fieldid.RowRemapFailure, fieldid.VGPULicenseStatus, fieldid.ExpP2PStatus:
 		return 0
-	case fieldNVLinkCRCFlitTotal:
+	case fieldid.NVLinkCRCFlitErrorCountTotal:
 		return s.linkErrTotal(g, 0)
-	case fieldNVLinkCRCDataTotal:
+	case fieldid.NVLinkCRCDataErrorCountTotal:
 		return s.linkErrTotal(g, 1)
-	case fieldNVLinkReplayTotal:
+	case fieldid.NVLinkReplayErrorCountTotal:
 		return s.linkErrTotal(g, 2)
-	case fieldNVLinkRecoveryTotal:
+	case fieldid.NVLinkRecoveryErrorCountTotal:
 		return s.linkErrTotal(g, 3)
-	case fieldNVLinkBandwidthTot:
+	case fieldid.NVLinkBandwidthTotal:
 		sum := 0.0
 		for l := 0; l < s.cfg.links; l++ {
 			sum += s.linkValue(g, linkBandwidth, l)
 		}
 		return sum
-	case fieldProfNVLinkTXBytes, fieldProfNVLinkRXBytes:
+	case fieldid.ProfNVLinkTXBytes, fieldid.ProfNVLinkRXBytes:
 		sum := 0.0
 		for l := 0; l < s.cfg.links; l++ {
-			sum += s.linkBytes(g, l, id == fieldProfNVLinkRXBytes)
+			sum += s.linkBytes(g, l, id == fieldid.ProfNVLinkRXBytes)
 		}
 		return sum
 	}
@@ -334,10 +335,10 @@ func (s *Source) value(o *op) float64 {
 func (s *Source) extraNoise(g *gpuSim, id uint16, v float64) float64 {
 	n := 2*unit(hash4(s.seed, uint64(g.idx)<<8|0xFF, uint64(id)|tagNoise<<16, uint64(s.nowTick)|1<<62)) - 1
 	switch id {
-	case fieldProfPCIeTXBytes, fieldProfPCIeRXBytes:
+	case fieldid.ProfPCIeTXBytes, fieldid.ProfPCIeRXBytes:
 		return math.Max(0, math.Round(v*(1+2*s.cfg.Noise*n)))
-	case fieldProfGREngineActive, fieldProfSMActive, fieldProfSMOccupancy, fieldProfTensorActive,
-		fieldProfDRAMActive, fieldProfFP64Active, fieldProfFP32Active, fieldProfFP16Active:
+	case fieldid.ProfGREngineActive, fieldid.ProfSMActive, fieldid.ProfSMOccupancy, fieldid.ProfPipeTensorActive,
+		fieldid.ProfDRAMActive, fieldid.ProfPipeFP64Active, fieldid.ProfPipeFP32Active, fieldid.ProfPipeFP16Active:
 		return clamp01(v + s.cfg.Noise*n)
 	}
 	return v
@@ -347,25 +348,25 @@ func (s *Source) extraNoise(g *gpuSim, id uint16, v float64) float64 {
 // the instance's part of the GPU, which scales its PCIe traffic.
 func (s *Source) profValue(a *activity, id uint16, n, share float64) float64 {
 	switch id {
-	case fieldProfGREngineActive:
+	case fieldid.ProfGREngineActive:
 		return clamp01(a.gr + 0.01*n)
-	case fieldProfSMActive:
+	case fieldid.ProfSMActive:
 		return clamp01(a.sm + 0.02*n)
-	case fieldProfSMOccupancy:
+	case fieldid.ProfSMOccupancy:
 		return clamp01(a.occ + 0.02*n)
-	case fieldProfTensorActive:
+	case fieldid.ProfPipeTensorActive:
 		return clamp01(a.tensor + 0.02*n)
-	case fieldProfDRAMActive:
+	case fieldid.ProfDRAMActive:
 		return clamp01(a.dram + 0.02*n)
-	case fieldProfFP64Active:
+	case fieldid.ProfPipeFP64Active:
 		return clamp01(a.fp64 * (1 + 0.2*n))
-	case fieldProfFP32Active:
+	case fieldid.ProfPipeFP32Active:
 		return clamp01(a.fp32 + 0.01*n)
-	case fieldProfFP16Active:
+	case fieldid.ProfPipeFP16Active:
 		return clamp01(a.fp16 + 0.01*n)
-	case fieldProfPCIeTXBytes:
+	case fieldid.ProfPCIeTXBytes:
 		return math.Round(a.pcieTX * (1 + 0.1*n) * s.cfg.model.pcieBytes * share)
-	case fieldProfPCIeRXBytes:
+	case fieldid.ProfPCIeRXBytes:
 		return math.Round(a.pcieRX * (1 + 0.1*n) * s.cfg.model.pcieBytes * share)
 	}
 	return 0
@@ -417,29 +418,29 @@ const (
 
 func (s *Source) text(g *gpuSim, id uint16) string {
 	switch id {
-	case fieldDriverVersion:
+	case fieldid.DriverVersion:
 		return driverVersion
-	case fieldNVMLVersion:
+	case fieldid.NVMLVersion:
 		return nvmlVersion
-	case fieldName:
+	case fieldid.Name:
 		return s.cfg.model.name
-	case fieldBrand:
+	case fieldid.Brand:
 		return "NVIDIA"
-	case fieldSerial:
+	case fieldid.Serial:
 		return g.serial
-	case fieldUUID:
+	case fieldid.UUID:
 		return g.ent.UUID
-	case fieldOEMInforomVer:
+	case fieldid.OEMInforomVer:
 		return "2.1"
-	case fieldPCIBusID:
+	case fieldid.PCIBusID:
 		return g.ent.PCIBusID
-	case fieldECCInforomVer:
+	case fieldid.ECCInforomVer:
 		return "7.16"
-	case fieldPowerInforomVer:
+	case fieldid.PowerInforomVer:
 		return "N/A"
-	case fieldInforomImageVer:
+	case fieldid.InforomImageVer:
 		return "G520.0200.00.05"
-	case fieldVBIOSVersion:
+	case fieldid.VBIOSVersion:
 		return s.cfg.model.vbios
 	}
 	return ""

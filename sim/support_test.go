@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/compattest"
 )
 
@@ -33,24 +33,27 @@ func emitted(t *testing.T, ids []uint16) map[uint16]bool {
 		out[k.field] = true
 	}
 	if len(rec.health) > 0 {
-		out[fieldExpGPUHealthStatus] = true
+		out[fieldid.ExpGPUHealthStatus] = true
 	}
 	return out
 }
 
 func TestSimSupportMatchesEmittedFields(t *testing.T) {
-	table := counters.SimFieldIDs()
+	table := FieldIDs()
 	got := emitted(t, table)
+	sup := Support()
 	for _, id := range table {
-		assert.True(t, got[id], "simSupport lists %d (%s) but the simulator does not emit it", id, nameOf(id))
+		assert.True(t, got[id], "the field table lists %d (%s) but the simulator does not emit it", id, nameOf(id))
+		ok, _ := sup.Reads(id)
+		assert.True(t, ok, "Support omits %d (%s)", id, nameOf(id))
 	}
-	all := emitted(t, FieldIDs())
+	for _, e := range fieldid.Current() {
+		ok, _ := sup.Reads(e.ID)
+		assert.Equal(t, got[e.ID], ok, "Support says %v for %s", ok, e.Name)
+	}
 	inTable := map[uint16]bool{}
 	for _, id := range table {
 		inTable[id] = true
-	}
-	for id := range all {
-		assert.True(t, inTable[id], "the simulator emits %d (%s) but simSupport does not list it", id, nameOf(id))
 	}
 	// MIG instances add no field of their own.
 	cfg := DefaultConfig()
@@ -130,8 +133,8 @@ func compatFieldNames(t *testing.T, path string) []string {
 func TestCompatFilesAreProduced(t *testing.T) {
 	dir := compatDir(t)
 	byName := map[string]uint16{
-		"DCGM_EXP_XID_ERRORS_COUNT":   counters.FieldExpXIDErrorsCount,
-		"DCGM_EXP_CLOCK_EVENTS_COUNT": counters.FieldExpClockEventsCount,
+		"DCGM_EXP_XID_ERRORS_COUNT":   fieldid.ExpXIDErrorsCount,
+		"DCGM_EXP_CLOCK_EVENTS_COUNT": fieldid.ExpClockEventsCount,
 	}
 	for id, f := range fieldsByID {
 		byName[f.name] = id
@@ -151,10 +154,10 @@ func TestCompatFilesAreProduced(t *testing.T) {
 			id, ok := resolve(n)
 			require.True(t, ok, "%s: field %s is not simulated", file, n)
 			switch id {
-			case counters.FieldExpXIDErrorsCount:
-				id = fieldXIDErrors // derived by the engine from XID events
-			case counters.FieldExpClockEventsCount:
-				id = fieldClockEventReasons
+			case fieldid.ExpXIDErrorsCount:
+				id = fieldid.XIDErrors // derived by the engine from XID events
+			case fieldid.ExpClockEventsCount:
+				id = fieldid.ClocksEventReasons
 			}
 			ids = append(ids, id)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/server"
 )
 
@@ -29,7 +28,7 @@ func countersCommand() *cli.Command {
 					if c.NArg() == 0 {
 						return fmt.Errorf("counters check: give at least one FILE")
 					}
-					if err := counters.Check(c.App.Writer, c.Args().Slice()); err != nil {
+					if err := checkCounters(c.App.Writer, c.Args().Slice()); err != nil {
 						return cli.Exit("", 1)
 					}
 					return nil
@@ -43,7 +42,7 @@ func countersCommand() *cli.Command {
 					&cli.StringFlag{Name: "format", Value: "table", Usage: "table, or csv to seed a counters file", EnvVars: env("GPUSCOPE_LIST_FORMAT")},
 				},
 				Action: func(c *cli.Context) error {
-					return counters.List(c.App.Writer, c.String("source"), c.String("format"))
+					return listCounters(c.App.Writer, sourceSupport(), c.String("source"), c.String("format"))
 				},
 			},
 		},

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 )
 
@@ -21,10 +21,10 @@ import (
 type GenFunc func(e dcgm.EntityRef, field uint16, seq int64) (v dcgm.Value, ok bool)
 
 // DefaultGen numbers the samples of each series 1, 2, 3, ... so that tests
-// can tell a lost or repeated sample. XID (230) has samples only when
+// can tell a lost or repeated sample. The XID errors field has samples only when
 // injected, as on a healthy GPU.
 func DefaultGen(_ dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
-	if field == counters.FieldXIDErrors {
+	if field == fieldid.XIDErrors {
 		return dcgm.Value{}, false
 	}
 	return dcgm.Value{Kind: dcgm.KindInt64, Int: seq}, true
@@ -409,8 +409,6 @@ func (f *Fake) DestroyFieldGroup(h dcgm.Handle) error {
 	return nil
 }
 
-func isProf(id uint16) bool { return id >= 1001 && id <= 1099 }
-
 // WatchFields implements dcgm.Client. Like DCGM, it refuses a watch that
 // includes a profiling field one GPU of the group cannot sample.
 func (f *Fake) WatchFields(group, fieldGroup dcgm.Handle, updateFreq, maxKeepAge time.Duration, maxKeepSamples int) error {
@@ -432,7 +430,7 @@ func (f *Fake) WatchFields(group, fieldGroup dcgm.Handle, updateFreq, maxKeepAge
 			continue
 		}
 		for _, id := range fields {
-			if isProf(id) && !slices.Contains(f.profFields[e.ID], id) {
+			if fieldid.IsProfiling(id) && !slices.Contains(f.profFields[e.ID], id) {
 				return fmt.Errorf("fake host engine: GPU %d cannot watch profiling field %d: %w", e.ID, id, dcgm.ErrNotSupported)
 			}
 		}
@@ -477,7 +475,7 @@ func (f *Fake) sample() {
 						continue
 					}
 					s.seq++
-					if f.paused && isProf(id) {
+					if f.paused && fieldid.IsProfiling(id) {
 						// A paused profiling module gives blanks.
 						v = dcgm.Value{Kind: dcgm.KindFloat64, Float: 140737488355328.0}
 					}

@@ -15,14 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/source"
 )
-
-const fieldGPUTemp uint16 = 150
 
 // nvmlValue marks samples from the NVML stand-in, so tests can tell the
 // backends apart; dcgmfake numbers its samples from 1.
@@ -94,7 +93,7 @@ func (c *ctors) nvml() (source.Source, error) {
 	return newFakeNVML(), nil
 }
 
-var groups = []source.Group{{Interval: 10 * time.Millisecond, Fields: []counters.Field{{ID: fieldGPUTemp, Name: "DCGM_FI_DEV_GPU_TEMP", Type: counters.Gauge}}}}
+var groups = []source.Group{{Interval: 10 * time.Millisecond, Fields: []counters.Field{{ID: fieldid.GPUTemp, Name: "DCGM_FI_DEV_GPU_TEMP", Type: counters.Gauge}}}}
 
 func newAuto(t *testing.T, c *ctors) (*autosource.Auto, *test.Hook) {
 	t.Helper()
@@ -116,7 +115,7 @@ func collectFrom(t *testing.T, a *autosource.Auto, fromNVML bool) map[string]boo
 		rec := &dcgmfake.Recorder{}
 		err := a.Collect(context.Background(), 0, rec)
 		keys := map[string]bool{}
-		for _, v := range rec.Values(fieldGPUTemp) {
+		for _, v := range rec.Values(fieldid.GPUTemp) {
 			if (v.V == nvmlValue) == fromNVML {
 				keys[v.Key] = true
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/insight"
 	"github.com/gpuscope/gpuscope/internal/labelbudget"
@@ -353,7 +354,7 @@ func (e *Engine) apply(b *batch) {
 		if sv.ring != nil {
 			sv.ring.Push(s.ts, s.v)
 		}
-		if s.field == counters.FieldClockEventReasons && p.clock {
+		if s.field == fieldid.ClocksEventReasons && p.clock {
 			es.addClockMask(uint64(s.v), s.ts, p.clockRingCap)
 		}
 		e.sampled = true

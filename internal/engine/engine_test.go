@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/source"
@@ -126,26 +127,26 @@ func TestPlanGroupsFieldsByInterval(t *testing.T) {
 			name:      "dcgm-exporter file: one group at the default interval",
 			csv:       "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
 			intervals: []time.Duration{time.Second},
-			ids:       [][]uint16{{150, 155}},
+			ids:       [][]uint16{{fieldid.GPUTemp, fieldid.PowerUsage}},
 		},
 		{
 			name: "three intervals, shortest first",
 			csv: "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\nDCGM_FI_DEV_GPU_TEMP, gauge, t, 5s\n" +
 				"DCGM_FI_PROF_DRAM_ACTIVE, gauge, d, 100ms\nDCGM_FI_DEV_POWER_USAGE, gauge, p\n",
 			intervals: []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second},
-			ids:       [][]uint16{{1002, 1005}, {155}, {150}},
+			ids:       [][]uint16{{fieldid.ProfSMActive, fieldid.ProfDRAMActive}, {fieldid.PowerUsage}, {fieldid.GPUTemp}},
 		},
 		{
 			name:      "exporter-side fields watch what they derive from",
 			csv:       "DCGM_EXP_XID_ERRORS_COUNT, gauge, x\nDCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c, 2s\n",
 			intervals: []time.Duration{time.Second, 2 * time.Second},
-			ids:       [][]uint16{{230}, {112}},
+			ids:       [][]uint16{{fieldid.XIDErrors}, {fieldid.ClocksEventReasons}},
 		},
 		{
 			name:      "a legacy and a current name share one watched field",
 			csv:       "dcgm_gpu_temp, gauge, t\nDCGM_FI_DEV_GPU_TEMP, gauge, t, 500ms\n",
 			intervals: []time.Duration{500 * time.Millisecond},
-			ids:       [][]uint16{{150}},
+			ids:       [][]uint16{{fieldid.GPUTemp}},
 		},
 	}
 	for _, tt := range tests {
@@ -167,8 +168,8 @@ func TestPlanGroupsFieldsByInterval(t *testing.T) {
 
 func TestRenderLabelsValuesAndTypes(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40, 156: 1000}))
-	src.Texts = map[uint16]string{1: "550.54.15"}
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40, fieldid.TotalEnergyConsumption: 1000}))
+	src.Texts = map[uint16]string{fieldid.DriverVersion: "550.54.15"}
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"+
 		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy (in mJ).\n"+
 		"DCGM_FI_DRIVER_VERSION, label, Driver Version\n", src, clk)
@@ -199,7 +200,7 @@ func TestRenderLabelsValuesAndTypes(t *testing.T) {
 func TestUnsupportedFieldIsAbsentNotZero(t *testing.T) {
 	clk := newClock()
 	src := sourcetest.NewGPUs(2, func(e *source.Entity, f uint16, _ time.Time) (float64, bool) {
-		if f == 1002 && e.GPU == 1 {
+		if f == fieldid.ProfSMActive && e.GPU == 1 {
 			return 0, false
 		}
 		return 0.5, true
@@ -311,7 +312,7 @@ func TestXIDCountHasAZeroSeriesPerGPUBeforeTheFirstXID(t *testing.T) {
 	}
 }
 
-// DCGM writes field 230 only when an XID arrives; dcgm-exporter reads its
+// DCGM writes the XID errors field only when an XID arrives; dcgm-exporter reads its
 // latest value however old and labels it with err_code and err_msg
 // (internal/pkg/collector/gpu_collector.go, toMetric; the texts come from
 // xid_errors.go).
@@ -323,7 +324,7 @@ func TestXIDFieldHoldsItsLastValueWithErrCodeAndMessage(t *testing.T) {
 	collectAll(t, e)
 	for _, after := range []time.Duration{0, 31 * time.Second, 2 * time.Hour} {
 		clk.Add(after)
-		collectAll(t, e) // no new event: DCGM has no new value of field 230
+		collectAll(t, e) // no new event: DCGM has no new value of the XID errors field
 		mfs := scrape(t, e)
 		m := series(mfs, "DCGM_FI_DEV_XID_ERRORS", map[string]string{"gpu": "0"})
 		require.Len(t, m, 1, "the XID series is still there after %s", after)
@@ -447,7 +448,7 @@ func TestClockEventsCountIsDCGMExportersFamily(t *testing.T) {
 
 func TestStaleSeriesLeaveTheExposition(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
 	collectAll(t, e)
 	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1)
@@ -460,7 +461,7 @@ func TestStaleSeriesLeaveTheExposition(t *testing.T) {
 
 func TestReloadKeepsSeriesAndRefusedReloadKeepsOldSet(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40, 155: 300, 1002: 0.5}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40, fieldid.PowerUsage: 300, fieldid.ProfSMActive: 0.5}))
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\n", src, clk)
 	e.baseCtx = context.Background()
 	for range 3 {
@@ -495,7 +496,7 @@ func TestReloadKeepsSeriesAndRefusedReloadKeepsOldSet(t *testing.T) {
 
 func TestEntitiesChangeKeepsSeriesByKey(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
 	collectAll(t, e)
 	// The source reconnects: new pointers, same GPUs, plus one more.
@@ -513,7 +514,7 @@ func TestEntitiesChangeKeepsSeriesByKey(t *testing.T) {
 
 func TestReady(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
 	ok, why := e.Ready()
 	assert.False(t, ok)
@@ -532,7 +533,7 @@ func TestReady(t *testing.T) {
 
 func TestLostGPUIsReported(t *testing.T) {
 	clk := newClock()
-	src := &lostSource{Source: sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))}
+	src := &lostSource{Source: sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))}
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src.Source, clk)
 	e.src = src
 	src.lost = []string{src.Ents[1].Key()}
@@ -550,7 +551,7 @@ type lostSource struct {
 func (l *lostSource) Status() source.Status { return source.Status{Up: true, Lost: l.lost} }
 
 func TestBackgroundLoopsSampleAtTheirIntervals(t *testing.T) {
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40, 1002: 0.5}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40, fieldid.ProfSMActive: 0.5}))
 	set := parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 1s\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms\n")
 	e, err := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Log: quietLog()})
 	require.NoError(t, err)
@@ -575,7 +576,7 @@ func TestBackgroundLoopsSampleAtTheirIntervals(t *testing.T) {
 
 func TestApplyDoesNotAllocate(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(8, constValues(map[uint16]float64{150: 40, 1002: 0.5, 1004: 0.3}))
+	src := sourcetest.NewGPUs(8, constValues(map[uint16]float64{fieldid.GPUTemp: 40, fieldid.ProfSMActive: 0.5, fieldid.ProfPipeTensorActive: 0.3}))
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max p99\nDCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, a, 100ms, max\n", src, clk)
 	b := &batch{}
 	gi := 0 // the 100 ms group
@@ -593,7 +594,7 @@ func TestApplyDoesNotAllocate(t *testing.T) {
 
 func TestExpositionEscapesLabelValues(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Ents[0].ModelName = "weird \"model\"\\name"
 	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n", src, clk)
 	collectAll(t, e)
@@ -604,7 +605,7 @@ func TestExpositionEscapesLabelValues(t *testing.T) {
 
 func ExampleEngine_Render() {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
 	set, _ := counters.Parse("example.csv", strings.NewReader("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"))
 	e, _ := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog()})
@@ -629,7 +630,7 @@ func TestMIGAndLinkEntitiesGetWindowsLikeGPUs(t *testing.T) {
 	link := *src.Ents[0]
 	link.Kind, link.Switch, link.Link = source.NVLink, 2, 7
 	src.Ents = append(src.Ents, &gi, &link)
-	src.Texts = map[uint16]string{1: "570.1"}
+	src.Texts = map[uint16]string{fieldid.DriverVersion: "570.1"}
 	e := newTestEngine(t, "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max\nDCGM_FI_DRIVER_VERSION, label, d\n", src, clk)
 	for range 5 {
 		clk.Add(100 * time.Millisecond)
@@ -670,7 +671,7 @@ func (p *podEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
 
 func TestEnricherLabelsOnEverySeries(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
 	pe := &podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}
 	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), DefaultInterval: time.Second,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -65,9 +66,9 @@ type plan struct {
 const maxClockSamples = 4096
 
 // neverStale says whether a field is an event field: DCGM writes it only when
-// an event arrives (field 230 on an XID), so its latest value is the current
+// an event arrives (the XID errors field on an XID), so its latest value is the current
 // state however old it is, as dcgm-exporter shows it.
-func neverStale(id uint16) bool { return id == counters.FieldXIDErrors }
+func neverStale(id uint16) bool { return id == fieldid.XIDErrors }
 
 // newPlan groups the fields of set by watch interval. XID and clock-event
 // reasons are watched implicitly when an exporter-side field needs them.
@@ -85,24 +86,29 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 	var sourceFields []counters.Field
 	for i := range set.Fields {
 		f := set.Fields[i]
+		if base, derived := fieldid.BaseOf(f.ID); derived {
+			// The source reads the base field; the engine derives this one.
+			switch f.ID {
+			case fieldid.ExpXIDErrorsCount:
+				p.expXID = &set.Fields[i]
+			case fieldid.ExpClockEventsCount:
+				p.expClock = &set.Fields[i]
+			}
+			p.xid = p.xid || base == fieldid.XIDErrors
+			p.clock = p.clock || base == fieldid.ClocksEventReasons
+			want(base, f.Interval)
+			continue
+		}
 		switch f.ID {
-		case counters.FieldExpXIDErrorsCount:
-			p.expXID, p.xid = &set.Fields[i], true
-			want(counters.FieldXIDErrors, f.Interval)
-			continue
-		case counters.FieldExpClockEventsCount:
-			p.expClock, p.clock = &set.Fields[i], true
-			want(counters.FieldClockEventReasons, f.Interval)
-			continue
-		case counters.FieldExpGPUHealthStatus:
+		case fieldid.ExpGPUHealthStatus:
 			// The source runs health checks while the field is watched; the
 			// family is rendered from the checks, one series per watch.
 			p.expHealth = &set.Fields[i]
 			want(f.ID, f.Interval)
 			continue
-		case counters.FieldXIDErrors:
+		case fieldid.XIDErrors:
 			p.xid = true
-		case counters.FieldClockEventReasons:
+		case fieldid.ClocksEventReasons:
 			p.clock = true
 		}
 		want(f.ID, f.Interval)
@@ -127,7 +133,7 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 		if neverStale(id) {
 			stale = 0
 		}
-		if id == counters.FieldClockEventReasons && p.expClock != nil {
+		if id == fieldid.ClocksEventReasons && p.expClock != nil {
 			p.clockRingCap = min(int(clockWin/iv)+2, maxClockSamples)
 		}
 		p.slotOf[id] = len(p.slots)
@@ -187,17 +193,13 @@ func fieldFor(set *counters.Set, id uint16) counters.Field {
 			return f
 		}
 	}
-	switch id {
-	case counters.FieldXIDErrors:
-		return counters.Field{Name: "DCGM_FI_DEV_XID_ERRORS", ID: id, Type: counters.Gauge}
-	case counters.FieldClockEventReasons:
-		return counters.Field{Name: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", ID: id, Type: counters.Gauge}
-	}
-	// The insight metrics watch their profiling fields by ID.
+	// The implicitly watched base fields and the insight metrics' profiling
+	// fields are named by the catalog.
+	f := counters.Field{ID: id, Type: counters.Gauge}
 	if info, ok := counters.ByID(id); ok {
-		return counters.Field{Name: info.Name, ID: id, Type: counters.Gauge}
+		f.Name = info.Name
 	}
-	return counters.Field{ID: id, Type: counters.Gauge}
+	return f
 }
 
 func familyHeader(name, help, typ string) string {

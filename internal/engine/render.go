@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/gpuevents"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -55,7 +56,7 @@ func (e *Engine) Render(buf []byte) []byte {
 		if d := p.slots[m.slot].stale; d > 0 {
 			stale = now - int64(d)
 		}
-		xid := m.field.ID == counters.FieldXIDErrors
+		xid := m.field.ID == fieldid.XIDErrors
 		wrote := false
 		for _, es := range e.order {
 			sv := &es.vals[m.slot]
@@ -161,7 +162,7 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 	}
 	if f := p.expXID; f != nil {
 		// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
-		// counts the values of field 230 within the window by XID and shows
+		// counts the values of the XID errors field within the window by XID and shows
 		// one series per XID seen; a GPU with none gets one series of value
 		// 0 without an xid label.
 		since := now - int64(e.opts.XIDWindow)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -29,7 +29,7 @@ type Source struct {
 	// Now is the sample clock; time.Now when nil.
 	Now func() time.Time
 	// XIDs are handed to the sink at the next Collect of a group with
-	// field 230, then cleared.
+	// the XID errors field, then cleared.
 	XIDs []XID
 	// Health is the health check handed to the sink for each GPU at every
 	// Collect of a group with DCGM_EXP_GPU_HEALTH_STATUS; a GPU without an
@@ -114,7 +114,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 				}
 				continue
 			}
-			if f.ID == counters.FieldExpGPUHealthStatus {
+			if f.ID == fieldid.ExpGPUHealthStatus {
 				if e.Kind == source.GPU {
 					h, ok := s.Health[e]
 					if !ok {
@@ -124,7 +124,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 				}
 				continue
 			}
-			if f.ID == 230 {
+			if f.ID == fieldid.XIDErrors {
 				for _, x := range s.XIDs {
 					if x.Entity == e {
 						sink.XID(e, x.Code, x.At.UnixNano())
@@ -140,7 +140,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			}
 			sink.Value(e, f.ID, ts, v)
 		}
-		if f.ID == 230 {
+		if f.ID == fieldid.XIDErrors {
 			s.XIDs = nil
 		}
 	}

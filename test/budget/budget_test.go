@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/internal/e2etest"
 	"github.com/gpuscope/gpuscope/internal/labelbudget"
@@ -193,7 +194,7 @@ func measure(t *testing.T, v variant, jobs string) row {
 	// of the file (per port for the link fields), counted from the catalog.
 	var switchFields int
 	for _, f := range set.Fields {
-		if info, ok := counters.ByID(f.ID); ok && info.Entity == counters.EntityNvSwitch && f.Type != counters.Label {
+		if info, ok := counters.ByID(f.ID); ok && info.Level == fieldid.LevelNvSwitch && f.Type != counters.Label {
 			switchFields++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/internal/autosource"
@@ -68,7 +69,7 @@ func TestEngineSurvivesTwentyHostEngineRestarts(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	var generation atomic.Int64
 	fake := dcgmfake.New(dcgmfake.WithGen(func(_ dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
-		if field != 150 {
+		if field != fieldid.GPUTemp {
 			return dcgm.Value{}, false
 		}
 		return dcgm.Value{Kind: dcgm.KindInt64, Int: generation.Load()*1_000_000 + seq}, true
@@ -140,7 +141,7 @@ func TestAutoModeKeepsTheGPUsVisible(t *testing.T) {
 	// DCGM's temperatures are 1000 and up, NVML's are realistic: the value
 	// tells which backend fed a series.
 	fake := dcgmfake.New(dcgmfake.WithGPUs(gpus...), dcgmfake.WithGen(func(_ dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
-		if field != 150 {
+		if field != fieldid.GPUTemp {
 			return dcgm.Value{}, false
 		}
 		return dcgm.Value{Kind: dcgm.KindInt64, Int: 1000 + seq}, true

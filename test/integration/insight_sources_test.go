@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/nvml"
@@ -154,7 +155,7 @@ func TestInsightOverTheDCGMSource(t *testing.T) {
 			v = r
 		case tx:
 			v = 0.1e9
-		case counters.FieldXIDErrors:
+		case fieldid.XIDErrors:
 			return dcgm.Value{}, false
 		}
 		return dcgm.Value{Kind: dcgm.KindFloat64, Float: v}, true

@@ -55,11 +55,12 @@ func TestNVMLSourceMatchesTheSimSeries(t *testing.T) {
 			require.NoError(t, err)
 			simFamilies := scrapeOnce(t, sm, set, clk)
 
+			nvmlSupport := nvml.Support()
 			served := 0
 			for _, f := range set.Fields {
 				info, ok := counters.Lookup(f.Name)
 				require.True(t, ok)
-				if f.Type == counters.Label || info.Exporter() || !info.Sources.Has(counters.SourceNVML) {
+				if ok, _ := nvmlSupport.Serves(info.ID); f.Type == counters.Label || info.Exporter() || !ok {
 					continue
 				}
 				if f.Name == "DCGM_FI_DEV_VGPU_LICENSE_STATUS" {
@@ -98,7 +99,7 @@ func TestNVMLSourceMatchesTheSimSeries(t *testing.T) {
 			// Fields NVML cannot serve are absent and said so, never 0.
 			for _, f := range set.Fields {
 				info, _ := counters.Lookup(f.Name)
-				if f.Type == counters.Label || info.Exporter() || info.Sources.Has(counters.SourceNVML) {
+				if ok, _ := nvmlSupport.Serves(info.ID); f.Type == counters.Label || info.Exporter() || ok {
 					continue
 				}
 				assert.Nil(t, nvmlFamilies[f.Name], "%s: NVML cannot serve it", f.Name)

@@ -1,12 +1,16 @@
-package counters
+package main
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,7 +53,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := Check(&out, tt.files)
+			err := checkCounters(&out, tt.files)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 			} else {
@@ -66,7 +70,7 @@ func TestCheck(t *testing.T) {
 
 func TestListTable(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, List(&out, "", "table"))
+	require.NoError(t, listCounters(&out, sourceSupport(), "", "table"))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "HELP"}, strings.Fields(lines[0]))
 
@@ -76,9 +80,9 @@ func TestListTable(t *testing.T) {
 		rows[f[0]] = f
 	}
 	require.Contains(t, rows, "DCGM_FI_PROF_SM_ACTIVE")
-	assert.Equal(t, []string{"1002", "gauge", "ratio"}, rows["DCGM_FI_PROF_SM_ACTIVE"][1:4])
+	assert.Equal(t, []string{strconv.Itoa(int(fieldid.ProfSMActive)), "gauge", "ratio"}, rows["DCGM_FI_PROF_SM_ACTIVE"][1:4])
 	require.Contains(t, rows, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
-	assert.Equal(t, []string{"156", "counter", "mJ"}, rows["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][1:4])
+	assert.Equal(t, []string{strconv.Itoa(int(fieldid.TotalEnergyConsumption)), "counter", "mJ"}, rows["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][1:4])
 	require.Contains(t, rows, "DCGM_EXP_XID_ERRORS_COUNT", "exporter fields are listed")
 	assert.Equal(t, "-", rows["DCGM_EXP_XID_ERRORS_COUNT"][1], "exporter IDs are internal")
 	assert.NotContains(t, rows, "dcgm_sm_clock", "legacy names are not offered")
@@ -87,15 +91,22 @@ func TestListTable(t *testing.T) {
 
 func TestListNVMLShowsReasons(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, List(&out, "nvml", "table"))
+	require.NoError(t, listCounters(&out, sourceSupport(), "nvml", "table"))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "NVML", "HELP"}, strings.Fields(lines[0]))
 	// Every described field is listed, with "yes" or why NVML cannot read it.
-	for _, f := range All() {
+	sup := nvml.Support()
+	for _, f := range counters.All() {
 		if f.Legacy || !f.Described() {
 			continue
 		}
-		want := nvmlStatus(f)
+		want := "yes"
+		if ok, note := sup.Serves(f.ID); !ok {
+			want = note
+			if want == "" {
+				want = "not read by the NVML source"
+			}
+		}
 		found := false
 		for _, l := range lines[1:] {
 			if strings.HasPrefix(l, f.Name+" ") {
@@ -110,20 +121,26 @@ func TestListNVMLShowsReasons(t *testing.T) {
 func TestListFiltersBySource(t *testing.T) {
 	for _, src := range []string{"dcgm", "sim"} {
 		var out bytes.Buffer
-		require.NoError(t, List(&out, src, "table"))
-		bit, _ := sourceByName(src)
+		require.NoError(t, listCounters(&out, sourceSupport(), src, "table"))
+		var sup counters.Support
+		for _, s := range sourceSupport() {
+			if s.Source == src {
+				sup = s
+			}
+		}
 		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
-			f, ok := Lookup(strings.Fields(l)[0])
+			f, ok := counters.Lookup(strings.Fields(l)[0])
 			require.True(t, ok, l)
-			assert.True(t, f.Sources.Has(bit), "%s listed for %s", f.Name, src)
+			served, _ := sup.Serves(f.ID)
+			assert.True(t, served, "%s listed for %s", f.Name, src)
 		}
 	}
 }
 
 func TestListCSVIsACountersFile(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, List(&out, "", "csv"))
-	set, err := Parse("list.csv", bytes.NewReader(out.Bytes()))
+	require.NoError(t, listCounters(&out, sourceSupport(), "", "csv"))
+	set, err := counters.Parse("list.csv", bytes.NewReader(out.Bytes()))
 	require.NoError(t, err)
 	assert.Empty(t, set.Warnings)
 
@@ -131,7 +148,7 @@ func TestListCSVIsACountersFile(t *testing.T) {
 	for _, f := range set.Fields {
 		enabled = append(enabled, f.Name)
 	}
-	defaults, err := Load(filepath.Join("..", "etc", "default-counters.csv"))
+	defaults, err := counters.Load(filepath.Join("..", "..", "etc", "default-counters.csv"))
 	require.NoError(t, err)
 	var want []string
 	for _, f := range defaults.Fields {
@@ -146,13 +163,13 @@ func TestListCSVIsACountersFile(t *testing.T) {
 			all.WriteString(strings.TrimPrefix(l, "# ") + "\n")
 		}
 	}
-	more, err := Parse("uncommented.csv", strings.NewReader(all.String()))
+	more, err := counters.Parse("uncommented.csv", strings.NewReader(all.String()))
 	require.NoError(t, err)
 	assert.Greater(t, len(more.Fields), 100)
 }
 
 func TestListRejectsBadArguments(t *testing.T) {
 	var out bytes.Buffer
-	assert.EqualError(t, List(&out, "cuda", "table"), `unknown source "cuda" (want dcgm, nvml or sim)`)
-	assert.EqualError(t, List(&out, "", "json"), `unknown format "json" (want table or csv)`)
+	assert.EqualError(t, listCounters(&out, sourceSupport(), "cuda", "table"), `unknown source "cuda" (want dcgm, nvml or sim)`)
+	assert.EqualError(t, listCounters(&out, sourceSupport(), "", "json"), `unknown format "json" (want table or csv)`)
 }

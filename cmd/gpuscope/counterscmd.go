@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/nvml"
+	"github.com/gpuscope/gpuscope/sim"
+)
+
+// checkCounters loads each counters file and prints every problem and
+// warning it has, or "FILE: ok (N fields)". It returns an error when any
+// file is bad.
+func checkCounters(w io.Writer, files []string) error {
+	if len(files) == 0 {
+		return errors.New("no counters file given")
+	}
+	bad := 0
+	for _, file := range files {
+		set, err := counters.Load(file)
+		if err != nil {
+			bad++
+			if _, werr := fmt.Fprintln(w, err.Error()); werr != nil {
+				return fmt.Errorf("write report: %w", werr)
+			}
+			continue
+		}
+		var b strings.Builder
+		for _, warn := range set.Warnings {
+			b.WriteString("warning: " + warn + "\n")
+		}
+		fmt.Fprintf(&b, "%s: ok (%d fields)\n", file, len(set.Fields))
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d counters files have problems", bad, len(files))
+	}
+	return nil
+}
+
+// sourceSupport is what each source says it reads, in the order the
+// SOURCES column lists them. DCGM reads every field of the catalog.
+func sourceSupport() []counters.Support {
+	return []counters.Support{dcgm.Support(), nvml.Support(), sim.Support()}
+}
+
+// listedField is a catalog field with the sources that serve it.
+type listedField struct {
+	counters.FieldInfo
+	sources []string
+	// nvmlNote says why the NVML source does not serve the field, when it
+	// says so.
+	nvmlNote string
+}
+
+func (f listedField) servedBy(source string) bool { return slices.Contains(f.sources, source) }
+
+// listCounters prints the fields an operator can pick from: the described
+// DCGM fields and the exporter-side ones, optionally only those one source
+// serves. source is "", "dcgm", "nvml" or "sim"; format is "table" or
+// "csv". The csv format is itself a counters file: the everyday fields
+// enabled, the others commented out.
+func listCounters(w io.Writer, supports []counters.Support, source, format string) error {
+	if source != "" && !slices.ContainsFunc(supports, func(s counters.Support) bool { return s.Source == source }) {
+		names := make([]string, len(supports))
+		for i, s := range supports {
+			names[i] = s.Source
+		}
+		return fmt.Errorf("unknown source %q (want %s)", source, joinOr(names))
+	}
+	var fields []listedField
+	for _, f := range counters.All() {
+		if f.Legacy || !f.Described() {
+			continue
+		}
+		lf := listedField{FieldInfo: f}
+		for _, s := range supports {
+			ok, note := s.Serves(f.ID)
+			if ok {
+				lf.sources = append(lf.sources, s.Source)
+			} else if s.Source == "nvml" {
+				lf.nvmlNote = note
+			}
+		}
+		// The NVML table also lists what NVML cannot read, with the reason.
+		if source != "" && !lf.servedBy(source) && (source != "nvml" || format == "csv") {
+			continue
+		}
+		fields = append(fields, lf)
+	}
+	var err error
+	switch format {
+	case "", "table":
+		err = writeTable(w, fields, source == "nvml")
+	case "csv":
+		err = writeCSV(w, fields)
+	default:
+		return fmt.Errorf("unknown format %q (want table or csv)", format)
+	}
+	if err != nil {
+		return fmt.Errorf("write field list: %w", err)
+	}
+	return nil
+}
+
+// joinOr joins names as "a, b or c".
+func joinOr(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+func writeTable(w io.Writer, fields []listedField, nvml bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := "NAME\tID\tTYPE\tUNIT\tSOURCES\t"
+	if nvml {
+		header += "NVML\t"
+	}
+	fmt.Fprintln(tw, header+"HELP")
+	for _, f := range fields {
+		unit := f.Unit
+		if unit == "" {
+			unit = "-"
+		}
+		sources := "-"
+		if len(f.sources) > 0 {
+			sources = strings.Join(f.sources, ",")
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", f.Name, fieldIDString(f.ID), f.Type, unit, sources)
+		if nvml {
+			row += nvmlStatus(f) + "\t"
+		}
+		fmt.Fprintln(tw, row+f.Help)
+	}
+	return tw.Flush()
+}
+
+// fieldIDString shows exporter-side IDs as "-": they are internal and a
+// user never writes them.
+func fieldIDString(id uint16) string {
+	if fieldid.IsExporter(id) {
+		return "-"
+	}
+	return strconv.Itoa(int(id))
+}
+
+func nvmlStatus(f listedField) string {
+	switch {
+	case f.servedBy("nvml"):
+		return "yes"
+	case f.nvmlNote != "":
+		return f.nvmlNote
+	}
+	return "not read by the NVML source"
+}
+
+func writeCSV(w io.Writer, fields []listedField) error {
+	var b strings.Builder
+	b.WriteString("# gpuscope counters file, from `gpuscope counters list --format csv`.\n")
+	b.WriteString("# FIELD, TYPE, HELP[, WATCH INTERVAL[, WINDOW STATS]]\n")
+	b.WriteString("# Enabled lines are the everyday set; remove the leading '#' to enable more.\n\n")
+	for _, f := range fields {
+		if !f.Default {
+			b.WriteString("# ")
+		}
+		fmt.Fprintf(&b, "%s, %s, %s\n", f.Name, f.Type, csvQuote(f.Help))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// csvQuote quotes s when it would otherwise split into more columns.
+func csvQuote(s string) string {
+	if !strings.ContainsAny(s, ",\"") {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
