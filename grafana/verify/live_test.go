@@ -257,9 +257,15 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 	require.NoError(t, err)
 	bin := gpuscopeBinary(t)
 
+	// Half the GPUs run HPC jobs, so that the per-job rules and panels
+	// have data.
+	jobs := t.TempDir()
+	for gpu, job := range []string{"slurm-101", "slurm-101", "slurm-102", "slurm-102"} {
+		require.NoError(t, os.WriteFile(filepath.Join(jobs, fmt.Sprint(gpu)), []byte(job+"\n"), 0o600))
+	}
 	exporterAddr := freePort(t)
 	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
-		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods")
+		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs)
 	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
 
 	dir := t.TempDir()

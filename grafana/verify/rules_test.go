@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuscope/gpuscope/grafana/dash"
 )
 
 const runbookURL = "https://github.com/gpuscope/gpuscope/blob/main/docs/runbooks.md#"
@@ -124,5 +126,57 @@ func TestEveryAlertIsUnitTested(t *testing.T) {
 	for name := range alerts(t) {
 		assert.True(t, fires[name], "%s: no promtool case where it fires", name)
 		assert.True(t, quiet[name], "%s: no promtool case where it stays quiet", name)
+	}
+}
+
+// recorded returns the names the recording rules record.
+func recorded(t *testing.T) map[string]bool {
+	t.Helper()
+	var rf ruleFile
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/gpuscope-recording.yml"), &rf)
+	out := map[string]bool{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Record, "group %s holds a rule that is not a recording rule", g.Name)
+			out[r.Record] = true
+		}
+	}
+	return out
+}
+
+// selectorName finds the metric name of every selector of an expression:
+// all dashboard queries write their selectors as name{...}.
+var selectorName = regexp.MustCompile(`([A-Za-z_:][A-Za-z0-9_:]*)\{`)
+
+// The cluster dashboard must cost O(nodes), not O(GPUs): every selector of
+// every panel and variable reads a recording rule, never a GPU series.
+func TestClusterDashboardReadsOnlyRecordingRules(t *testing.T) {
+	rules := recorded(t)
+	files, err := dash.Files()
+	require.NoError(t, err)
+	qs, vs, err := dash.Extract(files["gpuscope-cluster.json"])
+	require.NoError(t, err)
+	exprs := map[string]string{}
+	for _, q := range qs {
+		exprs[q.Panel+" "+q.RefID] = q.Expr
+	}
+	for _, v := range vs {
+		exprs["variable "+v.Name] = v.Query
+	}
+	for where, expr := range exprs {
+		names := selectorName.FindAllStringSubmatch(expr, -1)
+		if strings.HasPrefix(where, "variable ") {
+			// label_values(selector, label): the selector may be bare.
+			inner := strings.TrimSuffix(strings.TrimPrefix(expr, "label_values("), ")")
+			names = append(names, []string{"", strings.TrimSpace(inner[:strings.LastIndex(inner, ",")])})
+		}
+		require.NotEmpty(t, names, "%s: no selector found in %s", where, expr)
+		for _, m := range names {
+			name := m[1]
+			if name == "label_values" {
+				continue
+			}
+			assert.True(t, rules[name], "%s reads %s, which no recording rule records: %s", where, name, expr)
+		}
 	}
 }
