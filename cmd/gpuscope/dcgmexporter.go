@@ -70,7 +70,7 @@ func dcgmExporterFlags() []cli.Flag {
 		&cli.BoolFlag{Name: flagReplaceBlanks, Aliases: []string{"rbmn"}, EnvVars: env("GPUSCOPE_REPLACE_BLANKS_IN_MODEL_NAME", "DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"),
 			Usage: "write the modelName label with dashes for spaces (NVIDIA-H100-80GB-HBM3)"},
 		&cli.StringFlag{Name: flagConfigMapData, Aliases: []string{"m"}, Value: undefinedConfigMapData, EnvVars: env("GPUSCOPE_CONFIGMAP_DATA", "DCGM_EXPORTER_CONFIGMAP_DATA"),
-			Usage: "read the counters from the 'metrics' key of this ConfigMap, as namespace:name, through the API server (needs RBAC to get it); none: use --collectors"},
+			Usage: "read the counters once, at start, from the 'metrics' key of this ConfigMap, as namespace:name, through the API server (needs get on configmaps); none: use --collectors"},
 		&cli.BoolFlag{Name: flagEnablePodLabels, EnvVars: env("GPUSCOPE_KUBERNETES_ENABLE_POD_LABELS", "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS"),
 			Usage: "with --kubernetes, copy the labels of each GPU's pod onto its series (all, or those --kubernetes-pod-label-allowlist-regex selects); the same as --kubernetes.pod-labels=.*"},
 		&cli.StringSliceFlag{Name: flagPodLabelAllowlist, EnvVars: env("GPUSCOPE_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX", "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"),
@@ -283,9 +283,6 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	}
 	if cfg.BindUnbindWatch {
 		warn(flagBindUnbindWatch, "the GPU bind/unbind watch is not implemented; a GPU bound or unbound after start is seen when the source reconnects or gpuscope restarts")
-	}
-	if cfg.ConfigMapName != "" {
-		warn(flagConfigMapData, "reading the counters from a ConfigMap through the API server is not implemented; mount the ConfigMap and pass its file to --collectors (the chart does)")
 	}
 	if cfg.DisableStartup {
 		warn(flagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")

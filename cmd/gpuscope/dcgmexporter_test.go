@@ -305,3 +305,13 @@ func quietEntry() *logrus.Entry {
 	l.SetOutput(io.Discard)
 	return logrus.NewEntry(l)
 }
+
+// -m reads the counters through the API server, once, at start; outside a
+// pod that fails with the ConfigMap named, as dcgm-exporter's start does.
+func TestConfigMapDataOutsideAPod(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	_, err := run(t, "--source", "sim", "-m", "gpu-operator:exporter-metrics")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--configmap-data: ConfigMap gpu-operator/exporter-metrics: KUBERNETES_SERVICE_HOST")
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/configmap"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/reload"
 	"github.com/gpuscope/gpuscope/internal/server"
@@ -73,6 +74,23 @@ func selectEntities(dx *dcgmExporterConfig, log *logrus.Entry) func([]*source.En
 		}
 		return dx.Devices.Filter(list)
 	}
+}
+
+// loadCountersFrom reads the counters from the ConfigMap -m names, or else
+// from --collectors. As in dcgm-exporter (GetCounterSet), a ConfigMap that
+// cannot be read stops the start: serving another counters set than the one
+// asked for would go unnoticed.
+func loadCountersFrom(c *cli.Context, dx *dcgmExporterConfig, log *logrus.Entry) (*counters.Set, error) {
+	if dx.ConfigMapName == "" {
+		return loadCounters(c.String(flagCollectors))
+	}
+	ref := configmap.Ref{Namespace: dx.ConfigMapNamespace, Name: dx.ConfigMapName, Key: "metrics"}
+	csv, err := configmap.Client{}.Get(c.Context, ref)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagConfigMapData, err)
+	}
+	log.WithField("configmap", ref.String()).Info("Counters read from the ConfigMap; the file reload is off")
+	return counters.Parse("ConfigMap "+ref.String(), strings.NewReader(csv))
 }
 
 // loadCounters reads the counters file, or the built-in default set.
@@ -135,7 +153,7 @@ func serve(c *cli.Context) error {
 			return fmt.Errorf("--%s %s: %w", flagWebConfig, f, err)
 		}
 	}
-	set, err := loadCounters(c.String(flagCollectors))
+	set, err := loadCountersFrom(c, dx, log)
 	if err != nil {
 		return err
 	}
@@ -210,14 +228,14 @@ func serve(c *cli.Context) error {
 	)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	if path := c.String(flagCollectors); path != "" {
+	if path := c.String(flagCollectors); path != "" && dx.ConfigMapName == "" {
 		w := reload.New(path, eng.Reload, c.Duration(flagReloadPoll), log.WithField("component", "reload"))
 		reg.MustRegister(w)
 		go w.Run(ctx, hup)
 	} else {
 		go func() {
 			for range hup {
-				log.Info("SIGHUP: the built-in counters set has no file to reload; pass --collectors to reload one")
+				log.Info("SIGHUP: the counters come from the built-in set or a ConfigMap read at start, not a file; pass --collectors to reload one")
 			}
 		}()
 	}
