@@ -373,6 +373,9 @@ func (e *Engine) apply(b *batch) {
 			e.sampled = true
 		}
 	}
+	// Label strings are rebuilt once for the batch: a driver upgrade
+	// changes a text field on every GPU at once.
+	relabel := false
 	for _, t := range b.texts {
 		es := e.byPtr[t.e]
 		ti, ok := p.textOf[t.field]
@@ -380,6 +383,9 @@ func (e *Engine) apply(b *batch) {
 			continue
 		}
 		es.text[ti] = t.s
+		relabel = true
+	}
+	if relabel {
 		e.relabelLocked()
 	}
 	for _, u := range b.unsupported {

@@ -861,3 +861,32 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 	collectAll(t, e)
 	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1, "the previous set keeps running")
 }
+
+// TestRelabellingIsOncePerBatch: a batch in which a label-type field
+// changes on every GPU (a driver upgrade) rebuilds each entity's labels
+// once, not once per change: the work per changed GPU stays flat as the
+// node grows, where relabelling inside the loop made it grow with the
+// number of GPUs.
+func TestRelabellingIsOncePerBatch(t *testing.T) {
+	perGPU := func(n int) float64 {
+		clk := newClock()
+		src := sourcetest.NewGPUs(n, constValues(map[uint16]float64{150: 40}))
+		e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, d\n", src, clk)
+		collectAll(t, e)
+		version := 0
+		allocs := testing.AllocsPerRun(5, func() {
+			version++
+			b := &batch{}
+			for _, ent := range src.Ents {
+				b.Text(ent, 1, fmt.Sprintf("570.%d", version))
+			}
+			e.apply(b)
+		})
+		m := series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "0"})
+		require.Len(t, m, 1)
+		assert.Equal(t, fmt.Sprintf("570.%d", version), labelOf(m[0], "DCGM_FI_DRIVER_VERSION"), "the new value is on the series")
+		return allocs / float64(n)
+	}
+	small, large := perGPU(8), perGPU(128)
+	assert.Less(t, large, 2*small, "allocations per changed GPU: %.0f with 8 GPUs, %.0f with 128", small, large)
+}
