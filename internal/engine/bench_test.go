@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/sim"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -253,4 +255,59 @@ func mallocs() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.Mallocs
+}
+
+// BenchmarkRenderFullWindow renders 16 simulated GPUs with seven MIG
+// instances each, the shipped profiling fields, and every window ring full:
+// 4096 samples a series, the most a ring holds (a 409.4 s window at
+// 100 ms). It is the worst case of the window statistics.
+//
+//	go test -run '^$' -bench RenderFullWindow -benchmem ./internal/engine/
+func BenchmarkRenderFullWindow(b *testing.B) {
+	clk := newClock()
+	cfg := sim.DefaultConfig()
+	cfg.GPUs, cfg.MIG, cfg.EventRate, cfg.Now = 16, "7x1g.10gb", 0, clk.Now
+	src, err := sim.New(cfg)
+	require.NoError(b, err)
+	const interval = 100 * time.Millisecond
+	win := (window.MaxCapacity - 2) * interval
+	e, err := New(Options{
+		Source: src, Counters: benchCounters(b, false), DefaultInterval: time.Second, Window: win,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(),
+	})
+	require.NoError(b, err)
+	require.NoError(b, src.Watch(e.plan.groups))
+	e.refreshEntities()
+	e.pollStatus()
+	for gi := range e.plan.groups {
+		require.NoError(b, e.collectOnce(context.Background(), gi, &batch{}))
+	}
+	// Fill every ring the first collection made, oldest sample first.
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := clk.Now().UnixNano()
+	rings := 0
+	for _, es := range e.order {
+		for si := range es.vals {
+			if es.vals[si].ring == nil {
+				continue
+			}
+			r := window.NewRing(es.vals[si].ring.Cap())
+			es.vals[si].ring = r
+			rings++
+			step := int64(e.plan.slots[si].interval)
+			for i := r.Cap() - 1; i >= 0; i-- {
+				r.Push(now-int64(i)*step, rng.Float64())
+			}
+		}
+	}
+	buf := e.Render(nil)
+	_, series := families(b, buf)
+	b.Logf("%d full rings of %d samples", rings, window.MaxCapacity)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf = e.Render(buf[:0])
+	}
+	b.StopTimer()
+	reportPerSeries(b, series)
 }

@@ -161,6 +161,9 @@ func New(opts Options) (*Engine, error) {
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
 	}
+	if err := checkWindow(e.plan, opts.Window); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -176,6 +179,25 @@ func (e *Engine) checkLabelBudget(p *plan) error {
 	}
 	if err := shape.Check(); err != nil {
 		return fmt.Errorf("%s: %w; list fewer label-type fields", p.set.File, err)
+	}
+	return nil
+}
+
+// checkWindow refuses a window that a field's ring cannot hold: a ring
+// keeps at most window.MaxCapacity samples, so --window 24h at 100 ms would
+// cover 409.4 s while the HELP text says 24h. The error names the field,
+// its line and the largest window that fits.
+func checkWindow(p *plan, win time.Duration) error {
+	for _, m := range p.metrics {
+		if m.windowHeader == "" {
+			continue
+		}
+		iv := p.slots[m.slot].interval
+		if need := int(win/iv) + 2; need > window.MaxCapacity {
+			fits := time.Duration(window.MaxCapacity-2) * iv
+			return fmt.Errorf("%s:%d: %s: a --window of %s at its %s watch interval needs %d samples per series, more than the %d a window holds; use --window %s or less, or a longer watch interval for this field",
+				p.set.File, m.field.Line, m.field.Name, win, iv, need, window.MaxCapacity, fits)
+		}
 	}
 	return nil
 }
@@ -212,6 +234,9 @@ func (e *Engine) Reload(set *counters.Set) error {
 	defer e.runMu.Unlock()
 	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow, newInsightPlan(e.opts.Insight, e.opts.InsightWindow))
 	if err := e.checkLabelBudget(np); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if err := checkWindow(np, e.opts.Window); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	e.stopLoops()

@@ -890,3 +890,32 @@ func TestRelabellingIsOncePerBatch(t *testing.T) {
 	small, large := perGPU(8), perGPU(128)
 	assert.Less(t, large, 2*small, "allocations per changed GPU: %.0f with 8 GPUs, %.0f with 128", small, large)
 }
+
+// TestWindowsCutShortAreRefused: a window longer than a ring can hold at a
+// field's watch interval (4096 samples: 409.4 s at 100 ms) is refused at
+// start and on reload, naming the field, its line and the largest window
+// that fits, instead of serving statistics over less time than HELP says.
+func TestWindowsCutShortAreRefused(t *testing.T) {
+	slow := "DCGM_FI_DEV_GPU_TEMP, gauge, t, 1s, max\n"
+	fast := "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max p99\n"
+	opts := func(csv string, win time.Duration) Options {
+		clk := newClock()
+		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog()}
+	}
+	_, err := New(opts(slow+fast, 24*time.Hour))
+	require.Error(t, err)
+	assert.Equal(t, "test.csv:1: DCGM_FI_DEV_GPU_TEMP: a --window of 24h0m0s at its 1s watch interval needs 86402 samples per series, more than the 4096 a window holds; use --window 1h8m14s or less, or a longer watch interval for this field", err.Error())
+	_, err = New(opts(fast, 24*time.Hour))
+	require.Error(t, err)
+	assert.Equal(t, "test.csv:1: DCGM_FI_PROF_SM_ACTIVE: a --window of 24h0m0s at its 100ms watch interval needs 864002 samples per series, more than the 4096 a window holds; use --window 6m49.4s or less, or a longer watch interval for this field", err.Error())
+
+	_, err = New(opts(slow+fast, 409400*time.Millisecond))
+	require.NoError(t, err, "the largest window that fits")
+
+	e, err := New(opts(slow, time.Hour))
+	require.NoError(t, err, "an hour at 1s fits")
+	err = e.Reload(parseSet(t, slow+fast))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reload: test.csv:2: DCGM_FI_PROF_SM_ACTIVE: a --window of 1h0m0s")
+}

@@ -35,6 +35,9 @@ type metric struct {
 	// windowName and samplesName are the families' names, built once so
 	// that a render does not concatenate them per series.
 	windowName, samplesName string
+	// percentiles is whether the field asks for p50, p90 or p99, the
+	// statistics that need the window's values ordered.
+	percentiles bool
 }
 
 // plan is everything the engine derives from one counters file. A reload
@@ -157,6 +160,11 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 				s.ringCap = min(c, window.MaxCapacity)
 			}
 			m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
+			for _, st := range f.Stats {
+				if st == counters.StatP50 || st == counters.StatP90 || st == counters.StatP99 {
+					m.percentiles = true
+				}
+			}
 			m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
 			m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
 		}

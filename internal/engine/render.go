@@ -88,7 +88,7 @@ func (e *Engine) Render(buf []byte) []byte {
 				continue
 			}
 			var st statsView
-			st.Stats, sc.vals = sv.ring.Compute(since, sc.vals)
+			st.Stats, sc.vals = sv.ring.ComputeSome(since, sc.vals, m.percentiles)
 			if st.Count == 0 {
 				continue
 			}

@@ -81,57 +81,151 @@ type Stats struct {
 }
 
 // Compute returns the statistics of the samples with timestamps in
-// (since, +inf). scratch is reused to sort the values and is returned grown,
-// so a caller that keeps it computes without allocating. Percentiles are
-// exact: linear interpolation between the two closest ranks, as
+// (since, +inf). scratch is reused to order the values and is returned
+// grown, so a caller that keeps it computes without allocating. Percentiles
+// are exact: linear interpolation between the two closest ranks, as
 // numpy.percentile and PromQL's quantile_over_time compute them.
 func (r *Ring) Compute(since int64, scratch []float64) (Stats, []float64) {
+	return r.ComputeSome(since, scratch, true)
+}
+
+// ComputeSome is Compute, with the percentiles left at 0 unless asked for:
+// they are the costly part, and a counters file that asks only for min,
+// max or avg should not pay for them.
+func (r *Ring) ComputeSome(since int64, scratch []float64, percentiles bool) (Stats, []float64) {
 	scratch = scratch[:0]
 	var st Stats
-	sum := 0.0
-	for i := 0; i < r.n; i++ {
-		j := (r.head - r.n + i + 2*len(r.ts)) % len(r.ts)
-		if r.ts[j] <= since {
-			continue
-		}
-		v := r.vals[j]
-		if math.IsNaN(v) {
-			continue
-		}
-		if len(scratch) == 0 {
-			st.Min, st.Max, st.Oldest = v, v, r.ts[j]
-		}
-		st.Min = math.Min(st.Min, v)
-		st.Max = math.Max(st.Max, v)
-		st.Newest = r.ts[j]
-		sum += v
-		scratch = append(scratch, v)
+	c := len(r.ts)
+	oldest := (r.head - r.n + c) % c
+	// Timestamps rise from the oldest sample, so the window's first one is
+	// found by bisection and every later one is in it.
+	first := sort.Search(r.n, func(i int) bool { return r.ts[(oldest+i)%c] > since })
+	if first == r.n {
+		return st, scratch
 	}
-	st.Count = len(scratch)
+	sum := 0.0
+	// The samples in the window lie in at most two runs of the arrays.
+	from := (oldest + first) % c
+	runs := [2][2]int{{from, min(c, from+r.n-first)}, {0, 0}}
+	if from+r.n-first > c {
+		runs[1][1] = from + r.n - first - c
+	}
+	for _, run := range runs {
+		for j := run[0]; j < run[1]; j++ {
+			v := r.vals[j]
+			if v != v { // NaN
+				continue
+			}
+			if st.Count == 0 {
+				st.Min, st.Max, st.Oldest = v, v, r.ts[j]
+			}
+			st.Count++
+			if v < st.Min {
+				st.Min = v
+			}
+			if v > st.Max {
+				st.Max = v
+			}
+			st.Newest = r.ts[j]
+			sum += v
+			if percentiles {
+				scratch = append(scratch, v)
+			}
+		}
+	}
 	if st.Count == 0 {
 		return st, scratch
 	}
 	st.Avg = sum / float64(st.Count)
-	sort.Float64s(scratch)
-	st.P50 = quantile(scratch, 0.50)
-	st.P90 = quantile(scratch, 0.90)
-	st.P99 = quantile(scratch, 0.99)
+	if percentiles {
+		// Selection, not a sort: each rank is placed in linear time, and
+		// each later one is searched for above the one before.
+		st.P50 = quantileSelect(scratch, 0, 0.50)
+		st.P90 = quantileSelect(scratch, rankOf(len(scratch), 0.50)+1, 0.90)
+		st.P99 = quantileSelect(scratch, rankOf(len(scratch), 0.90)+1, 0.99)
+	}
 	return st, scratch
 }
 
-// quantile interpolates linearly between the closest ranks of sorted values.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 1 {
-		return sorted[0]
+func rankOf(n int, q float64) int { return int(math.Floor(q * float64(n-1))) }
+
+// quantileSelect interpolates linearly between the closest ranks of vals
+// for q. vals[:from] already hold the values below rank from, each at most
+// the values after them; on return the rank of q is in place likewise.
+func quantileSelect(vals []float64, from int, q float64) float64 {
+	n := len(vals)
+	if n == 1 {
+		return vals[0]
 	}
-	rank := q * float64(len(sorted)-1)
+	rank := q * float64(n-1)
 	lo := int(math.Floor(rank))
-	hi := lo + 1
-	if hi >= len(sorted) {
-		return sorted[len(sorted)-1]
+	from = min(from, lo)
+	selectNth(vals[from:], lo-from)
+	if lo+1 >= n {
+		return vals[lo]
 	}
-	frac := rank - float64(lo)
-	return sorted[lo] + frac*(sorted[hi]-sorted[lo])
+	// The next rank is the smallest value above lo.
+	hi := vals[lo+1]
+	for _, v := range vals[lo+2:] {
+		if v < hi {
+			hi = v
+		}
+	}
+	return vals[lo] + (rank-float64(lo))*(hi-vals[lo])
+}
+
+// selectNth reorders a so that a[k] is the value of rank k, every value
+// before it no greater and every value after it no smaller (Hoare's
+// selection with a median-of-three pivot).
+func selectNth(a []float64, k int) {
+	lo, hi := 0, len(a)-1
+	for hi > lo {
+		if hi-lo < 16 {
+			insertionSort(a[lo : hi+1])
+			return
+		}
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		pivot := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+func insertionSort(a []float64) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
 }
 
 // Since appends the samples with timestamps in (since, +inf) to ts and vals,
