@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -199,4 +200,26 @@ func dispatch(event string, data []byte, fn func(*Result) error) error {
 		return fn(r)
 	}
 	return nil
+}
+
+// Served checks which of fields the server answers for. A field it refuses
+// (not in its counters file, unknown) is in refused with the server's
+// reason; any other failure is an error.
+func (c *Client) Served(ctx context.Context, fields []string) (served []string, refused map[string]string, err error) {
+	refused = map[string]string{}
+	for _, f := range fields {
+		// A since in the far future validates the field without copying
+		// any sample.
+		_, err := c.Fetch(ctx, Query{Fields: []string{f}, Since: math.MaxInt64})
+		var se *StatusError
+		switch {
+		case err == nil:
+			served = append(served, f)
+		case errors.As(err, &se) && se.Code == http.StatusBadRequest:
+			refused[f] = se.Msg
+		default:
+			return nil, nil, err
+		}
+	}
+	return served, refused, nil
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/samples"
+)
+
+// stepFields are what `top` shows and `capture` records by default: the
+// activity of a training step, its traffic, power, heat and memory.
+var stepFields = []string{
+	"DCGM_FI_PROF_SM_ACTIVE",
+	"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+	"DCGM_FI_PROF_DRAM_ACTIVE",
+	"DCGM_FI_PROF_NVLINK_TX_BYTES",
+	"DCGM_FI_PROF_NVLINK_RX_BYTES",
+	"DCGM_FI_DEV_POWER_USAGE",
+	"DCGM_FI_DEV_GPU_TEMP",
+	"DCGM_FI_DEV_FB_USED",
+	"DCGM_FI_DEV_FB_TOTAL",
+}
+
+// clientFlags say where a running gpuscope is, for the commands that read
+// its raw-sample API. The variables are those of `gpuscope profiling`.
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "address", Value: "localhost:9400", EnvVars: env("GPUSCOPE_URL"),
+			Usage: "the running gpuscope: host:port or a URL (https:// with TLS); works through kubectl port-forward"},
+		&cli.StringFlag{Name: "username", EnvVars: env("GPUSCOPE_USERNAME"), Usage: "basic-auth user, when the web config asks for one"},
+		&cli.StringFlag{Name: "password", EnvVars: env("GPUSCOPE_PASSWORD"), Usage: "basic-auth password"},
+		&cli.BoolFlag{Name: "insecure-skip-verify", EnvVars: env("GPUSCOPE_INSECURE_SKIP_VERIFY"), Usage: "accept any TLS certificate (a self-signed one)"},
+	}
+}
+
+func clientFrom(c *cli.Context) (*samples.Client, error) {
+	base, err := samples.BaseURL(c.String("address"))
+	if err != nil {
+		return nil, usage(err)
+	}
+	return &samples.Client{Base: base, Username: c.String("username"), Password: c.String("password"),
+		InsecureSkipVerify: c.Bool("insecure-skip-verify")}, nil
+}
