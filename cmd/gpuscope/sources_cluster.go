@@ -43,6 +43,7 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set
 			Socket:               c.String(flagPodResources),
 			ResourceNames:        c.StringSlice(flagResourceNames),
 			RefreshInterval:      c.Duration(flagK8sRefresh),
+			LabelGrace:           c.Duration(flagK8sLabelGrace),
 			PodUIDLabel:          c.Bool(flagPodUID),
 			SharedGPUAttribution: c.Bool(flagSharedAttribution),
 			ProcRoot:             c.String(flagProcRoot),

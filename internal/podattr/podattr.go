@@ -93,6 +93,12 @@ type Config struct {
 	// (--kubernetes.pod-labels); they go on the series of the devices a
 	// single pod holds.
 	PodLabels PodLabelSource
+	// LabelGrace is how long the last good pod map stays on the series
+	// while the kubelet does not answer, so that one failed call does not
+	// churn every series; 3 refresh intervals when 0.
+	LabelGrace time.Duration
+	// Now is the clock of the grace period; time.Now when nil.
+	Now func() time.Time
 	// Logger receives the enricher's logs.
 	Logger logrus.FieldLogger
 }
@@ -119,6 +125,12 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
 	}
+	if c.LabelGrace == 0 {
+		c.LabelGrace = 3 * c.RefreshInterval
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }
 
 func (c *Config) validate() error {
@@ -126,6 +138,9 @@ func (c *Config) validate() error {
 		if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
 			return fmt.Errorf("--kubernetes.resource-names: %q is not a resource name (a trailing '*' is the only wildcard)", n)
 		}
+	}
+	if c.LabelGrace < 0 {
+		return fmt.Errorf("--kubernetes.label-grace: %s is negative", c.LabelGrace)
 	}
 	if c.RefreshInterval < 100*time.Millisecond {
 		return fmt.Errorf("--kubernetes.refresh-interval: %s is below the minimum of 100ms", c.RefreshInterval)
@@ -178,6 +193,7 @@ type Enricher struct {
 	conn     *grpc.ClientConn
 	client   podresourcesv1.PodResourcesListerClient
 	downLogd bool
+	lastGood time.Time // the last answer of the kubelet, by cfg.Now
 	logged   *logonce.Set
 
 	trigger chan struct{}
@@ -211,7 +227,7 @@ func New(cfg Config) (*Enricher, error) {
 			Help: "Failed calls to the kubelet PodResources API.",
 		}),
 		upDesc: prometheus.NewDesc("gpuscope_kubernetes_up",
-			"1 while the kubelet PodResources API answers; 0 means GPU series are served without pod labels.", nil, nil),
+			"1 while the kubelet PodResources API answers; while 0, the last pod labels stay for the grace period (--kubernetes.label-grace), then GPU series are served without them.", nil, nil),
 		lastSuccessDesc: prometheus.NewDesc("gpuscope_kubernetes_last_refresh_success_timestamp_seconds",
 			"When the kubelet PodResources API last answered.", nil, nil),
 		podsDesc: prometheus.NewDesc("gpuscope_kubernetes_gpu_pods",
@@ -369,15 +385,24 @@ func (e *Enricher) closeConn() {
 	e.conn, e.client = nil, nil
 }
 
+// markDown reports the kubelet away. The last good pod map stays for
+// LabelGrace after the last answer: dropping it at the first failed call
+// would end every labelled series and start new ones a refresh later.
 func (e *Enricher) markDown(err error) {
 	e.up.Store(false)
-	e.publish(&snapshot{})
 	e.mu.Lock()
 	first := !e.downLogd
 	e.downLogd = true
+	expired := e.lastGood.IsZero() || e.cfg.Now().Sub(e.lastGood) >= e.cfg.LabelGrace
 	e.mu.Unlock()
+	if expired {
+		if old := e.snap.Load(); len(old.values) > 0 {
+			e.log.WithField("grace", e.cfg.LabelGrace).Warn("kubelet pod-resources API still away after the grace period; serving GPU series without pod labels until it answers")
+		}
+		e.publish(&snapshot{})
+	}
 	if first {
-		e.log.WithError(err).Warn("kubelet pod-resources API unavailable; serving GPU series without pod labels until it answers")
+		e.log.WithError(err).WithField("grace", e.cfg.LabelGrace).Warn("kubelet pod-resources API unavailable; keeping the last pod labels for the grace period")
 	}
 }
 
@@ -385,6 +410,7 @@ func (e *Enricher) markUp() {
 	e.up.Store(true)
 	e.lastSuccess.Store(time.Now().Unix())
 	e.mu.Lock()
+	e.lastGood = e.cfg.Now()
 	wasDown := e.downLogd
 	e.downLogd = false
 	e.mu.Unlock()

@@ -195,7 +195,8 @@ func TestLargeResponse(t *testing.T) {
 
 func TestKubeletRestartAndMissingSocket(t *testing.T) {
 	srv := startKubelet(t, []kubelettest.Pod{gpuPod("ml", "p", "c", "nvidia.com/gpu", uuid0)})
-	e, hook := newEnricher(t, Config{Socket: srv.Socket()})
+	now := time.Unix(1_700_000_000, 0)
+	e, hook := newEnricher(t, Config{Socket: srv.Socket(), Now: func() time.Time { return now }})
 	ctx := context.Background()
 	gpu := gpuEntity(0, uuid0)
 
@@ -204,6 +205,7 @@ func TestKubeletRestartAndMissingSocket(t *testing.T) {
 	gen := e.Generation()
 
 	srv.Stop()
+	now = now.Add(time.Minute) // past the grace period
 	for range 3 {
 		err := e.Refresh(ctx)
 		require.Error(t, err)
@@ -302,4 +304,36 @@ func TestConfigErrors(t *testing.T) {
 	_, err = New(Config{RefreshInterval: time.Millisecond})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--kubernetes.refresh-interval")
+}
+
+// TestPodLabelsChurnOnOneFailedKubeletCall: a failed List keeps the last
+// good pod labels (and the generation, so no series is rebuilt) for the
+// grace period, with gpuscope_kubernetes_up at 0; past it they go, and an
+// answer brings them back.
+func TestPodLabelsChurnOnOneFailedKubeletCall(t *testing.T) {
+	srv := startKubelet(t, []kubelettest.Pod{gpuPod("ml", "p", "c", "nvidia.com/gpu", uuid0)})
+	now := time.Unix(1_700_000_000, 0)
+	e, _ := newEnricher(t, Config{Socket: srv.Socket(), RefreshInterval: 5 * time.Second, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	gpu := gpuEntity(0, uuid0)
+	require.NoError(t, e.Refresh(ctx))
+	gen := e.Generation()
+
+	srv.Stop()
+	for _, step := range []time.Duration{0, 5 * time.Second, 9*time.Second + 999*time.Millisecond} {
+		now = now.Add(step)
+		require.Error(t, e.Refresh(ctx))
+		assert.Equal(t, []string{"p", "ml", "c"}, e.Values(gpu), "labels kept %s into the outage", step)
+		assert.Equal(t, gen, e.Generation(), "no series is rebuilt")
+		up, _ := metricValue(t, e, "gpuscope_kubernetes_up", nil)
+		assert.Equal(t, 0.0, up)
+	}
+	now = now.Add(time.Millisecond) // 15 s: three refresh intervals
+	require.Error(t, e.Refresh(ctx))
+	assert.Nil(t, e.Values(gpu), "dropped after the grace period")
+	assert.NotEqual(t, gen, e.Generation())
+
+	require.NoError(t, srv.Restart())
+	require.NoError(t, e.Refresh(ctx))
+	assert.Equal(t, []string{"p", "ml", "c"}, e.Values(gpu))
 }
