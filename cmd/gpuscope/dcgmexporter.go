@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -8,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/version"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/devsel"
+	"github.com/gpuscope/gpuscope/internal/dump"
+	"github.com/gpuscope/gpuscope/internal/engine"
 )
 
 // dcgm-exporter's flags that have no gpuscope flag of the same meaning.
@@ -90,11 +94,11 @@ func dcgmExporterFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagDCGMLogLevel, Value: defaultDCGMLogLevel, EnvVars: env("GPUSCOPE_DCGM_LOG_LEVEL", "DCGM_EXPORTER_DCGM_LOG_LEVEL"),
 			Usage: "level of the embedded host engine's log: " + strings.Join(dcgmLogLevels, ", ")},
 		&cli.BoolFlag{Name: flagDumpEnabled, EnvVars: env("GPUSCOPE_DUMP_ENABLED", "DCGM_EXPORTER_DUMP_ENABLED"),
-			Usage: "dcgm-exporter's periodic debug dumps; see docs/migrating-from-dcgm-exporter.md"},
+			Usage: "write a debug dump of the entities and the exposition, as JSON, every minute to --dump-directory"},
 		&cli.StringFlag{Name: flagDumpDirectory, Value: "/tmp/dcgm-exporter-debug", EnvVars: env("GPUSCOPE_DUMP_DIRECTORY", "DCGM_EXPORTER_DUMP_DIRECTORY"),
 			Usage: "directory of the debug dumps"},
 		&cli.IntFlag{Name: flagDumpRetention, Value: 24, EnvVars: env("GPUSCOPE_DUMP_RETENTION", "DCGM_EXPORTER_DUMP_RETENTION"),
-			Usage: "hours the debug dumps are kept"},
+			Usage: "hours the debug dumps are kept (0: until the 1440 most recent)"},
 		&cli.BoolFlag{Name: flagDumpCompression, Value: true, EnvVars: env("GPUSCOPE_DUMP_COMPRESSION", "DCGM_EXPORTER_DUMP_COMPRESSION"),
 			Usage: "gzip the debug dumps"},
 		&cli.BoolFlag{Name: flagDisableStartupCheck, EnvVars: env("GPUSCOPE_DISABLE_STARTUP_VALIDATE", "DISABLE_STARTUP_VALIDATE"),
@@ -272,9 +276,6 @@ func applyDCGMExporterFlags(c *cli.Context, cfg *dcgmExporterConfig) error {
 // accepted but changes nothing here, and why.
 func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	warn := func(flag, why string) { log.WithField("flag", "--"+flag).Warn(why) }
-	if cfg.Dump.Enabled {
-		warn(flagDumpEnabled, "debug dumps are not written by gpuscope; /metrics and the debug log (--log-level=debug) show what was read")
-	}
 	if cfg.DRA {
 		warn(flagDRA, "pod attribution of GPUs allocated through DRA ResourceClaims is not implemented; those GPUs carry no pod labels")
 	}
@@ -290,4 +291,33 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	if len(cfg.Devices.CPUs.Major)+len(cfg.Devices.CPUs.Minor) > 0 || cfg.Devices.CPUs.AllMajor || cfg.Devices.CPUs.AllMinor {
 		warn(flagCPUDevices, "gpuscope exports no CPU entities yet, so the CPU selection selects nothing")
 	}
+}
+
+// dumpInterval is how often a debug dump is written. dcgm-exporter writes one
+// at every scrape; a timer keeps the count independent of the scrapers.
+const dumpInterval = time.Minute
+
+// startDumps writes --dump-enabled's debug dumps in the background.
+func startDumps(ctx context.Context, dx *dcgmExporterConfig, eng *engine.Engine, sourceName string, log *logrus.Entry) error {
+	if !dx.Dump.Enabled {
+		return nil
+	}
+	if dx.Dump.Retention < 0 {
+		return usage(fmt.Errorf("--%s %d: use 0 or more hours", flagDumpRetention, dx.Dump.Retention))
+	}
+	d, err := dump.New(dump.Config{
+		Dir: dx.Dump.Directory, Retention: time.Duration(dx.Dump.Retention) * time.Hour, Compress: dx.Dump.Compression,
+		Interval: dumpInterval, Log: log.WithField("component", "dump"),
+	}, func() any {
+		return map[string]any{
+			"time": time.Now().UTC(), "source": sourceName, "version": version.Version,
+			"entities": eng.Entities(), "exposition": string(eng.Render(nil)),
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagDumpDirectory, err)
+	}
+	log.WithFields(logrus.Fields{"directory": dx.Dump.Directory, "interval": dumpInterval, "retention_hours": dx.Dump.Retention}).Info("Writing debug dumps")
+	go d.Run(ctx)
+	return nil
 }

@@ -219,6 +219,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer eng.Stop()
+	if err := startDumps(ctx, dx, eng, src.Name(), log); err != nil {
+		return err
+	}
 
 	reg.MustRegister(
 		versioncollector.NewCollector("gpuscope"),
