@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -225,7 +224,7 @@ func (p *parser) line(n int, text string) {
 	typ, typeOK := p.parseType(n, cols[1])
 	f.Type = typ
 	if len(cols) >= 4 && cols[3] != "" {
-		iv, err := parseInterval(cols[3])
+		iv, err := parseWatchInterval(cols[3])
 		if err != nil {
 			p.fail(n, "%v", err)
 			ok = false
@@ -341,22 +340,15 @@ func (p *parser) add(f Field) {
 	p.fail(f.Line, "%s is already defined on line %d with a different type, interval or statistics", f.Name, prev.Line)
 }
 
-// parseInterval reads a Go duration ("100ms", "1s") or plain milliseconds.
-func parseInterval(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+// parseWatchInterval reads the watch-interval column: an interval no
+// shorter than MinInterval.
+func parseWatchInterval(s string) (time.Duration, error) {
+	d, err := ParseInterval(s)
 	if err != nil {
-		ms, convErr := strconv.ParseInt(s, 10, 64)
-		if convErr != nil {
-			hint := ""
-			if strings.ContainsAny(s, " \t") {
-				hint = "; quote the help text if it contains commas"
-			}
-			return 0, fmt.Errorf("watch interval %q is not a duration such as 100ms or 1s, nor a number of milliseconds%s", s, hint)
+		if errors.Is(err, ErrNotInterval) && strings.ContainsAny(s, " \t") {
+			return 0, fmt.Errorf("watch interval %w; quote the help text if it contains commas", err)
 		}
-		if ms > int64(time.Duration(1<<62)/time.Millisecond) || ms < 0 {
-			return 0, fmt.Errorf("watch interval %q is out of range", s)
-		}
-		d = time.Duration(ms) * time.Millisecond
+		return 0, fmt.Errorf("watch interval %w", err)
 	}
 	if d < MinInterval {
 		return 0, fmt.Errorf("watch interval %s is below the minimum of %s", d, MinInterval)

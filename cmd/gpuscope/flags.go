@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/urfave/cli/v2"
 )
 
@@ -118,22 +118,16 @@ func ownFlags() []cli.Flag {
 	}
 }
 
-// parseInterval reads a Go duration or plain milliseconds, as dcgm-exporter's
-// integer interval flags take.
+// parseInterval reads an interval flag in the counters file's grammar (plain
+// milliseconds, as dcgm-exporter's integer interval flags take, or a Go
+// duration); it must be positive.
 func parseInterval(flag, s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if ms <= 0 {
-			return 0, fmt.Errorf("--%s %q: must be positive", flag, s)
-		}
-		return time.Duration(ms) * time.Millisecond, nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := counters.ParseInterval(s)
 	if err != nil {
-		return 0, fmt.Errorf("--%s %q: not a duration (like 1s or 500ms) nor plain milliseconds", flag, s)
+		return 0, fmt.Errorf("--%s %w", flag, err)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("--%s %q: must be positive", flag, s)
+		return 0, fmt.Errorf("--%s %q: must be positive", flag, strings.TrimSpace(s))
 	}
 	return d, nil
 }
