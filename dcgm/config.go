@@ -20,10 +20,9 @@ type Config struct {
 	// RemoteHostengine is host:port, host (port 5555), a unix socket path
 	// ("/run/nvidia/hostengine.sock") or "unix://" followed by one.
 	RemoteHostengine string
-	// KeepAge is how long the host engine keeps samples. It must be at least
-	// twice the longest window the engine computes, so that a late scrape
-	// still finds every sample since the previous read. Default 30s.
-	KeepAge time.Duration
+	// Window is the longest window the engine computes over the samples;
+	// keepAge derives from it how long the host engine keeps them.
+	Window time.Duration
 	// DefaultInterval is the watch interval of a group that asks for none.
 	// Default 1s.
 	DefaultInterval time.Duration
@@ -34,6 +33,17 @@ type Config struct {
 	Log            logrus.FieldLogger
 }
 
+// minKeepAge is the least time the host engine keeps samples.
+const minKeepAge = 30 * time.Second
+
+// keepAge is how long the host engine keeps the samples of fields watched
+// every iv: twice the longest window, so that a scrape arriving late still
+// finds every sample since the previous read, at least two intervals, and
+// at least minKeepAge.
+func (c *Config) keepAge(iv time.Duration) time.Duration {
+	return max(2*c.Window, 2*iv, minKeepAge)
+}
+
 func (c *Config) withDefaults() Config {
 	out := *c
 	if out.Mode == "" {
@@ -41,9 +51,6 @@ func (c *Config) withDefaults() Config {
 		if out.RemoteHostengine != "" {
 			out.Mode = ModeRemote
 		}
-	}
-	if out.KeepAge <= 0 {
-		out.KeepAge = 30 * time.Second
 	}
 	if out.DefaultInterval <= 0 {
 		out.DefaultInterval = time.Second

@@ -3,6 +3,7 @@ package dcgm
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
@@ -79,5 +80,24 @@ func TestFieldLevels(t *testing.T) {
 	} {
 		info, _ := counters.ByID(id)
 		assert.Equal(t, want, fieldLevel(id), "field %s", info.Name)
+	}
+}
+
+func TestKeepAge(t *testing.T) {
+	tests := []struct {
+		name       string
+		window, iv time.Duration
+		want       time.Duration
+	}{
+		{"twice the window", 5 * time.Minute, time.Second, 10 * time.Minute},
+		{"at least 30 s", time.Second, 100 * time.Millisecond, 30 * time.Second},
+		{"no window given", 0, time.Second, 30 * time.Second},
+		{"at least two intervals", 15 * time.Second, time.Minute, 2 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{Window: tt.window}
+			assert.Equal(t, tt.want, c.keepAge(tt.iv))
+		})
 	}
 }

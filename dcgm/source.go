@@ -95,15 +95,18 @@ type profSupport struct {
 	reason string
 }
 
-// unit is one (entity group, field group) pair watched at one interval.
-type unit struct {
+// watchedGroup is one (entity group, field group) pair watched at one
+// interval.
+type watchedGroup struct {
 	interval   time.Duration
 	group      Handle
 	fieldGroup Handle
 }
 
-type unitRead struct {
-	u     *unit
+// groupCursor is a watched group with the time of the newest sample
+// already handed to the sink.
+type groupCursor struct {
+	g     *watchedGroup
 	since int64
 }
 
@@ -120,7 +123,7 @@ type groupPlan struct {
 	// the base fields of derived exporter-side fields (the XID errors and
 	// clock-event reasons).
 	fields  map[uint16]bool
-	units   []unitRead
+	cursors []groupCursor
 	health  bool
 	pending []pendingUnsupported
 }
@@ -377,20 +380,20 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 		}
 	}
 
-	units := map[time.Duration][]*unit{}
+	watched := map[time.Duration][]*watchedGroup{}
 	for _, iv := range order {
 		ids := byInterval[iv]
 		slices.Sort(ids)
-		us, err := s.watchInterval(c, iv, ids)
+		gs, err := s.watchInterval(c, iv, ids)
 		if err != nil {
 			return nil, err
 		}
-		units[iv] = us
+		watched[iv] = gs
 	}
 
 	for _, p := range plans {
-		for _, u := range units[p.interval] {
-			p.units = append(p.units, unitRead{u: u, since: s.since[p.interval]})
+		for _, g := range watched[p.interval] {
+			p.cursors = append(p.cursors, groupCursor{g: g, since: s.since[p.interval]})
 		}
 		if p.health && !c.healthSet {
 			if err := s.setHealth(c); err != nil {
@@ -420,7 +423,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 	return plans, nil
 }
 
-func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*unit, error) {
+func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*watchedGroup, error) {
 	var gpuIDs, switchIDs, linkIDs []uint16
 	for _, id := range ids {
 		switch fieldLevel(id) {
@@ -432,7 +435,7 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 			linkIDs = append(linkIDs, id)
 		}
 	}
-	var units []*unit
+	var watched []*watchedGroup
 	fgByKey := map[string]Handle{}
 	add := func(fields []uint16, members []EntityRef) error {
 		if len(fields) == 0 || len(members) == 0 {
@@ -454,12 +457,12 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 			return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
 		}
 		c.entityGroups = append(c.entityGroups, eg)
-		keepAge := max(s.cfg.KeepAge, 2*iv)
+		keepAge := s.cfg.keepAge(iv)
 		keepSamples := int(keepAge/iv) + keepSamplesSlack
 		if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
 			return fmt.Errorf("watching fields %v every %s: %w", fields, iv, err)
 		}
-		units = append(units, &unit{interval: iv, group: eg, fieldGroup: fg})
+		watched = append(watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
 		return nil
 	}
 
@@ -505,7 +508,7 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 	if err := add(linkIDs, ln); err != nil {
 		return nil, err
 	}
-	return units, nil
+	return watched, nil
 }
 
 func fieldsKey(ids []uint16) string {
@@ -595,16 +598,16 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 	p.pending = nil
 
-	for i := range p.units {
-		ur := &p.units[i]
-		vals, next, err := s.client.ValuesSince(ur.u.group, ur.u.fieldGroup, ur.since)
+	for i := range p.cursors {
+		cur := &p.cursors[i]
+		vals, next, err := s.client.ValuesSince(cur.g.group, cur.g.fieldGroup, cur.since)
 		if err != nil {
 			s.handleErr(err)
 			return fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
 		}
-		s.hand(p, vals, sink)
-		if next > ur.since {
-			ur.since = next
+		s.deliver(p, vals, sink)
+		if next > cur.since {
+			cur.since = next
 			s.since[p.interval] = max(s.since[p.interval], next)
 		}
 	}
@@ -632,7 +635,9 @@ func (s *Source) precheck(group int) error {
 	return nil
 }
 
-func (s *Source) hand(p *groupPlan, vals []Value, sink source.Sink) {
+// deliver hands the values of the plan's fields to the sink, each on the
+// entities its level applies to, leaving out DCGM's blanks.
+func (s *Source) deliver(p *groupPlan, vals []Value, sink source.Sink) {
 	for i := range vals {
 		v := &vals[i]
 		if !p.fields[v.FieldID] {

@@ -32,7 +32,7 @@ func group(iv time.Duration, ids ...uint16) source.Group {
 
 func testConfig(log logrus.FieldLogger) dcgm.Config {
 	return dcgm.Config{
-		Mode: dcgm.ModeEmbedded, KeepAge: time.Second,
+		Mode: dcgm.ModeEmbedded, Window: time.Second,
 		BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: log,
 	}
 }

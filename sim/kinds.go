@@ -120,10 +120,10 @@ type kindJob struct {
 
 func newKindJob(kind Workload, seed, key uint64, jitter float64) kindJob {
 	j := kindJob{kind: kind, seed: seed, key: key, jitter: jitter,
-		period: 0.8 + 1.2*unit(hash4(seed, key, tagPeriod, 1)),
-		offset: unit(hash4(seed, key, tagOffset, 1)) * 2,
+		period: 0.8 + 1.2*fraction(hash4(seed, key, tagPeriod, 1)),
+		offset: fraction(hash4(seed, key, tagOffset, 1)) * 2,
 	}
-	u := unit(hash4(seed, key, tagFrac, 1))
+	u := fraction(hash4(seed, key, tagFrac, 1))
 	switch kind {
 	case ComputeBound:
 		j.busyFrac = 0.80 + 0.06*u
@@ -157,7 +157,7 @@ func (j *kindJob) truth() Truth {
 func (j *kindJob) boundary(k float64) float64 {
 	b := k*j.period - j.offset
 	if j.jitter > 0 {
-		b += j.jitter * j.period * (unit(hash4(j.seed, j.key, tagStep, uint64(int64(k))+1<<40)) - 0.5)
+		b += j.jitter * j.period * (fraction(hash4(j.seed, j.key, tagStep, uint64(int64(k))+1<<40)) - 0.5)
 	}
 	return b
 }
@@ -221,7 +221,7 @@ func (j *kindJob) instant(tsec float64) activity {
 		return idleActivity
 	case MemoryBound:
 		// Decoding batches of varying size, 100 ms apart: no period.
-		u := unit(hash4(j.seed, j.key, tagStep, uint64(int64(tsec*10))))
+		u := fraction(hash4(j.seed, j.key, tagStep, uint64(int64(tsec*10))))
 		return activity{gr: 0.9, sm: 0.5 + 0.2*u, occ: 0.3, tensor: 0.08 + 0.06*u, dram: 0.78 + 0.12*u,
 			fp32: 0.06, fp16: 0.12, pcieRX: 0.03, pcieTX: 0.03, nvlink: 0.01, intensity: 0.8}
 	}

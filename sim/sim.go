@@ -169,8 +169,8 @@ func New(cfg Config) (*Source, error) {
 			idx:     i,
 			ent:     &ent,
 			serial:  fmt.Sprintf("%013d", h%10_000_000_000_000),
-			memFrac: 0.78 + 0.14*unit(hash4(s.seed, uint64(i), tagMem, 0)),
-			ambient: 24 + 8*unit(hash4(s.seed, uint64(i), tagAmbient, 0)),
+			memFrac: 0.78 + 0.14*fraction(hash4(s.seed, uint64(i), tagMem, 0)),
+			ambient: 24 + 8*fraction(hash4(s.seed, uint64(i), tagAmbient, 0)),
 		}
 		for _, k := range r.IdleGPUs {
 			g.idle = g.idle || k == i
@@ -195,7 +195,7 @@ func New(cfg Config) (*Source, error) {
 			g.gis = append(g.gis, &giSim{
 				idx: k, ent: &e, prof: p, job: newJob(s.seed, key),
 				fbTotal: int64(p.memSlices) * (usable / migMemSlices),
-				memFrac: 0.75 + 0.2*unit(hash4(s.seed, key, tagMem, 0)),
+				memFrac: 0.75 + 0.2*fraction(hash4(s.seed, key, tagMem, 0)),
 				pid:     pid(uint64(i), uint64(10+k)),
 			})
 		}
@@ -491,10 +491,10 @@ func (s *Source) fbUsed(g *gpuSim, tsec float64) int64 {
 func (s *Source) power(g *gpuSim, a *activity, tick int64) (float64, bool) {
 	m := s.cfg.model
 	load := (0.05 + 0.45*a.sm + 0.4*a.tensor + 0.2*a.dram) * a.intensity
-	load *= 1 + 0.04*(unit(hash4(s.seed, uint64(g.idx), tagNoise, uint64(tick)))-0.5)
+	load *= 1 + 0.04*(fraction(hash4(s.seed, uint64(g.idx), tagNoise, uint64(tick)))-0.5)
 	demand := m.idleW + (m.limitW-m.idleW)*load
 	if demand > m.limitW {
-		return m.limitW * (0.99 + 0.01*unit(hash4(s.seed, uint64(g.idx), tagNoise+100, uint64(tick)))), true
+		return m.limitW * (0.99 + 0.01*fraction(hash4(s.seed, uint64(g.idx), tagNoise+100, uint64(tick)))), true
 	}
 	return demand, false
 }

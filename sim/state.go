@@ -86,9 +86,9 @@ func (s *Source) start(tick int64) {
 		g.temp = g.ambient + m.tempRise*idle
 		g.memTemp = g.ambient + 6 + 0.8*m.tempRise*idle
 		g.powerAvg = m.idleW
-		uptime := (1 + 29*unit(hash4(s.seed, uint64(g.idx), tagEnergy, 0))) * 86400
+		uptime := (1 + 29*fraction(hash4(s.seed, uint64(g.idx), tagEnergy, 0))) * 86400
 		g.energy = math.Floor(uptime * m.idleW * 1.5 * 1000)
-		g.eccSBEAgg = math.Floor(4 * unit(hash4(s.seed, uint64(g.idx), tagEnergy, 1)))
+		g.eccSBEAgg = math.Floor(4 * fraction(hash4(s.seed, uint64(g.idx), tagEnergy, 1)))
 	}
 }
 
@@ -117,7 +117,7 @@ func (s *Source) step(g *gpuSim, t int64, tsec float64) {
 	if t < g.thermUntil {
 		g.viol[violThermal] += dt
 	}
-	u := unit(hash4(s.seed, uint64(g.idx), tagEvent, uint64(t)))
+	u := fraction(hash4(s.seed, uint64(g.idx), tagEvent, uint64(t)))
 	if u < s.evCum[numEvents-1] {
 		for ev := 0; ev < numEvents; ev++ {
 			if u < s.evCum[ev] {
@@ -129,7 +129,7 @@ func (s *Source) step(g *gpuSim, t int64, tsec float64) {
 }
 
 func (s *Source) event(g *gpuSim, ev int, t int64) {
-	v := unit(hash4(s.seed, uint64(g.idx), tagEventPick, uint64(t)))
+	v := fraction(hash4(s.seed, uint64(g.idx), tagEventPick, uint64(t)))
 	switch ev {
 	case evSBE:
 		g.eccSBEVol++
@@ -147,7 +147,7 @@ func (s *Source) event(g *gpuSim, ev int, t int64) {
 		g.pcieReplay += 1 + math.Floor(v*3)
 	case evNVLinkErr:
 		link := int(v * float64(s.cfg.links))
-		k := unit(hash4(s.seed, uint64(g.idx), tagEventDur, uint64(t)))
+		k := fraction(hash4(s.seed, uint64(g.idx), tagEventDur, uint64(t)))
 		switch {
 		case k < 0.6:
 			g.nvlErr[0][link]++
@@ -189,7 +189,7 @@ func (s *Source) xid(g *gpuSim, code uint64, t int64) {
 
 // noise is a deterministic value in [-1, 1) for one sample of one field.
 func (s *Source) noise(g *gpuSim, sub int, id uint16) float64 {
-	return 2*unit(hash4(s.seed, uint64(g.idx)<<8|uint64(sub), uint64(id)|tagNoise<<16, uint64(s.nowTick))) - 1
+	return 2*fraction(hash4(s.seed, uint64(g.idx)<<8|uint64(sub), uint64(id)|tagNoise<<16, uint64(s.nowTick))) - 1
 }
 
 // value is the current value of one planned (entity, field).
@@ -227,7 +227,7 @@ func (s *Source) value(o *op) float64 {
 		case g.act.idle:
 			return m.idleSMClock
 		case g.capped:
-			return math.Round(m.maxSMClock*(0.88+0.06*unit(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15
+			return math.Round(m.maxSMClock*(0.88+0.06*fraction(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15
 		}
 		return m.maxSMClock
 	case fieldid.MemClock:
@@ -333,7 +333,7 @@ func (s *Source) value(o *op) float64 {
 // extraNoise adds Config.Noise to a profiling activity of a GPU running a
 // workload kind, drawn independently of the sensor noise.
 func (s *Source) extraNoise(g *gpuSim, id uint16, v float64) float64 {
-	n := 2*unit(hash4(s.seed, uint64(g.idx)<<8|0xFF, uint64(id)|tagNoise<<16, uint64(s.nowTick)|1<<62)) - 1
+	n := 2*fraction(hash4(s.seed, uint64(g.idx)<<8|0xFF, uint64(id)|tagNoise<<16, uint64(s.nowTick)|1<<62)) - 1
 	switch id {
 	case fieldid.ProfPCIeTXBytes, fieldid.ProfPCIeRXBytes:
 		return math.Max(0, math.Round(v*(1+2*s.cfg.Noise*n)))

@@ -45,8 +45,8 @@ func hash4(seed, a, b, c uint64) uint64 {
 	return mix(x ^ (c + 0x8cb92ba72f3d8dd7))
 }
 
-// unit maps a hash to [0, 1).
-func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+// fraction maps a hash to a number in [0, 1).
+func fraction(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 
 func clamp01(v float64) float64 {
 	switch {
@@ -75,10 +75,10 @@ func newJob(seed, key uint64) job {
 	return job{
 		seed:        seed,
 		key:         key,
-		period:      1 + unit(hash4(seed, key, tagPeriod, 0)),
-		computeFrac: 0.72 + 0.12*unit(hash4(seed, key, tagFrac, 0)),
-		initDur:     20 + 40*unit(hash4(seed, key, tagInit, 0)),
-		offset:      unit(hash4(seed, key, tagOffset, 0)) * 2,
+		period:      1 + fraction(hash4(seed, key, tagPeriod, 0)),
+		computeFrac: 0.72 + 0.12*fraction(hash4(seed, key, tagFrac, 0)),
+		initDur:     20 + 40*fraction(hash4(seed, key, tagInit, 0)),
+		offset:      fraction(hash4(seed, key, tagOffset, 0)) * 2,
 	}
 }
 
@@ -114,9 +114,9 @@ func (j *job) at(tsec float64) activity {
 	}
 	w := math.Floor(tsec / stallWindow)
 	wi := uint64(int64(w))
-	if unit(hash4(j.seed, j.key, tagStall, wi)) < 0.6 {
-		start := w*stallWindow + unit(hash4(j.seed, j.key, tagStallStart, wi))*(stallWindow-2)
-		dur := 0.5 + 1.5*unit(hash4(j.seed, j.key, tagStallDur, wi))
+	if fraction(hash4(j.seed, j.key, tagStall, wi)) < 0.6 {
+		start := w*stallWindow + fraction(hash4(j.seed, j.key, tagStallStart, wi))*(stallWindow-2)
+		dur := 0.5 + 1.5*fraction(hash4(j.seed, j.key, tagStallDur, wi))
 		if tsec >= start && tsec < start+dur {
 			// Data-loader stall: the GPU waits for the next batch, which
 			// arrives over PCIe at the end.
@@ -127,8 +127,8 @@ func (j *job) at(tsec float64) activity {
 	step := math.Floor(pos)
 	frac := pos - step
 	si := uint64(int64(step))
-	intensity := 0.9 + 0.12*unit(hash4(j.seed, j.key, tagStep, si))
-	if unit(hash4(j.seed, j.key, tagHeavy, si)) < 0.015 {
+	intensity := 0.9 + 0.12*fraction(hash4(j.seed, j.key, tagStep, si))
+	if fraction(hash4(j.seed, j.key, tagHeavy, si)) < 0.015 {
 		intensity = 1.16
 	}
 	if frac < j.computeFrac {

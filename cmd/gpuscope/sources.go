@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -88,13 +87,7 @@ func dcgmConfig(c *cli.Context, log *logrus.Entry) dcgm.Config {
 	if c.String(flagDCGMRemote) != "" && !c.IsSet(flagDCGMMode) {
 		mode = dcgm.ModeRemote
 	}
-	// DCGM keeps samples for twice the longest window, so that a scrape
-	// arriving late still finds every sample since the previous read.
-	keep := 2 * c.Duration(flagWindow)
-	if keep < 30*time.Second {
-		keep = 30 * time.Second
-	}
-	return dcgm.Config{Mode: mode, RemoteHostengine: c.String(flagDCGMRemote), KeepAge: keep, Log: log.WithField("source", "dcgm")}
+	return dcgm.Config{Mode: mode, RemoteHostengine: c.String(flagDCGMRemote), Window: c.Duration(flagWindow), Log: log.WithField("source", "dcgm")}
 }
 
 func openDCGM(c *cli.Context, log *logrus.Entry) (source.Source, error) {

@@ -82,7 +82,7 @@ type ctors struct {
 
 func (c *ctors) dcgm() (source.Source, error) {
 	l, _ := test.NewNullLogger()
-	return dcgm.New(c.fake, dcgm.Config{KeepAge: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l})
+	return dcgm.New(c.fake, dcgm.Config{Window: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l})
 }
 
 func (c *ctors) nvml() (source.Source, error) {

@@ -76,7 +76,7 @@ func TestEngineSurvivesTwentyHostEngineRestarts(t *testing.T) {
 	}))
 	const interval = 500 * time.Millisecond
 	const backoffMax = 50 * time.Millisecond
-	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, KeepAge: 30 * time.Second,
+	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second,
 		BackoffInitial: 5 * time.Millisecond, BackoffMax: backoffMax, Log: quietLog()})
 	require.NoError(t, err)
 	e, err := engine.New(engine.Options{Source: src, Counters: parseCSV(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 500ms\n"),
@@ -148,7 +148,7 @@ func TestAutoModeKeepsTheGPUsVisible(t *testing.T) {
 	}))
 	auto, err := autosource.New(
 		func() (source.Source, error) {
-			return dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, KeepAge: 30 * time.Second,
+			return dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second,
 				BackoffInitial: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Log: quietLog()})
 		},
 		func() (source.Source, error) {
