@@ -70,6 +70,15 @@ func (c *Config) withDefaults() Config {
 	return out
 }
 
+// Validate reports a mode or host-engine address gpuscope cannot use, before
+// any connection is tried, so that a typo is an error rather than a host
+// engine that seems to be away.
+func (c Config) Validate() error {
+	d := c.withDefaults()
+	_, err := d.connectParams()
+	return err
+}
+
 // connectParams turns the configuration into what Client.Connect needs.
 func (c *Config) connectParams() (ConnectParams, error) {
 	switch c.Mode {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/internal/server"
 )
 
@@ -23,4 +26,20 @@ func webLimitFlags() []cli.Flag {
 		&cli.DurationFlag{Name: flagK8sLabelGrace, EnvVars: env("GPUSCOPE_KUBERNETES_LABEL_GRACE"),
 			Usage: "how long the last pod labels stay on the series while the kubelet does not answer (0: three --kubernetes.refresh-interval)"},
 	}
+}
+
+// validateEnums checks the source and the DCGM connection flags, whatever
+// the source (setupLogging checks the log flags): a typo in --dcgm.mode must not
+// quietly serve NVML and probe DCGM forever in auto mode.
+func validateEnums(c *cli.Context) error {
+	switch v := c.String(flagSource); v {
+	case "auto", "dcgm", "nvml", "sim":
+	default:
+		return fmt.Errorf("--%s %q: use auto, dcgm, nvml or sim", flagSource, v)
+	}
+	cfg := dcgm.Config{Mode: dcgm.Mode(c.String(flagDCGMMode)), RemoteHostengine: c.String(flagDCGMRemote)}
+	if c.String(flagDCGMRemote) != "" && !c.IsSet(flagDCGMMode) {
+		cfg.Mode = dcgm.ModeRemote
+	}
+	return cfg.Validate()
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/pem"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -259,4 +261,48 @@ func TestProfilingEndpointsCommandTrustsACAFile(t *testing.T) {
 			assert.Equal(t, "profiling paused\n", out)
 		})
 	}
+}
+
+// TestConfigurationTyposAreFatal: a bad --dcgm.mode or DCGM address is an
+// error at start whatever the source, and in auto mode it is not taken for
+// a host engine that is away (which would serve NVML and probe DCGM
+// forever).
+func TestConfigurationTyposAreFatal(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--source", "auto", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+		{[]string{"--source", "nvml", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+		{[]string{"--source", "auto", "--dcgm.mode", "remote"}, "--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)"},
+		{[]string{"--source", "auto", "--dcgm.mode", "embedded", "--dcgm.remote-hostengine", "h:5555"}, `--dcgm.remote-hostengine "h:5555" is only used with --dcgm.mode=remote, not embedded`},
+		{[]string{"--source", "sim", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := run(t, tt.args...)
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+}
+
+// TestConfigurationTyposServingIsLoggedAfterBind: with the port taken,
+// gpuscope fails naming the address and never logs that it is serving.
+func TestConfigurationTyposServingIsLoggedAfterBind(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w
+	_, runErr := run(t, "--source", "sim", "--sim-gpus", "1", "--address", busy.Addr().String())
+	os.Stderr = stderr
+	require.NoError(t, w.Close())
+	logged, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Error(t, runErr)
+	assert.Contains(t, runErr.Error(), "listening on "+busy.Addr().String())
+	assert.NotContains(t, string(logged), "gpuscope is serving")
 }

@@ -127,6 +127,9 @@ func serve(c *cli.Context) error {
 	if poll := c.Duration(flagReloadPoll); poll < 0 || (poll > 0 && poll < minReloadPoll) {
 		return usage(fmt.Errorf("--%s %s: below the minimum %s (0 turns polling off)", flagReloadPoll, poll, minReloadPoll))
 	}
+	if err := validateEnums(c); err != nil {
+		return usage(err)
+	}
 	if n := c.Int(flagMaxConnections); n < 1 {
 		return usage(fmt.Errorf("--%s %d: at least 1", flagMaxConnections, n))
 	}
@@ -263,14 +266,16 @@ func serve(c *cli.Context) error {
 
 		EnableProfilingAPI: c.Bool(flagEnableProfilingAPI),
 		MaxConnections:     c.Int(flagMaxConnections),
+		OnServing: func(addr string) {
+			log.WithFields(logrus.Fields{
+				"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
+				"version": version.Version,
+			}).Info("gpuscope is serving")
+		},
 	})
 	if err != nil {
 		return err
 	}
-	log.WithFields(logrus.Fields{
-		"address": c.String(flagAddress), "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
-		"version": version.Version,
-	}).Info("gpuscope is serving")
 	if err := srv.ListenAndServe(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -72,6 +72,9 @@ type Options struct {
 	// waits for its next request and how long a response may take to
 	// write; 0 means the defaults below.
 	IdleTimeout, WriteTimeout time.Duration
+	// OnServing is called once the listener is bound, with its address,
+	// so that "serving" is said only when it is true.
+	OnServing func(addr string)
 }
 
 // Limits of the HTTP server. A scrape renders in well under a second even
@@ -388,6 +391,8 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 		cfg, on := s.opts.WebConfigFile, true
 		flags := &web.FlagConfig{WebConfigFile: &cfg, WebSystemdSocket: &on, WebListenAddresses: &[]string{s.opts.Address}}
 		logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+		// systemd has bound the socket before gpuscope started.
+		s.serving("the systemd socket")
 		return s.run(ctx, srv, "the systemd socket", func() error { return web.ListenAndServe(srv, flags, logger) })
 	}
 	l, err := net.Listen("tcp", s.opts.Address)
@@ -403,7 +408,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	cfg := s.opts.WebConfigFile
 	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
 	logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+	s.serving(l.Addr().String())
 	return s.run(ctx, srv, l.Addr().String(), func() error { return web.Serve(l, srv, flags, logger) })
+}
+
+func (s *Server) serving(addr string) {
+	if s.opts.OnServing != nil {
+		s.opts.OnServing(addr)
+	}
 }
 
 // run serves until ctx ends, then shuts srv down.
