@@ -25,9 +25,10 @@ IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
 
-# Simulated node of 8 x H100 with pod labels; no GPU needed.
+# Simulated node of 8 x H100 with pod labels, mixed workloads and workload
+# insight; no GPU needed.
 run: build
-	$(BIN) --source=sim --sim-pods --collectors=etc/dcp-metrics.csv
+	$(BIN) --source=sim --sim-pods --collectors=etc/dcp-metrics.csv --insight
 
 test:
 	scripts/test.sh

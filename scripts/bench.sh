@@ -76,7 +76,7 @@ load() { "$OUT/gpuscope-load" "$@"; }
 
 if want go; then
   echo "== go test -bench (count $COUNT): scrape and sampling cost" >&2
-  go test -run '^$' -bench 'Render|Floor|Collect' -benchmem -benchtime "$BTIME" -count "$COUNT" ./internal/engine/ | tee "$OUT/go-bench.txt" >&2
+  go test -run '^$' -bench 'Render|Floor|Collect|Insight' -benchmem -benchtime "$BTIME" -count "$COUNT" ./internal/engine/ | tee "$OUT/go-bench.txt" >&2
   # Median of each reported unit per benchmark: "name unit value" lines.
   awk '/^Benchmark/ { n=$1; sub(/-[0-9]+$/, "", n); for (i = 3; i < NF; i += 2) print n, $(i+1), $i }' "$OUT/go-bench.txt" |
     sort -k1,1 -k2,2 -k3,3g |
@@ -102,6 +102,9 @@ if want go; then
         -v sn="$(med "BenchmarkSimCollect/$sz" ns/sample)" -v c="$(med "BenchmarkCollect/$sz" core%)" -v sc="$(med "BenchmarkSimCollect/$sz" core%)" \
         'BEGIN { printf "%.0f ns/sample (sim alone %.0f), %g allocs/sample; %.3f%% core (sim alone %.3f%%)", n, sn, a, c, sc }')" "0 allocs/sample"
   done
+  row "insight cost (8gpu, mixed workloads)" "30s windows of 10 fields at 100ms, every 3s" \
+    "$(awk -v g="$(med BenchmarkInsight ns/gpu-window)" -v o="$(med BenchmarkInsight ns/op)" -v a="$(med BenchmarkInsight allocs/op)" -v c="$(med BenchmarkInsight core%)" \
+      'BEGIN { printf "%.0f us per GPU per window (%.2f ms per node), %d allocs; %.3f%% core", g/1e3, o/1e6, a, c }')" "bounded, reported"
 fi
 
 if want cpu || want mem || want lat; then
@@ -119,6 +122,13 @@ if want cpu; then
   echo "$res" | tee "$OUT/cpu.txt" >&2
   stop_gpuscope
   row "process CPU" "8 GPUs, 100ms profiling + 1s rest, $CPU" "$(field cpu_pct "$res")% of one core, RSS $(field rss_max_mib "$res") MiB" "< 1% of a core"
+  echo "== process CPU over $CPU with --insight: the same, plus the insight computation" >&2
+  start_gpuscope "$OUT/cpu-insight.log" --collectors=etc/dcp-metrics.csv --insight
+  sleep 5
+  res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 1 -pause 15s -d "$CPU" -sample 1s)
+  echo "$res" | tee "$OUT/cpu-insight.txt" >&2
+  stop_gpuscope
+  row "process CPU, --insight" "8 GPUs, mixed workloads, 100ms profiling + 1s rest, $CPU" "$(field cpu_pct "$res")% of one core, RSS $(field rss_max_mib "$res") MiB" "< 1% of a core"
 fi
 
 if want mem; then

@@ -96,6 +96,18 @@ func Cluster() (dashboard.Dashboard, error) {
 			`topk(10, hpc_job:DCGM_FI_PROF_SM_ACTIVE:sum{`+cl+`})`, "{{hpc_job}}")).
 		WithPanel(bars("Power by HPC job", "", "watt", 8,
 			`topk(10, hpc_job:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`})`, "{{hpc_job}}")).
+		WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
+		WithPanel(tablePanel("Top stalled jobs",
+			"Pods whose GPUs stall most between steps (mean stall ratio over their GPUs). Click to open the pod.", 12, 8).Unit("percentunit").
+			WithTarget(instantTable(`topk(10, namespace_pod:gpuscope_gpu_stall_ratio:avg{` + cl + `})`)).
+			DataLinks(asLinkBuilders([]*dashboard.DashboardLinkBuilder{toPod})).
+			WithTransformation(organize(map[string]bool{"Time": true, "__name__": true}, map[string]string{"Value": "stall ratio"}))).
+		WithPanel(bars("What the allocated GPUs are bound by", "GPUs' worth of time in each class, over all namespaces (docs/insight.md).", "none", 12,
+			`sum by (bound) (namespace_bound:gpuscope_gpu_bound_ratio:sum{`+cl+`})`, "{{bound}}")).
+		WithPanel(bars("Step period by pod", "Mean over the pod's GPUs. Click a pod to open it.", "s", 12,
+			`topk(10, namespace_pod:gpuscope_gpu_step_period_seconds:avg{`+cl+`})`, "{{namespace}}/{{pod}}", toPodSeries)).
+		WithPanel(bars("Top stalled HPC jobs", "Mean stall ratio over the GPUs of each HPC job (--hpc-job-mapping-dir).", "percentunit", 12,
+			`topk(10, hpc_job:gpuscope_gpu_stall_ratio:avg{`+cl+`})`, "job {{hpc_job}}")).
 		WithRow(dashboard.NewRowBuilder("Power and energy")).
 		WithPanel(timeSeries("Power by node", "Click a node to open it.", "watt", 12, 8,
 			q(`node:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`}`, "{{Hostname}}")).

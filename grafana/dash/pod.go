@@ -48,6 +48,21 @@ func Pod() (dashboard.Dashboard, error) {
 		WithPanel(burst("SM activity", "Share of cycles with at least one warp on an SM.", "DCGM_FI_PROF_SM_ACTIVE")).
 		WithPanel(burst("Tensor-pipe activity", "Share of cycles the tensor pipes are busy.", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")).
 		WithPanel(burst("DRAM activity", "Share of cycles the memory interface is busy.", "DCGM_FI_PROF_DRAM_ACTIVE")).
+		WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
+		WithPanel(statPanel("Step period", "Mean training-step period of the pod's GPUs: the dominant period of SM activity over the last window. n/a without clear steps.", "s",
+			`avg(gpuscope_gpu_step_period_seconds{`+podSel+`})`)).
+		WithPanel(statPanel("Stall ratio", "Mean share of the busy time the pod's GPUs stall between steps (data loader, synchronisation).", "percentunit",
+			`avg(gpuscope_gpu_stall_ratio{`+podSel+`})`)).
+		WithPanel(statPanel("Stalls per minute", "Stall episodes on the pod's GPUs.", "none",
+			`sum(rate(gpuscope_gpu_stalls_total{`+podSel+`}[5m])) * 60`)).
+		WithPanel(bars("Bound by, per GPU", "Each GPU's dominant class over the last window and its share: compute, memory, communication, input or idle (docs/insight.md).", "percentunit", 12,
+			`topk by (gpu) (1, gpuscope_gpu_bound_ratio{`+podSel+`})`, "GPU {{gpu}} · {{bound}}")).
+		WithPanel(timeSeries("Step period", "Per GPU; a gap is a window without clear periodicity.", "s", 12, 8,
+			q(pg("gpuscope_gpu_step_period_seconds", ""), gpuLegend))).
+		WithPanel(timeSeries("Bound classes", "Share of each window's samples per class, per GPU.", "percentunit", 12, 8,
+			q(pg("gpuscope_gpu_bound_ratio", ""), "{{bound}} · "+gpuLegend)).Max(1).Min(0)).
+		WithPanel(timeSeries("Stall ratio", "Per GPU.", "percentunit", 12, 8,
+			q(pg("gpuscope_gpu_stall_ratio", ""), gpuLegend)).Max(1).Min(0)).
 		WithRow(dashboard.NewRowBuilder("Memory and power")).
 		WithPanel(timeSeries("Memory used against total", "", "decmbytes", 12, 8,
 			q(pg("DCGM_FI_DEV_FB_USED", ""), "used · "+gpuLegend),

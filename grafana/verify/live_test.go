@@ -265,7 +265,9 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 	}
 	exporterAddr := freePort(t)
 	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
-		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs)
+		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs,
+		// A 10 s insight window gives the first insight results within 5 s.
+		"--insight", "--insight-window", "10s")
 	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
 
 	dir := t.TempDir()

@@ -96,6 +96,11 @@ type insightWork struct {
 	known   bool
 	ts      [10][]int64
 	vals    [10][]float64
+	tmp     []float64
+	nvl     []float64
+	// The result of the analysis, before it is stored.
+	res  insight.Result
+	ends []int64
 }
 
 // ComputeInsight computes the insight metrics of every GPU from the rings.
@@ -125,45 +130,37 @@ func (e *Engine) ComputeInsight() {
 	}
 	e.mu.RUnlock()
 
-	type out struct {
-		es      *entityState
-		res     insight.Result
-		ends    []int64
-		ok      bool
-		fresh   bool
-		missing string
-		known   bool
-	}
-	results := make([]out, n)
 	for i := 0; i < n; i++ {
 		w := e.insWork[i]
-		o := out{es: w.es, ok: w.ok, fresh: w.fresh, known: w.known, missing: strings.Join(w.missing, ",")}
 		if w.ok {
-			o.res = e.insAnalyzer.Analyze(&w.win)
-			o.ends = append([]int64(nil), o.res.StallEnds...)
+			w.res = e.insAnalyzer.Analyze(&w.win)
+			w.ends = append(w.ends[:0], w.res.StallEnds...)
+			w.res.StallEnds = nil
 		}
-		results[i] = o
 	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, o := range results {
-		st := &o.es.ins
-		st.missing, st.supported = o.missing, o.known && o.missing == ""
-		if !o.ok {
-			if !o.fresh {
+	for _, w := range e.insWork[:n] {
+		st := &w.es.ins
+		st.missing, st.supported = strings.Join(w.missing, ","), w.known && len(w.missing) == 0
+		if !w.ok {
+			if !w.fresh {
 				st.has = false
 			}
 			continue
 		}
-		for _, ts := range o.ends {
+		for _, ts := range w.ends {
 			if ts > st.lastStall {
 				st.stallsTotal++
 				st.lastStall = ts
 			}
 		}
-		o.res.StallEnds = nil
-		st.res, st.has, st.at = o.res, true, now
+		st.res, st.has, st.at = w.res, true, now
+	}
+	// The work items hold entity states only until the next computation.
+	for _, w := range e.insWork[:n] {
+		w.es = nil
 	}
 }
 
@@ -225,21 +222,21 @@ func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64
 			continue
 		}
 		// Pipe is the busiest of the tensor and FP pipes.
-		tmp := align(nil, ref, w.ts[k], w.vals[k])
+		w.tmp = align(w.tmp[:0], ref, w.ts[k], w.vals[k])
 		for i := range win.Pipe {
-			win.Pipe[i] = math.Max(win.Pipe[i], tmp[i])
+			win.Pipe[i] = math.Max(win.Pipe[i], w.tmp[i])
 		}
 	}
 	win.PCIeTX = align(win.PCIeTX[:0], ref, w.ts[6], w.vals[6])
 	win.PCIeRX = align(win.PCIeRX[:0], ref, w.ts[7], w.vals[7])
 	win.NVLink = nil
 	if len(w.ts[8]) > 0 || len(w.ts[9]) > 0 {
-		tx := align(nil, ref, w.ts[8], w.vals[8])
-		rx := align(nil, ref, w.ts[9], w.vals[9])
-		for i := range tx {
-			tx[i] = math.Max(tx[i], rx[i])
+		w.nvl = align(w.nvl[:0], ref, w.ts[8], w.vals[8])
+		w.tmp = align(w.tmp[:0], ref, w.ts[9], w.vals[9])
+		for i := range w.nvl {
+			w.nvl[i] = math.Max(w.nvl[i], w.tmp[i])
 		}
-		win.NVLink = tx
+		win.NVLink = w.nvl
 	}
 	w.ok = true
 }
