@@ -227,7 +227,7 @@ func (s *Source) discover() (*connState, error) {
 		c.switches = nil
 	}
 	for _, id := range c.switches {
-		e := source.Entity{Kind: source.NvSwitch, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: int(id)}
+		e := source.Entity{Kind: source.NvSwitch, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: int(id), CPU: -1, CPUCore: -1}
 		c.add(EntityRef{EntitySwitch, id}, &e)
 	}
 	links, err := s.client.SwitchLinks()
@@ -238,7 +238,7 @@ func (s *Source) discover() (*connState, error) {
 		if !l.Up {
 			continue
 		}
-		e := source.Entity{Kind: source.NVLink, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: int(l.Index), Switch: int(l.Switch)}
+		e := source.Entity{Kind: source.NVLink, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: int(l.Index), Switch: int(l.Switch), CPU: -1, CPUCore: -1}
 		c.add(EntityRef{EntityLink, l.ID}, &e)
 		c.links = append(c.links, l)
 	}

@@ -3,7 +3,6 @@ package nvml
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,12 +115,10 @@ func (s *Source) openDevice(index int) (*device, error) {
 	if err := nvmlErr("GetPciInfo", ret); err != nil {
 		return nil, fmt.Errorf("GPU %d: %w", index, err)
 	}
+	// The device label is "nvidia" + the GPU index, as dcgm-exporter writes
+	// it (internal/pkg/collector/gpu_collector.go, toMetric), even where the
+	// device node's minor number differs.
 	gpu := source.NewGPU(index, uuid, cString(pci.BusId[:]), name)
-	// The device node follows the minor number, which need not equal the
-	// NVML index.
-	if minor, ret := h.GetMinorNumber(); ret == gonvml.SUCCESS {
-		gpu.Device = "nvidia" + strconv.Itoa(minor)
-	}
 	d := &device{index: index, uuid: uuid, h: h, gpu: &gpu, links: -1, reported: map[fieldKey]bool{}}
 	d.gpmSupported = queryGPM(h)
 	instances, migEnabled, err := s.enumerateMIG(d, h)

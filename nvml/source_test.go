@@ -352,3 +352,13 @@ func TestCollectRejectsUnknownGroup(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "group 3")
 }
+
+// dcgm-exporter names the device label "nvidia" + the GPU index
+// (internal/pkg/collector/gpu_collector.go, toMetric), not after the device
+// node's minor number, which can differ.
+func TestDeviceLabelFollowsTheIndexNotTheMinorNumber(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.GPUs[1].Device.Minor = 7
+	s := open(t, f, time.Second, fieldid.GPUTemp)
+	assert.Equal(t, "nvidia1", gpuEntity(t, s, 1).Device)
+}

@@ -23,6 +23,9 @@ const (
 	ComputeInstance
 	NVLink
 	NvSwitch
+	// CPU is a Grace CPU (DCGM's FE_CPU); CPUCore one of its cores.
+	CPU
+	CPUCore
 )
 
 func (k EntityKind) String() string {
@@ -37,6 +40,10 @@ func (k EntityKind) String() string {
 		return "nvlink"
 	case NvSwitch:
 		return "nvswitch"
+	case CPU:
+		return "cpu"
+	case CPUCore:
+		return "cpu_core"
 	}
 	return "unknown"
 }
@@ -64,6 +71,9 @@ type Entity struct {
 	Link int
 	// Switch is the NvSwitch ID for NvSwitch entities (and their links), -1 otherwise.
 	Switch int
+	// CPU is the CPU ID for CPU entities and the parent CPU's for cores;
+	// CPUCore is the core ID for cores. Both are -1 otherwise.
+	CPU, CPUCore int
 }
 
 // NewGPU returns a GPU entity with the non-applicable indexes set to -1.
@@ -71,7 +81,17 @@ func NewGPU(index int, uuid, pciBusID, model string) Entity {
 	return Entity{
 		Kind: GPU, GPU: index, UUID: uuid, PCIBusID: pciBusID, ModelName: model,
 		Device: "nvidia" + strconv.Itoa(index), GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: -1,
+		CPU: -1, CPUCore: -1,
 	}
+}
+
+// NewCPU returns a CPU entity, or a core of CPU cpu when core >= 0.
+func NewCPU(cpu, core int) Entity {
+	e := Entity{Kind: CPU, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: -1, CPU: cpu, CPUCore: core}
+	if core >= 0 {
+		e.Kind = CPUCore
+	}
+	return e
 }
 
 // Key identifies the entity across sources and reconnects: the same GPU seen
@@ -92,6 +112,10 @@ func (e *Entity) Key() string {
 		return "link/" + e.UUID + "/" + strconv.Itoa(e.Link)
 	case NvSwitch:
 		return "switch/" + strconv.Itoa(e.Switch)
+	case CPU:
+		return "cpu/" + strconv.Itoa(e.CPU)
+	case CPUCore:
+		return "cpucore/" + strconv.Itoa(e.CPU) + "/" + strconv.Itoa(e.CPUCore)
 	}
 	return "unknown"
 }

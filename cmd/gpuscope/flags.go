@@ -23,6 +23,7 @@ const (
 	flagLogFormat         = "log-format"
 	flagLogLevel          = "log-level"
 	flagHostname          = "hostname"
+	flagHostnameLabel     = "hostname-label"
 	flagReloadPoll        = "collectors-poll-interval"
 	flagXIDWindow         = "xid-count-window-size"
 	flagClockWindow       = "clock-events-count-window-size"
@@ -74,6 +75,8 @@ func ownFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagLogLevel, Value: "info", EnvVars: env("GPUSCOPE_LOG_LEVEL"), Usage: "log level: debug, info, warn, error"},
 		&cli.StringFlag{Name: flagHostname, EnvVars: env("GPUSCOPE_HOSTNAME", "NODE_NAME"),
 			Usage: "value of the Hostname label; defaults to the node name in Kubernetes, else the host name"},
+		&cli.StringFlag{Name: flagHostnameLabel, Value: "Hostname", EnvVars: env("GPUSCOPE_HOSTNAME_LABEL"),
+			Usage: "name of the host label: Hostname (every released dcgm-exporter) or hostname (dcgm-exporter's main branch since #655)"},
 		&cli.DurationFlag{Name: flagReloadPoll, Value: 5 * time.Second, EnvVars: env("GPUSCOPE_COLLECTORS_POLL_INTERVAL"),
 			Usage: "how often the counters file is checked for changes (0 turns it off; SIGHUP always reloads)"},
 		&cli.StringFlag{Name: flagXIDWindow, Aliases: []string{"x"}, Value: "5m", EnvVars: env("GPUSCOPE_XID_COUNT_WINDOW_SIZE", "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE"),
@@ -98,7 +101,7 @@ func ownFlags() []cli.Flag {
 			Usage: "attribute shared GPUs (time-slicing, MPS) per pod through the GPU processes' cgroups; needs hostPID"},
 		&cli.StringFlag{Name: flagProcRoot, Value: "/proc", EnvVars: env("GPUSCOPE_KUBERNETES_PROC_ROOT"), Usage: "proc file system for shared-GPU attribution"},
 		&cli.StringFlag{Name: flagPodLabels, EnvVars: env("GPUSCOPE_KUBERNETES_POD_LABELS"), Action: checkPodLabels,
-			Usage: "copy the labels of a GPU's pod whose key matches this regular expression (whole key) as label_<key>; watches the node's pods on the API server, so it needs RBAC (empty: off)"},
+			Usage: "copy the labels of a GPU's pod whose key matches this regular expression (whole key) under the key with [^a-zA-Z0-9_] replaced by _ (dcgm-exporter's names); watches the node's pods on the API server, so it needs RBAC (empty: off)"},
 		&cli.StringFlag{Name: flagHPCJobDir, EnvVars: env("GPUSCOPE_HPC_JOB_MAPPING_DIR", "DCGM_HPC_JOB_MAPPING_DIR"),
 			Usage: "directory of files named after GPU indexes (or index.gi for MIG) holding job IDs, exported as the hpc_job label"},
 		&cli.IntFlag{Name: flagSimGPUs, Value: 8, EnvVars: env("GPUSCOPE_SIM_GPUS"), Usage: "sim source: number of GPUs"},

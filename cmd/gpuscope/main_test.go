@@ -77,6 +77,7 @@ func TestBadFlagsAndVariablesNameTheFlag(t *testing.T) {
 		{"log format", []string{"--log-format", "xml"}, nil, `--log-format "xml"`},
 		{"log level", []string{"--log-level", "loud"}, nil, `--log-level "loud"`},
 		{"window", []string{"--window", "10ms"}, nil, "--window 10ms"},
+		{"host label", []string{"--source", "sim", "--hostname-label", "host"}, nil, `--hostname-label "host": want Hostname or hostname`},
 		{"sim flag on another source", []string{"--source", "nvml", "--sim-gpus", "2"}, nil, "--sim-gpus only applies to --source=sim"},
 		{"unknown source", []string{"--source", "rocm"}, nil, `--source "rocm"`},
 		{"missing counters file", []string{"--source", "sim", "-f", "/nonexistent/counters.csv"}, nil, "/nonexistent/counters.csv"},

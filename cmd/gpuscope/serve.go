@@ -163,6 +163,10 @@ func serve(c *cli.Context) error {
 	for _, w := range set.Warnings {
 		log.WithField("file", set.File).Warn(w)
 	}
+	hostLabel := c.String(flagHostnameLabel)
+	if hostLabel != "Hostname" && hostLabel != "hostname" {
+		return fmt.Errorf("--%s %q: want Hostname or hostname", flagHostnameLabel, hostLabel)
+	}
 	hostname := c.String(flagHostname)
 	if hostname == "" {
 		if hostname, err = os.Hostname(); err != nil {
@@ -204,6 +208,7 @@ func serve(c *cli.Context) error {
 		XIDWindow:         xidWindow,
 		ClockEventsWindow: clockWindow,
 		Hostname:          hostname,
+		HostnameLabel:     hostLabel,
 		Enrichers:         enrichers,
 		Log:               log.WithField("component", "engine"),
 		Select:            selectEntities(dx, log),

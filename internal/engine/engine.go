@@ -35,8 +35,11 @@ type Options struct {
 	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT.
 	XIDWindow, ClockEventsWindow time.Duration
 	Hostname                     string
-	Enrichers                    []enrich.Enricher
-	Log                          *logrus.Entry
+	// HostnameLabel names the host label: "Hostname" (the default) as every
+	// released dcgm-exporter, or "hostname" as its main branch since #655.
+	HostnameLabel string
+	Enrichers     []enrich.Enricher
+	Log           *logrus.Entry
 	// Now is the clock used for staleness and windows; time.Now when nil.
 	Now func() time.Time
 
@@ -133,6 +136,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.Insight && opts.InsightWindow < 20*insightInterval {
 		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
+	}
+	if opts.HostnameLabel == "" {
+		opts.HostnameLabel = DefaultHostnameLabel
 	}
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
@@ -498,6 +504,12 @@ func entityLess(a, b *source.Entity) bool {
 	}
 	if a.ComputeInstanceID != b.ComputeInstanceID {
 		return a.ComputeInstanceID < b.ComputeInstanceID
+	}
+	if a.CPU != b.CPU {
+		return a.CPU < b.CPU
+	}
+	if a.CPUCore != b.CPUCore {
+		return a.CPUCore < b.CPUCore
 	}
 	return a.Link < b.Link
 }

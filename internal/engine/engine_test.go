@@ -640,7 +640,7 @@ func TestMIGAndLinkEntitiesGetWindowsLikeGPUs(t *testing.T) {
 	m := series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"GPU_I_ID": "3", "GPU_I_PROFILE": "1g.10gb", "stat": "max"})
 	require.Len(t, m, 1)
 	assert.Equal(t, float64(source.GPUInstance)+0.5, value(m[0]))
-	m = series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"nvswitch": "2", "nvlink": "7", "stat": "max"})
+	m = series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window", map[string]string{"nvswitch": "nvswitch2", "nvlink": "7", "stat": "max"})
 	require.Len(t, m, 1)
 	assert.Equal(t, float64(source.NVLink)+0.5, value(m[0]))
 	assert.Equal(t, "570.1", labelOf(m[0], "DCGM_FI_DRIVER_VERSION"), "label fields come from the parent GPU")
@@ -664,7 +664,7 @@ func (p *podEnricher) Generation() uint64  { return p.gen }
 func (p *podEnricher) MaxExtraLabels() int { return 2 }
 func (p *podEnricher) ExtraLabels(e *source.Entity) []enrich.Label {
 	if e.GPU == 0 {
-		return []enrich.Label{{Name: "label_team", Value: "vision"}, {Name: "label_empty", Value: ""}}
+		return []enrich.Label{{Name: "team", Value: "vision"}, {Name: "empty", Value: ""}}
 	}
 	return nil
 }
@@ -684,9 +684,9 @@ func TestEnricherLabelsOnEverySeries(t *testing.T) {
 	require.Len(t, m, 1)
 	assert.Equal(t, "train-0", labelOf(m[0], "pod"))
 	assert.Equal(t, "ml", labelOf(m[0], "namespace"))
-	assert.Equal(t, "vision", labelOf(m[0], "label_team"))
+	assert.Equal(t, "vision", labelOf(m[0], "team"))
 	for _, l := range m[0].Label {
-		assert.NotEqual(t, "label_empty", l.GetName(), "empty values are left out")
+		assert.NotEqual(t, "empty", l.GetName(), "empty values are left out")
 	}
 	m = series(mfs, "DCGM_FI_DEV_GPU_TEMP", map[string]string{"gpu": "1"})
 	require.Len(t, m, 1)

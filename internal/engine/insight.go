@@ -309,50 +309,50 @@ func (e *Engine) renderInsight(buf []byte, now int64) []byte {
 	}
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_seconds",
 		"Dominant period of SM activity (the training step) over the insight window, by autocorrelation; absent when the window shows no clear periodicity.", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if !live(es) || es.ins.res.Period <= 0 {
 				return b
 			}
-			return appendSample(b, "gpuscope_gpu_step_period_seconds", es.labels, "} ", es.ins.res.Period)
+			return appendSample(b, "gpuscope_gpu_step_period_seconds", labels, "} ", es.ins.res.Period)
 		})
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_confidence",
 		"Autocorrelation of SM activity at the step period (0..1); the period is reported from 0.5.", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if !live(es) {
 				return b
 			}
-			return appendSample(b, "gpuscope_gpu_step_period_confidence", es.labels, "} ", round4(es.ins.res.Confidence))
+			return appendSample(b, "gpuscope_gpu_step_period_confidence", labels, "} ", round4(es.ins.res.Confidence))
 		})
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_stall_ratio",
 		"Share of the busy span of the insight window in which SM activity fell below 0.1 between busy phases (data-loader and synchronisation stalls).", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if !live(es) {
 				return b
 			}
-			return appendSample(b, "gpuscope_gpu_stall_ratio", es.labels, "} ", round4(es.ins.res.StallRatio))
+			return appendSample(b, "gpuscope_gpu_stall_ratio", labels, "} ", round4(es.ins.res.StallRatio))
 		})
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_stalls_total",
 		"Stall episodes (SM activity below 0.1 for at least 200 ms between busy phases) since gpuscope started.", "counter",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if !live(es) {
 				return b
 			}
-			return appendSample(b, "gpuscope_gpu_stalls_total", es.labels, "} ", float64(es.ins.stallsTotal))
+			return appendSample(b, "gpuscope_gpu_stalls_total", labels, "} ", float64(es.ins.stallsTotal))
 		})
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_bound_ratio",
 		"Share of the insight window's samples bound by each class (compute, memory, communication, input, idle), by the rules of docs/insight.md.", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if !live(es) {
 				return b
 			}
 			for c := insight.Class(0); c < insight.NumClasses; c++ {
-				b = appendSample(b, "gpuscope_gpu_bound_ratio", es.labels, boundTails[c], round4(es.ins.res.Bound[c]))
+				b = appendSample(b, "gpuscope_gpu_bound_ratio", labels, boundTails[c], round4(es.ins.res.Bound[c]))
 			}
 			return b
 		})
 	buf = appendFamily(buf, e.order, "gpuscope_insight_supported",
 		"1 when the GPU serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if es.ent.Kind != source.GPU {
 				return b
 			}

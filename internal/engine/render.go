@@ -67,11 +67,13 @@ func (e *Engine) Render(buf []byte) []byte {
 				buf = append(buf, m.header...)
 				wrote = true
 			}
-			if xid {
-				buf = appendXIDSample(buf, m.field.Name, es.labels, sv.v)
-				continue
+			for _, l := range es.labels {
+				if xid {
+					buf = appendXIDSample(buf, m.field.Name, l, sv.v)
+					continue
+				}
+				buf = appendSample(buf, m.field.Name, l, "} ", sv.v)
 			}
-			buf = appendSample(buf, m.field.Name, es.labels, "} ", sv.v)
 		}
 	}
 	since := now - int64(e.opts.Window)
@@ -97,10 +99,12 @@ func (e *Engine) Render(buf []byte) []byte {
 				sc.samples = append(sc.samples, m.samplesHeader...)
 				wrote = true
 			}
-			for _, s := range m.field.Stats {
-				buf = appendSample(buf, m.windowName, es.labels, statLabels[s], st.get(s))
+			for _, l := range es.labels {
+				for _, s := range m.field.Stats {
+					buf = appendSample(buf, m.windowName, l, statLabels[s], st.get(s))
+				}
+				sc.samples = appendSample(sc.samples, m.samplesName, l, "} ", float64(st.Count))
 			}
-			sc.samples = appendSample(sc.samples, m.samplesName, es.labels, "} ", float64(st.Count))
 		}
 		buf = append(buf, sc.samples...)
 	}
@@ -123,13 +127,13 @@ func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
 	return appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if es.healthTS < stale {
 				return b
 			}
 			for _, r := range es.health {
 				b = append(b, f.Name...)
-				b = append(b, es.labels...)
+				b = append(b, labels...)
 				b = append(b, `,health_watch="`...)
 				b = append(b, escapeLabel(r.Watch)...)
 				b = append(b, `",health_error_code="`...)
@@ -146,16 +150,16 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 	p := e.plan
 	if p.xid {
 		buf = appendFamily(buf, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				for _, x := range es.xids {
-					b = appendSample(b, "gpuscope_xid_errors_total", es.labels, x.label+"} ", float64(x.total))
+					b = appendSample(b, "gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
 				}
 				return b
 			})
 		buf = appendFamily(buf, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				for _, x := range es.xids {
-					b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", es.labels, x.label+"} ", float64(x.lastSeen)/1e9)
+					b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
 				}
 				return b
 			})
@@ -168,7 +172,7 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 		since := now - int64(e.opts.XIDWindow)
 		win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				if es.ent.Kind != source.GPU {
 					return b
 				}
@@ -179,17 +183,17 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 						continue
 					}
 					seen = true
-					b = appendSample(b, f.Name, es.labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+					b = appendSample(b, f.Name, labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
 				}
 				if !seen {
-					b = appendSample(b, f.Name, es.labels, win+"} ", 0)
+					b = appendSample(b, f.Name, labels, win+"} ", 0)
 				}
 				return b
 			})
 	}
 	if p.clock {
 		buf = appendFamily(buf, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				if !es.clockSeen {
 					return b
 				}
@@ -198,17 +202,17 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 					if es.clockMask&ce.Bit != 0 {
 						v = 1
 					}
-					b = appendSample(b, "gpuscope_clock_event_active", es.labels, clockEventTails[i], v)
+					b = appendSample(b, "gpuscope_clock_event_active", labels, clockEventTails[i], v)
 				}
 				return b
 			})
 		buf = appendFamily(buf, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				if !es.clockSeen {
 					return b
 				}
 				for i := range gpuevents.ClockEvents {
-					b = appendSample(b, "gpuscope_clock_events_total", es.labels, clockEventTails[i], float64(es.clockTot[i]))
+					b = appendSample(b, "gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
 				}
 				return b
 			})
@@ -230,16 +234,16 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 		zero := "," + win + "} "
 		var counts [9]int
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-			func(b []byte, es *entityState) []byte {
+			func(b []byte, es *entityState, labels string) []byte {
 				if es.ent.Kind != source.GPU {
 					return b
 				}
 				if !es.clockRec.clockCounts(since, &counts) {
-					return appendSample(b, f.Name, es.labels, zero, 0)
+					return appendSample(b, f.Name, labels, zero, 0)
 				}
 				for i, n := range counts {
 					if n > 0 {
-						b = appendSample(b, f.Name, es.labels, tails[i], float64(n))
+						b = appendSample(b, f.Name, labels, tails[i], float64(n))
 					}
 				}
 				return b
@@ -258,7 +262,7 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 	buf = append(buf, familyHeader("gpuscope_gpus", "GPUs the source sees now.", "gauge")...)
 	buf = appendSample(buf, "gpuscope_gpus", "{", "} ", float64(gpus))
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_lost", "1 while the GPU stopped answering; gpuscope retries it with backoff.", "gauge",
-		func(b []byte, es *entityState) []byte {
+		func(b []byte, es *entityState, labels string) []byte {
 			if es.ent.Kind != source.GPU {
 				return b
 			}
@@ -266,12 +270,14 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 			if es.lost {
 				v = 1
 			}
-			return appendSample(b, "gpuscope_gpu_lost", es.labels, "} ", v)
+			return appendSample(b, "gpuscope_gpu_lost", labels, "} ", v)
 		})
 	p := e.plan
 	buf = appendFamily(buf, e.order, "gpuscope_field_supported", "1 when the GPU serves the field of the counters file, 0 when it cannot; the field is then absent, never 0.", "gauge",
-		func(b []byte, es *entityState) []byte {
-			if es.ent.Kind != source.GPU {
+		func(b []byte, es *entityState, labels string) []byte {
+			// One series per GPU and field, however many copies of the
+			// GPU's series the enrichers ask for.
+			if es.ent.Kind != source.GPU || labels != es.labels[0] {
 				return b
 			}
 			for mi := range p.metrics {
@@ -303,12 +309,14 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 
 // appendFamily writes a family's header and the samples each entity adds,
 // leaving out the header when no entity adds any.
-func appendFamily(buf []byte, order []*entityState, name, help, typ string, each func([]byte, *entityState) []byte) []byte {
+func appendFamily(buf []byte, order []*entityState, name, help, typ string, each func([]byte, *entityState, string) []byte) []byte {
 	mark := len(buf)
 	buf = append(buf, familyHeader(name, help, typ)...)
 	body := len(buf)
 	for _, es := range order {
-		buf = each(buf, es)
+		for _, l := range es.labels {
+			buf = each(buf, es, l)
+		}
 	}
 	if len(buf) == body {
 		return buf[:mark]

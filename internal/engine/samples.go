@@ -172,8 +172,10 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 		if len(series) == 0 {
 			continue
 		}
+		// An entity exported in several copies (one per HPC job) shows the
+		// labels of its first.
 		res.Entities = append(res.Entities, samples.Entity{
-			Key: es.key, Kind: es.ent.Kind.String(), GPU: es.ent.GPU, Labels: parseLabels(es.labels), Series: series,
+			Key: es.key, Kind: es.ent.Kind.String(), GPU: es.ent.GPU, Labels: parseLabels(es.labels[0]), Series: series,
 		})
 	}
 	return res, nil

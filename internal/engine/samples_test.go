@@ -178,7 +178,7 @@ func TestSamplesCarryPodLabels(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 2)
 	assert.Equal(t, "train-0", res.Entities[0].Labels["pod"])
-	assert.Equal(t, "vision", res.Entities[0].Labels["label_team"])
+	assert.Equal(t, "vision", res.Entities[0].Labels["team"])
 	assert.Equal(t, `node "1"`, res.Entities[0].Labels["Hostname"], "escaped label values read back")
 	assert.Empty(t, res.Entities[1].Labels["pod"])
 }

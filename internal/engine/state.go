@@ -2,12 +2,10 @@ package engine
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/gpuevents"
 	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/source"
@@ -121,9 +119,11 @@ func (r *eventRing) clockCounts(since int64, out *[9]int) (sampled bool) {
 type entityState struct {
 	ent source.Entity
 	key string
-	// labels is the label set without the closing brace, `{gpu="0",...`,
-	// so that families with extra labels can append theirs.
-	labels string
+	// labels are the entity's label sets without the closing brace,
+	// `{gpu="0",...`, so that families with extra labels can append theirs.
+	// There is one set per copy of the entity's series: one unless an
+	// enricher gives the entity several rows (HPC jobs sharing a GPU).
+	labels []string
 	// enrichGen is the sum of the enrichers' generations labels was built
 	// with.
 	enrichGen uint64
@@ -215,94 +215,6 @@ func (es *entityState) addClockMask(mask uint64, ts int64, ringCap int) {
 	}
 	es.clockRec.push(event{ts: ts, code: mask}, ringCap)
 	es.clockMask, es.clockSeen = mask, true
-}
-
-// buildLabels renders the identity labels, the label-type fields (taken from
-// the parent GPU for MIG instances and links) and the enrichers' labels.
-func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, enr []enricherLabels) string {
-	var b strings.Builder
-	e := &es.ent
-	b.WriteString(`{gpu="`)
-	b.WriteString(strconv.Itoa(e.GPU))
-	// dcgm-exporter's collectors name the label uuid under -o
-	// (internal/pkg/collector/gpu_collector.go, toMetric).
-	if opts.OldNamespace {
-		b.WriteString(`",uuid="`)
-	} else {
-		b.WriteString(`",UUID="`)
-	}
-	b.WriteString(escapeLabel(e.UUID))
-	b.WriteString(`",pci_bus_id="`)
-	b.WriteString(escapeLabel(e.PCIBusID))
-	b.WriteString(`",device="`)
-	b.WriteString(escapeLabel(e.Device))
-	b.WriteString(`",modelName="`)
-	b.WriteString(escapeLabel(modelName(e.ModelName, opts.ReplaceBlanksInModelName)))
-	if !opts.NoHostname {
-		b.WriteString(`",Hostname="`)
-		b.WriteString(escapeLabel(opts.Hostname))
-	}
-	b.WriteByte('"')
-	if e.GPUInstanceID >= 0 {
-		b.WriteString(`,GPU_I_PROFILE="`)
-		b.WriteString(escapeLabel(e.GPUInstanceProfile))
-		b.WriteString(`",GPU_I_ID="`)
-		b.WriteString(strconv.Itoa(e.GPUInstanceID))
-		b.WriteByte('"')
-	}
-	if e.ComputeInstanceID >= 0 {
-		b.WriteString(`,GPU_CI_ID="`)
-		b.WriteString(strconv.Itoa(e.ComputeInstanceID))
-		b.WriteByte('"')
-	}
-	if e.Switch >= 0 {
-		b.WriteString(`,nvswitch="`)
-		b.WriteString(strconv.Itoa(e.Switch))
-		b.WriteByte('"')
-	}
-	if e.Link >= 0 {
-		b.WriteString(`,nvlink="`)
-		b.WriteString(strconv.Itoa(e.Link))
-		b.WriteByte('"')
-	}
-	text := es.text
-	if parent != nil {
-		text = parent.text
-	}
-	for i, f := range p.labelFields {
-		if i < len(text) && text[i] != "" {
-			b.WriteString(",")
-			b.WriteString(f.Name)
-			b.WriteString(`="`)
-			b.WriteString(escapeLabel(text[i]))
-			b.WriteByte('"')
-		}
-	}
-	for _, el := range enr {
-		vals := el.e.Values(e)
-		for i, name := range el.names {
-			if i < len(vals) && vals[i] != "" {
-				b.WriteString(",")
-				b.WriteString(name)
-				b.WriteString(`="`)
-				b.WriteString(escapeLabel(vals[i]))
-				b.WriteByte('"')
-			}
-		}
-		if xl, ok := el.e.(enrich.ExtraLabeler); ok {
-			for _, l := range xl.ExtraLabels(e) {
-				if l.Value == "" {
-					continue
-				}
-				b.WriteString(",")
-				b.WriteString(l.Name)
-				b.WriteString(`="`)
-				b.WriteString(escapeLabel(l.Value))
-				b.WriteByte('"')
-			}
-		}
-	}
-	return b.String()
 }
 
 // modelName follows dcgm-exporter's getGPUModel

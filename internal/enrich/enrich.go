@@ -42,3 +42,12 @@ type ExtraLabeler interface {
 	// the label budget of a series can be checked up front.
 	MaxExtraLabels() int
 }
+
+// RowValuer is implemented by enrichers that can give an entity several rows
+// of values, one per LabelNames entry each: the entity's series are then
+// exported once per row, as dcgm-exporter copies a GPU's series once per HPC
+// job that holds it. Nil or empty means Values applies. Like Values, the
+// result is read-only and changes only with Generation.
+type RowValuer interface {
+	ValueRows(e *source.Entity) [][]string
+}

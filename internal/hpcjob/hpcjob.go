@@ -108,11 +108,11 @@ func (e *Enricher) LabelNames() []string { return []string{LabelJob} }
 // Generation implements enrich.Enricher.
 func (e *Enricher) Generation() uint64 { return e.gen.Load() }
 
-// Values implements enrich.Enricher. Several jobs on one GPU are joined
-// with ',' in file order, so each series keeps a single identity. A MIG
-// instance without a file of its own takes its GPU's jobs: a job that holds
-// the whole GPU holds its instances.
-func (e *Enricher) Values(ent *source.Entity) []string {
+// jobsOf returns the jobs holding an entity, in file order. A MIG instance
+// reads the file "<gpu>.<gpu instance>", as dcgm-exporter does
+// (internal/pkg/transformation/hpc.go); without one it takes its GPU's jobs: a
+// job that holds the whole GPU holds its instances. NvSwitch links have none.
+func (e *Enricher) jobsOf(ent *source.Entity) []string {
 	m := *e.jobs.Load()
 	if len(m) == 0 || ent == nil || ent.GPU < 0 {
 		return nil
@@ -130,6 +130,30 @@ func (e *Enricher) Values(ent *source.Entity) []string {
 		return m[strconv.Itoa(ent.GPU)]
 	}
 	return nil
+}
+
+// Values implements enrich.Enricher: the first job holding the entity.
+func (e *Enricher) Values(ent *source.Entity) []string {
+	jobs := e.jobsOf(ent)
+	if len(jobs) == 0 {
+		return nil
+	}
+	return jobs[:1]
+}
+
+// ValueRows implements enrich.RowValuer: one row per job, so that a GPU
+// shared by several jobs has one copy of each series per job, as
+// dcgm-exporter's hpcMapper copies each metric per job.
+func (e *Enricher) ValueRows(ent *source.Entity) [][]string {
+	jobs := e.jobsOf(ent)
+	if len(jobs) < 2 {
+		return nil
+	}
+	rows := make([][]string, len(jobs))
+	for i := range jobs {
+		rows[i] = jobs[i : i+1]
+	}
+	return rows
 }
 
 // Run refreshes until ctx ends.
@@ -189,7 +213,7 @@ func (e *Enricher) read() (map[string][]string, error) {
 			continue
 		}
 		if len(jobs) > 0 {
-			out[n] = []string{strings.Join(jobs, ",")}
+			out[n] = jobs
 		}
 	}
 	return out, nil

@@ -51,7 +51,7 @@ func TestValues(t *testing.T) {
 		want []string
 	}{
 		{"one job", gpu(0), []string{"4711"}},
-		{"two jobs joined in file order", gpu(1), []string{"8001,8002"}},
+		{"two jobs: the first", gpu(1), []string{"8001"}},
 		{"MIG instance with its own file", mig(2, 3), []string{"9001"}},
 		{"MIG instance falls back to its GPU", mig(2, 5), []string{"9000"}},
 		{"empty file", gpu(3), nil},
@@ -62,6 +62,10 @@ func TestValues(t *testing.T) {
 			assert.Equal(t, tt.want, e.Values(tt.ent))
 		})
 	}
+	// dcgm-exporter (internal/pkg/transformation/hpc.go) copies a GPU's
+	// metrics once per job in its file.
+	assert.Equal(t, [][]string{{"8001"}, {"8002"}}, e.ValueRows(gpu(1)), "one row per job, in file order")
+	assert.Nil(t, e.ValueRows(gpu(0)), "one job needs no rows")
 	assert.Equal(t, []string{"hpc_job"}, e.LabelNames())
 	require.NoError(t, testutil.CollectAndCompare(e, strings.NewReader(`
 # HELP gpuscope_hpc_job_mapping_files GPU or MIG instance files with at least one job in the mapping directory.

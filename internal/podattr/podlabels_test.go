@@ -48,12 +48,12 @@ func TestExtraLabelsOnlyForTheSinglePodOfADevice(t *testing.T) {
 		gpuPod("ml", "b", "c", "nvidia.com/gpu", uuid1+"::1"),
 		gpuPod("ml", "mig", "infer", "nvidia.com/mig-1g.10gb", mig0),
 	}
-	team := []enrich.Label{{Name: "label_team", Value: "vision"}}
+	team := []enrich.Label{{Name: "team", Value: "vision"}}
 	labels := &staticLabels{pods: map[string][]enrich.Label{
 		"ml/train-0": team,
-		"ml/a":       {{Name: "label_team", Value: "a"}},
-		"ml/b":       {{Name: "label_team", Value: "b"}},
-		"ml/mig":     {{Name: "label_team", Value: "inference"}},
+		"ml/a":       {{Name: "team", Value: "a"}},
+		"ml/b":       {{Name: "team", Value: "b"}},
+		"ml/mig":     {{Name: "team", Value: "inference"}},
 	}}
 	srv := startKubelet(t, pods)
 	e, _ := newEnricher(t, Config{Socket: srv.Socket(), PodLabels: labels})
@@ -68,7 +68,7 @@ func TestExtraLabelsOnlyForTheSinglePodOfADevice(t *testing.T) {
 	}{
 		{"exclusive GPU", gpuEntity(0, uuid0), team},
 		{"its NVLink", nvlink, team},
-		{"MIG instance", migEntity(2, uuid2, mig0, 3), []enrich.Label{{Name: "label_team", Value: "inference"}}},
+		{"MIG instance", migEntity(2, uuid2, mig0, 3), []enrich.Label{{Name: "team", Value: "inference"}}},
 		{"GPU shared by two pods", gpuEntity(1, uuid1), nil},
 		{"GPU of no pod", gpuEntity(3, "GPU-00000000-0000-4000-8000-000000000003"), nil},
 		{"no entity", nil, nil},
@@ -80,9 +80,9 @@ func TestExtraLabelsOnlyForTheSinglePodOfADevice(t *testing.T) {
 	}
 
 	gen := e.Generation()
-	labels.set("ml/train-0", []enrich.Label{{Name: "label_team", Value: "speech"}})
+	labels.set("ml/train-0", []enrich.Label{{Name: "team", Value: "speech"}})
 	assert.NotEqual(t, gen, e.Generation(), "a change of an attributed pod's labels must invalidate cached label strings")
-	assert.Equal(t, []enrich.Label{{Name: "label_team", Value: "speech"}}, e.ExtraLabels(gpuEntity(0, uuid0)))
+	assert.Equal(t, []enrich.Label{{Name: "team", Value: "speech"}}, e.ExtraLabels(gpuEntity(0, uuid0)))
 }
 
 func TestNoExtraLabelsWithoutASource(t *testing.T) {

@@ -23,13 +23,16 @@ import (
 // deadline is generous: the machine running the tests may be loaded.
 const deadline = 15 * time.Second
 
+// The names are dcgm-exporter's: the key with [^a-zA-Z0-9_] replaced by '_'
+// (internal/pkg/utils/utils.go, SanitizeLabelName), no prefix.
 func TestSanitizeName(t *testing.T) {
 	tests := []struct{ key, want string }{
-		{"team", "label_team"},
-		{"app.kubernetes.io/name", "label_app_kubernetes_io_name"},
-		{"example.com/cost-center", "label_example_com_cost_center"},
-		{"Tier_2", "label_Tier_2"},
-		{"ünïcode", "label__n_code"},
+		{"2fa", "_2fa"},
+		{"team", "team"},
+		{"app.kubernetes.io/name", "app_kubernetes_io_name"},
+		{"example.com/cost-center", "example_com_cost_center"},
+		{"Tier_2", "Tier_2"},
+		{"ünïcode", "_n_code"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -52,7 +55,7 @@ func TestSelectLabels(t *testing.T) {
 			name:   "only keys the allowlist matches, sorted",
 			allow:  `team|app\.kubernetes\.io/.*`,
 			labels: map[string]string{"team": "vision", "app.kubernetes.io/name": "trainer", "pod-template-hash": "abc", "teams": "x"},
-			want:   []enrich.Label{{Name: "label_app_kubernetes_io_name", Value: "trainer"}, {Name: "label_team", Value: "vision"}},
+			want:   []enrich.Label{{Name: "app_kubernetes_io_name", Value: "trainer"}, {Name: "team", Value: "vision"}},
 		},
 		{
 			name:   "the allowlist matches the whole key",
@@ -63,15 +66,15 @@ func TestSelectLabels(t *testing.T) {
 			name:       "keys that sanitise alike keep the first by sorted key",
 			allow:      `.*`,
 			labels:     map[string]string{"a.b": "dot", "a-b": "dash", "a_b": "underscore"},
-			want:       []enrich.Label{{Name: "label_a_b", Value: "dash"}},
-			collisions: map[string][]string{"label_a_b": {"a-b", "a.b", "a_b"}},
+			want:       []enrich.Label{{Name: "a_b", Value: "dash"}},
+			collisions: map[string][]string{"a_b": {"a-b", "a.b", "a_b"}},
 		},
 		{
 			name:      "at most max labels per pod",
 			allow:     `k.`,
 			max:       2,
 			labels:    map[string]string{"k3": "3", "k1": "1", "k2": "2"},
-			want:      []enrich.Label{{Name: "label_k1", Value: "1"}, {Name: "label_k2", Value: "2"}},
+			want:      []enrich.Label{{Name: "k1", Value: "1"}, {Name: "k2", Value: "2"}},
 			truncated: true,
 		},
 		{
@@ -211,7 +214,7 @@ func TestWatchFollowsThePodsOfTheNode(t *testing.T) {
 	srv.Set(apiservertest.Pod{Namespace: "kube-system", Name: "plain", Node: "node-a", Labels: map[string]string{"k8s-app": "dns"}})
 	h := start(t, srv, Config{})
 
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_app_kubernetes_io_name", Value: "trainer"}, {Name: "label_team", Value: "vision"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "app_kubernetes_io_name", Value: "trainer"}, {Name: "team", Value: "vision"}})
 	h.waitUp(t, true)
 	// The labels show as soon as the LIST is read; the WATCH follows it.
 	h.waitWatching(t)
@@ -230,12 +233,12 @@ func TestWatchFollowsThePodsOfTheNode(t *testing.T) {
 	gen := h.w.Generation()
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a",
 		Labels: map[string]string{"team": "speech", "app.kubernetes.io/name": "trainer"}})
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_app_kubernetes_io_name", Value: "trainer"}, {Name: "label_team", Value: "speech"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "app_kubernetes_io_name", Value: "trainer"}, {Name: "team", Value: "speech"}})
 	assert.Greater(t, h.w.Generation(), gen, "MODIFIED changes the generation")
 	assert.Empty(t, srv.Requests()[len(reqs):], "an event needs no new request")
 
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "eval-1", Node: "node-a", Labels: map[string]string{"team": "eval"}})
-	h.waitLabels(t, "ml", "eval-1", []enrich.Label{{Name: "label_team", Value: "eval"}})
+	h.waitLabels(t, "ml", "eval-1", []enrich.Label{{Name: "team", Value: "eval"}})
 
 	gen = h.w.Generation()
 	srv.Bookmark()
@@ -247,7 +250,7 @@ func TestWatchFollowsThePodsOfTheNode(t *testing.T) {
 	// forces.
 	srv.SetQuietly(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a", Labels: map[string]string{"team": "missed"}})
 	srv.Expire()
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "missed"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "missed"}})
 	h.waitUp(t, true)
 	h.waitWatching(t)
 	lists := 0
@@ -271,7 +274,7 @@ func TestWatchEndedByTheServerResumesWithoutAList(t *testing.T) {
 	h := start(t, srv, Config{WatchTimeout: time.Second})
 	h.waitUp(t, true)
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a", Labels: map[string]string{"team": "speech"}})
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "speech"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "speech"}})
 
 	var watches []apiservertest.Request
 	require.Eventually(t, func() bool {
@@ -302,7 +305,7 @@ func TestTokenIsReadOnEveryConnection(t *testing.T) {
 	srv.SetToken("token-2")
 	srv.Expire()
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a", Labels: map[string]string{"team": "rotated"}})
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "rotated"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "rotated"}})
 	reqs := srv.Requests()
 	assert.Equal(t, "token-2", reqs[len(reqs)-1].Token)
 	assert.Equal(t, 0.0, metric(t, h.w, "gpuscope_kubernetes_pod_labels_api_errors_total"), "the new token was read before the first request that needed it")
@@ -330,7 +333,7 @@ func TestUnauthorizedIsAnErrorUntilTheTokenIsGood(t *testing.T) {
 	assert.Contains(t, msg, "get, list and watch on pods")
 
 	srv.SetToken("token-1")
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "vision"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "vision"}})
 	h.waitUp(t, true)
 }
 
@@ -338,7 +341,7 @@ func TestServerGoingAwayKeepsTheLastLabels(t *testing.T) {
 	srv := apiservertest.Start(t)
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a", Labels: map[string]string{"team": "vision"}})
 	h := start(t, srv, Config{})
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "vision"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "vision"}})
 	h.waitUp(t, true)
 
 	srv.Stop()
@@ -346,13 +349,13 @@ func TestServerGoingAwayKeepsTheLastLabels(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return metric(t, h.w, "gpuscope_kubernetes_pod_labels_api_errors_total") >= 2
 	}, deadline, 10*time.Millisecond, "reconnects are retried")
-	assert.Equal(t, []enrich.Label{{Name: "label_team", Value: "vision"}}, h.w.Labels("ml", "train-0"), "the last known labels stay")
+	assert.Equal(t, []enrich.Label{{Name: "team", Value: "vision"}}, h.w.Labels("ml", "train-0"), "the last known labels stay")
 	assert.Equal(t, 0.0, metric(t, h.w, "gpuscope_kubernetes_pod_labels_up"))
 	assert.Equal(t, 1, h.logged(logrus.WarnLevel, "serving the last known labels"))
 
 	srv.SetQuietly(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-a", Labels: map[string]string{"team": "after"}})
 	require.NoError(t, srv.Restart())
-	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "label_team", Value: "after"}})
+	h.waitLabels(t, "ml", "train-0", []enrich.Label{{Name: "team", Value: "after"}})
 	h.waitUp(t, true)
 	assert.Equal(t, 1, h.logged(logrus.InfoLevel, "answers again"))
 }
@@ -378,7 +381,7 @@ func TestBoundsArePerNodeAndPerPod(t *testing.T) {
 	require.Len(t, kept, 2)
 	srv.Delete("ml", kept[0])
 	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "d", Node: "node-a", Labels: map[string]string{"team": "d2"}})
-	h.waitLabels(t, "ml", "d", []enrich.Label{{Name: "label_team", Value: "d2"}})
+	h.waitLabels(t, "ml", "d", []enrich.Label{{Name: "team", Value: "d2"}})
 	assert.Equal(t, 2.0, metric(t, h.w, "gpuscope_kubernetes_pod_labels_pods"))
 	assert.Equal(t, 1, h.logged(logrus.WarnLevel, "than the bound"), "logged once")
 }
@@ -390,7 +393,7 @@ func TestCollisionsAndLabelBoundAreLoggedOnce(t *testing.T) {
 			Labels: map[string]string{"team.x": "dot", "team-x": "dash", "k1": "1", "k2": "2", "z1": "over"}})
 	}
 	h := start(t, srv, Config{Allowlist: allow(`team.x|k.|z.`), MaxLabelsPerPod: 3})
-	want := []enrich.Label{{Name: "label_k1", Value: "1"}, {Name: "label_k2", Value: "2"}, {Name: "label_team_x", Value: "dash"}}
+	want := []enrich.Label{{Name: "k1", Value: "1"}, {Name: "k2", Value: "2"}, {Name: "team_x", Value: "dash"}}
 	h.waitLabels(t, "ml", "a", want)
 	h.waitLabels(t, "ml", "b", want)
 	assert.Equal(t, 1, h.logged(logrus.WarnLevel, "sanitise to the same label name"))

@@ -9,18 +9,17 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich"
 )
 
-// LabelPrefix starts every label name copied from a pod, as in
-// kube-state-metrics' kube_pod_labels, so the names never collide with the
-// identity labels or with pod, namespace and container.
-const LabelPrefix = "label_"
-
 // SanitizeName turns a Kubernetes label key into a Prometheus label name the
-// way kube-state-metrics does: LabelPrefix, then the key with every
-// character outside [a-zA-Z0-9_] replaced by '_'.
+// way dcgm-exporter does (internal/pkg/utils/utils.go, SanitizeLabelName, used
+// by internal/pkg/transformation/kubernetes.go): the key itself, with every
+// character outside [a-zA-Z0-9_] replaced by '_'. A key starting with a digit,
+// which would not be a valid label name, gets a leading '_'.
 func SanitizeName(key string) string {
 	var b strings.Builder
-	b.Grow(len(LabelPrefix) + len(key))
-	b.WriteString(LabelPrefix)
+	b.Grow(len(key) + 1)
+	if key != "" && key[0] >= '0' && key[0] <= '9' {
+		b.WriteByte('_')
+	}
 	for _, r := range key {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':

@@ -70,7 +70,7 @@ func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
 	go func() { _ = pa.Run(ctx) }()
 	go func() { _ = watcher.Run(ctx) }()
 
-	// teamOf returns the label_team of each GPU's DCGM_FI_DEV_GPU_TEMP series.
+	// teamOf returns the the team label of each GPU's DCGM_FI_DEV_GPU_TEMP series.
 	teamOf := func() map[string]string {
 		out := map[string]string{}
 		mf := parse(t, e.Render(nil))["DCGM_FI_DEV_GPU_TEMP"]
@@ -78,20 +78,20 @@ func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
 			return out
 		}
 		for _, m := range mf.Metric {
-			out[labelOf(m, "gpu")] = labelOf(m, "label_team")
-			assert.Empty(t, labelOf(m, "label_pod_template_hash"), "a key outside the allowlist")
+			out[labelOf(m, "gpu")] = labelOf(m, "team")
+			assert.Empty(t, labelOf(m, "pod_template_hash"), "a key outside the allowlist")
 		}
 		return out
 	}
 	require.Eventually(t, func() bool {
 		got := teamOf()
 		return got["0"] == "vision" && len(got) == 2
-	}, 20*time.Second, 50*time.Millisecond, "GPU 0 series carry label_team of its pod")
+	}, 20*time.Second, 50*time.Millisecond, "GPU 0 series carry the team label of its pod")
 	assert.Equal(t, "", teamOf()["1"], "GPU 1 belongs to no pod")
 	assert.Contains(t, string(e.Render(nil)), `pod="train-0"`)
 
 	api.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-1", Labels: map[string]string{"team": "speech"}})
 	require.Eventually(t, func() bool { return teamOf()["0"] == "speech" }, 20*time.Second, 50*time.Millisecond,
 		"a label change reaches the exposition")
-	assert.False(t, strings.Contains(string(e.Render(nil)), `label_team="vision"`))
+	assert.False(t, strings.Contains(string(e.Render(nil)), `team="vision"`))
 }
