@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/clock"
 )
 
 // DefaultHostenginePort is nv-hostengine's TCP port.
@@ -31,6 +33,9 @@ type Config struct {
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 	Log            logrus.FieldLogger
+	// Clock times the reconnect backoff and stamps health results; the
+	// wall clock when nil. Tests share a fake one with dcgmfake.
+	Clock clock.Clock
 }
 
 // minKeepAge is the least time the host engine keeps samples.
@@ -64,6 +69,7 @@ func (c *Config) withDefaults() Config {
 			out.BackoffMax = out.BackoffInitial
 		}
 	}
+	out.Clock = clock.Or(out.Clock)
 	if out.Log == nil {
 		out.Log = logrus.StandardLogger()
 	}

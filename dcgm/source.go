@@ -695,7 +695,7 @@ func (s *Source) collectHealth(sink source.Sink) error {
 		}
 		source.SetHealth(r, source.HealthResult{Watch: HealthWatchName(in.System), ErrorCode: HealthErrorName(in.Code), Result: in.Result})
 	}
-	now := time.Now().UnixNano()
+	now := s.cfg.Clock.Now().UnixNano()
 	for _, g := range c.gpus {
 		sink.Health(c.gpuEnt[g.ID], now, results[g.ID])
 	}
@@ -726,12 +726,12 @@ func (s *Source) reconnectLoop() {
 		// Jitter of +-20% keeps many exporters from reconnecting in step
 		// after a shared host engine restarts.
 		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
-		t := time.NewTimer(d)
+		t := s.cfg.Clock.NewTimer(d)
 		select {
 		case <-s.stop:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if s.tryReconnect(attempt) {
 			return

@@ -16,6 +16,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
+	timesource "github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
@@ -56,12 +57,17 @@ type Config struct {
 	EventWait time.Duration
 	// XIDQueue caps the XID events kept between collections. Default 1024.
 	XIDQueue int
+	// Clock stamps samples and schedules the retries of lost GPUs and the
+	// process refreshes; the wall clock when nil. A read's timeout is
+	// always wall time: it waits on the hardware.
+	Clock timesource.Clock
 }
 
 func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
+	c.Clock = timesource.Or(c.Clock)
 	setDur := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -254,13 +260,13 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	g, gen := s.groups[group], s.gen
 	s.mu.Unlock()
 
-	now := time.Now()
-	deadline := now.Add(s.cfg.ReadTimeout)
+	now := s.cfg.Clock.Now()
+	timeout := s.cfg.ReadTimeout
 	if g.Interval > 0 {
-		deadline = now.Add(g.Interval)
+		timeout = g.Interval
 	}
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
 	}
 
 	results := make(chan *result, len(s.devices))
@@ -285,7 +291,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 
 	got := make([]*result, len(s.devices))
-	timer := time.NewTimer(time.Until(deadline))
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 wait:
 	for pending > 0 {
@@ -304,7 +310,7 @@ wait:
 		case got[i] != nil:
 			got[i].apply(sink)
 		case started[i]:
-			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w after %s", d.index, ErrReadTimeout, deadline.Sub(now)))
+			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w after %s", d.index, ErrReadTimeout, timeout))
 		}
 	}
 	for _, f := range g.Fields {

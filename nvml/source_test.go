@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	timesource "github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source"
@@ -285,7 +286,8 @@ func TestLostGPUIsSkippedAndRecovers(t *testing.T) {
 
 func TestLostGPURetryBacksOff(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
-	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 200 * time.Millisecond, EventWait: 20 * time.Millisecond})
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 200 * time.Millisecond, EventWait: 20 * time.Millisecond, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.GPUTemp)}}))
@@ -295,9 +297,18 @@ func TestLostGPURetryBacksOff(t *testing.T) {
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
 	}
 	assert.Empty(t, f.DeviceGetHandleByUUIDCalls(), "no retry before the backoff elapsed")
-	time.Sleep(250 * time.Millisecond)
+	clk.Add(199 * time.Millisecond)
 	require.NoError(t, s.Collect(context.Background(), 0, sink))
-	assert.Len(t, f.DeviceGetHandleByUUIDCalls(), 1)
+	assert.Empty(t, f.DeviceGetHandleByUUIDCalls(), "no retry a millisecond before the backoff ends")
+	clk.Add(time.Millisecond)
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	assert.Len(t, f.DeviceGetHandleByUUIDCalls(), 1, "one retry when the backoff ends")
+	clk.Add(399 * time.Millisecond)
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	assert.Len(t, f.DeviceGetHandleByUUIDCalls(), 1, "the failed retry doubled the backoff")
+	clk.Add(time.Millisecond)
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	assert.Len(t, f.DeviceGetHandleByUUIDCalls(), 2)
 }
 
 func TestSlowGPUDoesNotStallOthers(t *testing.T) {

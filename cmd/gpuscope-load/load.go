@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/gpuscope/gpuscope/clock"
 )
 
 // maxLatencies bounds the latencies kept for the percentiles. Beyond it the
@@ -138,10 +140,11 @@ func checkLoopback(raw string) (*url.URL, error) {
 }
 
 // scrapeLoop scrapes target until ctx ends, pausing pause between scrapes
-// (0: back to back). A scrape cut short by the end of the run is not counted.
-func scrapeLoop(ctx context.Context, client *http.Client, target string, pause time.Duration, rec *recorder) {
+// (0: back to back), and times each scrape on clk. A scrape cut short by the
+// end of the run is not counted.
+func scrapeLoop(ctx context.Context, client *http.Client, target string, pause time.Duration, rec *recorder, clk clock.Clock) {
 	for ctx.Err() == nil {
-		start := time.Now()
+		start := clk.Now()
 		n, err := scrapeOnce(ctx, client, target)
 		switch {
 		case ctx.Err() != nil:
@@ -149,7 +152,7 @@ func scrapeLoop(ctx context.Context, client *http.Client, target string, pause t
 		case err != nil:
 			rec.fail(err)
 		default:
-			rec.ok(time.Since(start), n)
+			rec.ok(clk.Now().Sub(start), n)
 		}
 		if pause > 0 {
 			select {
@@ -181,9 +184,10 @@ func scrapeOnce(ctx context.Context, client *http.Client, target string) (int64,
 	return n, nil
 }
 
-// runLoad starts c scrapers against target for d and returns their stats.
-// With gz the scrapers ask for gzip and decompress, as Prometheus does.
-func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.Duration, gz bool) loadStats {
+// runLoad starts c scrapers against target for d and returns their stats;
+// clk times each scrape. With gz the scrapers ask for gzip and decompress,
+// as Prometheus does.
+func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.Duration, gz bool, clk clock.Clock) loadStats {
 	rec := newRecorder(maxLatencies)
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -196,7 +200,7 @@ func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.D
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scrapeLoop(ctx, client, target, pause, rec)
+			scrapeLoop(ctx, client, target, pause, rec, clk)
 		}()
 	}
 	wg.Wait()

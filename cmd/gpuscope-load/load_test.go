@@ -16,6 +16,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/clock"
 )
 
 func TestPercentile(t *testing.T) {
@@ -112,6 +114,7 @@ func TestParseFlagsRejectsBadRuns(t *testing.T) {
 
 func TestRunLoadCountsScrapesAndErrors(t *testing.T) {
 	var n atomic.Int64
+	clk := clock.NewFake(time.Unix(1_750_000_000, 0))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		// Every fourth scrape fails, so errors are counted apart from the
 		// latencies.
@@ -119,11 +122,12 @@ func TestRunLoadCountsScrapesAndErrors(t *testing.T) {
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		// Each answer takes 2ms of the scrapers' clock.
+		clk.Add(2 * time.Millisecond)
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
-	st := runLoad(context.Background(), srv.URL, 4, 300*time.Millisecond, 0, time.Second, false)
+	st := runLoad(context.Background(), srv.URL, 4, 300*time.Millisecond, 0, time.Second, false, clk)
 	require.Greater(t, st.scrapes, uint64(20))
 	assert.Equal(t, 4, st.concurrency)
 	assert.InDelta(t, float64(st.scrapes)/3, float64(st.errors), float64(st.scrapes)/6+2, "about one scrape in four fails")
@@ -140,7 +144,7 @@ func TestRunLoadHonoursThePause(t *testing.T) {
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
-	st := runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second, true)
+	st := runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second, true, clock.Real)
 	// Two scrapers, each scraping then pausing 100ms, for 450ms: 4 or 5
 	// scrapes each.
 	assert.InDelta(t, 9, float64(st.scrapes), 1.5)

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/clock"
 )
 
 // maxDuration bounds a run, so a typo cannot leave load running for days.
@@ -135,7 +137,7 @@ func run(ctx context.Context, cfg config, log *logrus.Entry) (string, error) {
 	}
 	var ls loadStats
 	if cfg.concurrency > 0 {
-		ls = runLoad(ctx, cfg.url, cfg.concurrency, cfg.duration, cfg.pause, cfg.timeout, cfg.gzip)
+		ls = runLoad(ctx, cfg.url, cfg.concurrency, cfg.duration, cfg.pause, cfg.timeout, cfg.gzip, clock.Real)
 	}
 	wg.Wait()
 	if procErr != nil {

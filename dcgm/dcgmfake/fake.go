@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 )
@@ -45,7 +46,7 @@ type Fake struct {
 	pauseErr   error
 	incidents  []dcgm.HealthIncident
 	gen        GenFunc
-	now        func() time.Time
+	clock      clock.Clock
 
 	running   bool
 	connected bool
@@ -112,8 +113,10 @@ func WithSwitches(ids []uint, links []dcgm.LinkInfo) Option {
 // WithProfiling sets the profiling fields each GPU supports.
 func WithProfiling(m map[uint][]uint16) Option { return func(f *Fake) { f.profFields = m } }
 
-// WithClock sets the clock the host engine samples on; time.Now by default.
-func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+// WithClock sets the clock the fake host engine samples on; the wall clock
+// by default. Give the source the same clock, and a test decides when
+// samples are taken by moving it.
+func WithClock(c clock.Clock) Option { return func(f *Fake) { f.clock = clock.Or(c) } }
 
 // WithGen sets the value generator.
 func WithGen(g GenFunc) Option { return func(f *Fake) { f.gen = g } }
@@ -127,7 +130,7 @@ func New(opts ...Option) *Fake {
 		},
 		profFields: map[uint][]uint16{},
 		gen:        DefaultGen,
-		now:        time.Now,
+		clock:      clock.Real,
 		running:    true,
 		next:       1,
 	}
@@ -213,13 +216,16 @@ func (f *Fake) Inject(e dcgm.EntityRef, field uint16, v dcgm.Value) {
 	}
 	// Samples due before now come first, as the host engine takes them.
 	f.sample()
-	ts := f.now().UnixMicro()
+	ts := f.clock.Now().UnixMicro()
 	if n := len(s.samples); n > 0 && s.samples[n-1].TS >= ts {
 		ts = s.samples[n-1].TS + 1
 	}
 	v.Entity, v.FieldID, v.TS = e, field, ts
 	s.append(v, ts)
 }
+
+// Clock returns the clock the fake samples on.
+func (f *Fake) Clock() clock.Clock { return f.clock }
 
 // Paused reports whether profiling is paused.
 func (f *Fake) Paused() bool {
@@ -441,7 +447,7 @@ func (f *Fake) WatchFields(group, fieldGroup dcgm.Handle, updateFreq, maxKeepAge
 	})
 	// DCGM takes the first sample as the watch starts (go-dcgm forces an
 	// update after dcgmWatchFields), so the watch begins one period back.
-	now := f.now().UnixMicro()
+	now := f.clock.Now().UnixMicro()
 	f.watches = append(f.watches, &watch{group: group, fieldGroup: fieldGroup, freq: updateFreq, keepAge: maxKeepAge, keepSamples: maxKeepSamples, last: now - updateFreq.Microseconds()})
 	for _, e := range ents {
 		for _, id := range fields {
@@ -459,7 +465,7 @@ func (f *Fake) WatchFields(group, fieldGroup dcgm.Handle, updateFreq, maxKeepAge
 
 // sample generates the samples every watch has taken up to now.
 func (f *Fake) sample() {
-	now := f.now().UnixMicro()
+	now := f.clock.Now().UnixMicro()
 	for _, w := range f.watches {
 		step := w.freq.Microseconds()
 		if step <= 0 {

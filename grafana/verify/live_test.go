@@ -79,21 +79,35 @@ func start(t *testing.T, name string, dir string, args ...string) {
 	})
 }
 
+// pollUntil checks cond every period until it holds or within passes, and
+// reports whether it held.
+func pollUntil(within, period time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
+}
+
 func waitHTTP(t *testing.T, u string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	ok := pollUntil(within, 250*time.Millisecond, func() bool {
 		resp, err := http.Get(u)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(250 * time.Millisecond)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ok {
+		t.Fatalf("%s did not answer 200 within %s", u, within)
 	}
-	t.Fatalf("%s did not answer 200 within %s", u, within)
 }
 
 func gpuscopeBinary(t *testing.T) string {
@@ -293,23 +307,26 @@ scrape_configs:
 	waitHTTP(t, "http://"+promAddr+"/-/ready", 30*time.Second)
 	c := promClient{base: "http://" + promAddr}
 
-	// Wait for the rules to have run on data, then long enough for rates
-	// over a minute to have several samples to work with.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		res, err := c.query("node_model:gpuscope_gpus:count")
-		if err == nil && len(res) > 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "recording rules produced nothing within a minute (last error: %v)", err)
-		time.Sleep(time.Second)
-	}
-	time.Sleep(15 * time.Second)
+	// Rules and rates need a few scrapes and evaluations before they have
+	// data: check until every rule and query answers, or a minute and a
+	// half has passed, and report what still did not.
+	var problems []string
+	var nrules, checked int
+	pollUntil(90*time.Second, 2*time.Second, func() bool {
+		problems, nrules, checked = checkRulesAndDashboards(t, c)
+		return len(problems) == 0
+	})
+	t.Logf("checked %d rules and %d dashboard queries", nrules, checked)
+	require.Empty(t, problems, "%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+}
 
+// checkRulesAndDashboards runs every recording rule and every dashboard
+// query against Prometheus and lists the ones without data, with the
+// number of rules and queries checked.
+func checkRulesAndDashboards(t *testing.T, c promClient) (problems []string, nrules, checked int) {
 	rules, err := c.rules()
 	require.NoError(t, err)
 	require.NotEmpty(t, rules)
-	var problems []string
 	for _, r := range rules {
 		if r.Health != "ok" {
 			problems = append(problems, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
@@ -333,7 +350,6 @@ scrape_configs:
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	checked := 0
 	for _, name := range names {
 		qs, vs, err := dash.Extract(files[name])
 		require.NoError(t, err)
@@ -347,7 +363,6 @@ scrape_configs:
 			}
 			vars[v.Name] = vals[0]
 		}
-		t.Logf("%s: variables %v", name, vars)
 		for _, q := range qs {
 			expr := substitute(q.Expr, vars)
 			res, err := c.query(expr)
@@ -360,6 +375,5 @@ scrape_configs:
 			}
 		}
 	}
-	t.Logf("checked %d rules and %d dashboard queries", len(rules), checked)
-	require.Empty(t, problems, "%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+	return problems, len(rules), checked
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -37,12 +38,18 @@ func WithProbe(initial, max time.Duration) Option {
 	return func(a *Auto) { a.probeInitial, a.probeMax = initial, max }
 }
 
+// WithClock sets the clock that times the probes; the wall clock by default.
+func WithClock(c clock.Clock) Option {
+	return func(a *Auto) { a.clock = clock.Or(c) }
+}
+
 // Auto is the auto source.
 type Auto struct {
 	dcgmCtor, nvmlCtor Ctor
 	log                logrus.FieldLogger
 
 	probeInitial, probeMax time.Duration
+	clock                  clock.Clock
 
 	// mu guards the fields below. Collect holds it for reading while it
 	// reads the active backend, so a switch never closes a backend under
@@ -77,7 +84,7 @@ func New(dcgmCtor, nvmlCtor Ctor, log logrus.FieldLogger, opts ...Option) (*Auto
 	}
 	a := &Auto{
 		dcgmCtor: dcgmCtor, nvmlCtor: nvmlCtor, log: log.WithField("source", "auto"),
-		probeInitial: 5 * time.Second, probeMax: time.Minute, stop: make(chan struct{}),
+		probeInitial: 5 * time.Second, probeMax: time.Minute, clock: clock.Real, stop: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(a)
@@ -188,12 +195,12 @@ func (a *Auto) probeLoop() {
 	wait := a.probeInitial
 	for {
 		d := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
-		t := time.NewTimer(d)
+		t := a.clock.NewTimer(d)
 		select {
 		case <-a.stop:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if a.probe() {
 			wait = a.probeInitial

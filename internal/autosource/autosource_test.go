@@ -3,6 +3,7 @@ package autosource_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,12 +15,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/autosource"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -29,16 +32,17 @@ const nvmlValue = 1e6
 
 // fakeNVML is a pull source that sees the same GPUs as dcgmfake's default.
 type fakeNVML struct {
+	clk      clock.Clock
 	mu       sync.Mutex
 	entities []*source.Entity
 	watched  []source.Group
 	closed   bool
 }
 
-func newFakeNVML() *fakeNVML {
+func newFakeNVML(clk clock.Clock) *fakeNVML {
 	g0 := source.NewGPU(0, "GPU-00000000-0000-0000-0000-000000000000", "00000000:07:00.0", "NVIDIA H100 80GB HBM3")
 	g1 := source.NewGPU(1, "GPU-11111111-1111-1111-1111-111111111111", "00000000:0F:00.0", "NVIDIA H100 80GB HBM3")
-	return &fakeNVML{entities: []*source.Entity{&g0, &g1}}
+	return &fakeNVML{clk: clock.Or(clk), entities: []*source.Entity{&g0, &g1}}
 }
 
 func (n *fakeNVML) Name() string { return "nvml" }
@@ -58,7 +62,7 @@ func (n *fakeNVML) Collect(_ context.Context, group int, sink source.Sink) error
 	if group >= len(n.watched) {
 		return errors.New("nvml: group not watched")
 	}
-	now := time.Now().UnixNano()
+	now := n.clk.Now().UnixNano()
 	for _, e := range n.entities {
 		for _, f := range n.watched[group].Fields {
 			sink.Value(e, f.ID, now, nvmlValue)
@@ -75,14 +79,22 @@ func (n *fakeNVML) Close() error {
 }
 
 type ctors struct {
+	// clk drives the fake host engine, the DCGM source's reconnect
+	// backoff and the auto source's probes.
+	clk       *clock.Fake
 	fake      *dcgmfake.Fake
 	nvmlErr   error
 	nvmlOpens atomic.Int32
 }
 
+func newCtors() *ctors {
+	clk := clock.NewFake(time.Unix(1_750_000_000, 0))
+	return &ctors{clk: clk, fake: dcgmfake.New(dcgmfake.WithClock(clk))}
+}
+
 func (c *ctors) dcgm() (source.Source, error) {
 	l, _ := test.NewNullLogger()
-	return dcgm.New(c.fake, dcgm.Config{Window: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l})
+	return dcgm.New(c.fake, dcgm.Config{Window: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l, Clock: c.clk})
 }
 
 func (c *ctors) nvml() (source.Source, error) {
@@ -90,7 +102,7 @@ func (c *ctors) nvml() (source.Source, error) {
 		return nil, c.nvmlErr
 	}
 	c.nvmlOpens.Add(1)
-	return newFakeNVML(), nil
+	return newFakeNVML(c.clk), nil
 }
 
 var groups = []source.Group{{Interval: 10 * time.Millisecond, Fields: []counters.Field{{ID: fieldid.GPUTemp, Name: "DCGM_FI_DEV_GPU_TEMP", Type: counters.Gauge}}}}
@@ -98,49 +110,52 @@ var groups = []source.Group{{Interval: 10 * time.Millisecond, Fields: []counters
 func newAuto(t *testing.T, c *ctors) (*autosource.Auto, *test.Hook) {
 	t.Helper()
 	l, hook := test.NewNullLogger()
-	a, err := autosource.New(c.dcgm, c.nvml, l, autosource.WithProbe(5*time.Millisecond, 20*time.Millisecond))
+	a, err := autosource.New(c.dcgm, c.nvml, l, autosource.WithProbe(5*time.Millisecond, 20*time.Millisecond), autosource.WithClock(c.clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	require.NoError(t, a.Watch(groups))
 	return a, hook
 }
 
-// collectFrom collects until a sample from the wanted backend arrives and
-// returns the keys of the entities it came from.
-func collectFrom(t *testing.T, a *autosource.Auto, fromNVML bool) map[string]bool {
+// collectFrom collects, moving the clock 2 ms between reads, until a sample
+// from the wanted backend arrives and returns the keys of the entities it
+// came from. Switches happen on the auto source's probe goroutine, which
+// the clock wakes; collectFrom waits for them.
+func collectFrom(t *testing.T, c *ctors, a *autosource.Auto, fromNVML bool) map[string]bool {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		require.True(t, time.Now().Before(deadline), "no sample from the wanted backend (nvml=%v); active %s", fromNVML, a.Status().Active)
+	var keys map[string]bool
+	testwait.For(t, fmt.Sprintf("a sample from the wanted backend (nvml=%v)", fromNVML), func() bool {
 		rec := &dcgmfake.Recorder{}
 		err := a.Collect(context.Background(), 0, rec)
-		keys := map[string]bool{}
+		keys = map[string]bool{}
 		for _, v := range rec.Values(fieldid.GPUTemp) {
 			if (v.V == nvmlValue) == fromNVML {
 				keys[v.Key] = true
 			}
 		}
 		if err == nil && len(keys) == 2 {
-			return keys
+			return true
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		c.clk.Add(2 * time.Millisecond)
+		return false
+	})
+	return keys
 }
 
 func TestDCGMPreferredAtStart(t *testing.T) {
-	c := &ctors{fake: dcgmfake.New()}
+	c := newCtors()
 	a, hook := newAuto(t, c)
 	assert.Equal(t, "auto", a.Name())
 	st := a.Status()
 	assert.Equal(t, autosource.DCGM, st.Active)
 	assert.True(t, st.Up)
-	collectFrom(t, a, false)
+	collectFrom(t, c, a, false)
 	assert.Zero(t, c.nvmlOpens.Load(), "NVML is opened only when needed")
 	assert.Contains(t, hook.AllEntries()[0].Message, "using DCGM")
 }
 
 func TestNVMLAtStartThenDCGMWhenItAnswers(t *testing.T) {
-	c := &ctors{fake: dcgmfake.New()}
+	c := newCtors()
 	c.fake.Refuse(dcgm.ErrLibraryMissing)
 	a, hook := newAuto(t, c)
 	assert.Equal(t, autosource.NVML, a.Status().Active)
@@ -149,18 +164,19 @@ func TestNVMLAtStartThenDCGMWhenItAnswers(t *testing.T) {
 	assert.Equal(t, logrus.WarnLevel, entry.Level)
 	assert.Contains(t, entry.Message, "using NVML")
 	assert.ErrorIs(t, entry.Data[logrus.ErrorKey].(error), dcgm.ErrLibraryMissing, "the log says why")
-	nvmlKeys := collectFrom(t, a, true)
+	nvmlKeys := collectFrom(t, c, a, true)
 	require.Error(t, a.PauseProfiling(), "no profiling lock without DCGM")
 
 	c.fake.Refuse(nil)
-	dcgmKeys := collectFrom(t, a, false)
+	dcgmKeys := collectFrom(t, c, a, false)
 	assert.Equal(t, autosource.DCGM, a.Status().Active)
 	assert.Equal(t, nvmlKeys, dcgmKeys, "the same series across the switch")
 	require.NoError(t, a.PauseProfiling())
 }
 
 func TestNeitherBackendIsAClearError(t *testing.T) {
-	c := &ctors{fake: dcgmfake.New(), nvmlErr: errors.New("nvml: ERROR_LIBRARY_NOT_FOUND")}
+	c := newCtors()
+	c.nvmlErr = errors.New("nvml: ERROR_LIBRARY_NOT_FOUND")
 	c.fake.Refuse(dcgm.ErrLibraryMissing)
 	_, err := autosource.New(c.dcgm, c.nvml, nil)
 	require.Error(t, err)
@@ -177,7 +193,7 @@ func TestRealAdapterWithoutLibraryFallsBack(t *testing.T) {
 		t.Skip("libdcgm.so.4 is installed here; this test covers hosts without it")
 	}
 	l, _ := test.NewNullLogger()
-	a, err := autosource.New(real, func() (source.Source, error) { return newFakeNVML(), nil }, l, autosource.WithProbe(time.Hour, time.Hour))
+	a, err := autosource.New(real, func() (source.Source, error) { return newFakeNVML(nil), nil }, l, autosource.WithProbe(time.Hour, time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, autosource.NVML, a.Status().Active)
 	require.NoError(t, a.Close())
@@ -190,49 +206,47 @@ func TestRealAdapterWithoutLibraryFallsBack(t *testing.T) {
 
 func TestNVMLWhileDCGMDownAndBack(t *testing.T) {
 	before := runtime.NumGoroutine()
-	c := &ctors{fake: dcgmfake.New()}
+	c := newCtors()
 	l, _ := test.NewNullLogger()
-	a, err := autosource.New(c.dcgm, c.nvml, l, autosource.WithProbe(5*time.Millisecond, 20*time.Millisecond))
+	a, err := autosource.New(c.dcgm, c.nvml, l, autosource.WithProbe(5*time.Millisecond, 20*time.Millisecond), autosource.WithClock(c.clk))
 	require.NoError(t, err)
 	require.NoError(t, a.Watch(groups))
-	first := collectFrom(t, a, false)
+	first := collectFrom(t, c, a, false)
 
 	for i := range 3 {
 		c.fake.Kill()
-		assert.Equal(t, first, collectFrom(t, a, true), "outage %d: NVML serves the same GPUs", i)
+		assert.Equal(t, first, collectFrom(t, c, a, true), "outage %d: NVML serves the same GPUs", i)
 		st := a.Status()
 		assert.Equal(t, autosource.NVML, st.Active)
 		assert.True(t, st.Up, "NVML answers")
 
 		c.fake.Restart()
-		assert.Equal(t, first, collectFrom(t, a, false), "outage %d: DCGM serves again", i)
+		assert.Equal(t, first, collectFrom(t, c, a, false), "outage %d: DCGM serves again", i)
 		assert.Equal(t, autosource.DCGM, a.Status().Active)
 	}
 	assert.Equal(t, int32(3), c.nvmlOpens.Load(), "NVML opened once per outage")
 
 	require.NoError(t, a.Close())
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "no goroutine leaked")
+	assert.True(t, testwait.Until(5*time.Second, func() bool { return runtime.NumGoroutine() <= before }), "no goroutine leaked")
 }
 
 func TestSwitchReportsEntitiesChangedOnce(t *testing.T) {
-	c := &ctors{fake: dcgmfake.New()}
+	c := newCtors()
 	a, _ := newAuto(t, c)
-	collectFrom(t, a, false)
+	collectFrom(t, c, a, false)
 	c.fake.Kill()
 	rec := &dcgmfake.Recorder{}
 	var changed int
-	deadline := time.Now().Add(10 * time.Second)
-	for a.Status().Active != autosource.NVML || changed == 0 {
-		require.True(t, time.Now().Before(deadline))
+	testwait.For(t, "the switch to NVML", func() bool {
 		if err := a.Collect(context.Background(), 0, rec); errors.Is(err, source.ErrEntitiesChanged) {
 			changed++
 		}
-		time.Sleep(time.Millisecond)
-	}
+		if a.Status().Active == autosource.NVML && changed > 0 {
+			return true
+		}
+		c.clk.Add(time.Millisecond)
+		return false
+	})
 	require.NoError(t, a.Collect(context.Background(), 0, rec))
 	assert.Equal(t, 1, changed)
 	assert.Len(t, a.Entities(), 2)

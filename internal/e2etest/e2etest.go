@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuscope/gpuscope/internal/testwait"
 )
 
 // RequireTool returns the path of a tool the test needs. Where it is missing
@@ -148,23 +150,21 @@ func tail(s string, n int) string {
 // WaitHTTP waits until url answers 200.
 func WaitHTTP(t testing.TB, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last string
-	for time.Now().Before(deadline) {
+	ok := testwait.Every(timeout, 100*time.Millisecond, func() bool {
 		resp, err := http.Get(url)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = fmt.Sprintf("%s: %s", resp.Status, body)
-		} else {
+		if err != nil {
 			last = err.Error()
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = fmt.Sprintf("%s: %s", resp.Status, body)
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ok {
+		t.Fatalf("%s did not answer 200 within %s: %s", url, timeout, last)
 	}
-	t.Fatalf("%s did not answer 200 within %s: %s", url, timeout, last)
 }
 
 // GPUScope starts the real binary with args on a free port and waits until
@@ -267,18 +267,18 @@ func Query(t testing.TB, promURL, expr string) ([]Sample, error) {
 // Eventually queries until check accepts the result or timeout passes.
 func Eventually(t testing.TB, promURL, expr string, timeout time.Duration, check func([]Sample) error) []Sample {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last error
-	for time.Now().Before(deadline) {
-		res, err := Query(t, promURL, expr)
-		if err == nil {
-			if err = check(res); err == nil {
-				return res
-			}
+	var res []Sample
+	ok := testwait.Every(timeout, 250*time.Millisecond, func() bool {
+		var err error
+		if res, err = Query(t, promURL, expr); err == nil {
+			err = check(res)
 		}
 		last = err
-		time.Sleep(250 * time.Millisecond)
+		return err == nil
+	})
+	if !ok {
+		t.Fatalf("query %q: not as expected within %s: %v", expr, timeout, last)
 	}
-	t.Fatalf("query %q: not as expected within %s: %v", expr, timeout, last)
-	return nil
+	return res
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
@@ -61,6 +62,8 @@ type Options struct {
 	// need at 100 ms, whether the counters file lists them or not.
 	Insight       bool
 	InsightWindow time.Duration
+	// Clock times the sampling loops; the wall clock when nil.
+	Clock clock.Clock
 }
 
 // oldNamespaceLabels are dcgm-exporter 1.x's names of the pod labels
@@ -140,6 +143,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -300,8 +304,8 @@ func (e *Engine) runGroup(ctx context.Context, gi int, interval time.Duration) {
 	defer e.loops.Done()
 	b := &batch{}
 	obs := e.m.collectDuration.WithLabelValues(interval.String())
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	clk := e.opts.Clock
+	next := clk.Now()
 	failing := false
 	for {
 		start := time.Now()
@@ -317,10 +321,18 @@ func (e *Engine) runGroup(ctx context.Context, gi int, interval time.Duration) {
 			e.log.WithFields(logrus.Fields{"source": e.src.Name(), "interval": interval}).Info("Collecting the field group works again")
 			failing = false
 		}
+		// The next read is due an interval after the previous one was;
+		// reads missed while a slow one ran are dropped, as by a ticker.
+		now := clk.Now()
+		for !next.After(now) {
+			next = next.Add(interval)
+		}
+		t := clk.NewTimer(next.Sub(now))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

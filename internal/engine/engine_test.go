@@ -24,6 +24,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -553,25 +554,33 @@ func (l *lostSource) Status() source.Status { return source.Status{Up: true, Los
 func TestBackgroundLoopsSampleAtTheirIntervals(t *testing.T) {
 	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40, fieldid.ProfSMActive: 0.5}))
 	set := parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 1s\nDCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms\n")
-	e, err := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Log: quietLog()})
+	clk := newClock()
+	e, err := New(Options{Source: src, Counters: set, DefaultInterval: time.Second, Log: quietLog(), Now: clk.Now, Clock: clk})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	require.NoError(t, e.Start(ctx))
-	require.Eventually(t, func() bool { ok, _ := e.Ready(); return ok }, 10*time.Second, 10*time.Millisecond)
-	require.Eventually(t, func() bool {
+	collects := func() int {
 		src.Lock()
 		defer src.Unlock()
-		return src.Collects >= 12
-	}, 20*time.Second, 10*time.Millisecond)
+		return src.Collects
+	}
+	// Each loop reads once as it starts and then once per interval; a loop
+	// that waits for its next read has a timer armed on the clock.
+	for range 20 {
+		require.True(t, clk.WaitForTimers(2, testwait.Timeout), "both loops wait for their next read")
+		clk.Add(100 * time.Millisecond)
+	}
+	require.True(t, clk.WaitForTimers(2, testwait.Timeout))
+	assert.Equal(t, (1+20)+(1+2), collects(), "2 s: 21 reads of the 100 ms group, 3 of the 1 s group")
+	ok, _ := e.Ready()
+	assert.True(t, ok)
+
 	e.Stop()
-	src.Lock()
-	n := src.Collects
-	src.Unlock()
-	time.Sleep(50 * time.Millisecond)
-	src.Lock()
-	defer src.Unlock()
-	assert.Equal(t, n, src.Collects, "no collection after Stop")
+	assert.Zero(t, clk.Timers(), "no loop waits after Stop")
+	n := collects()
+	clk.Add(time.Second)
+	assert.Equal(t, n, collects(), "no collection after Stop")
 }
 
 func TestApplyDoesNotAllocate(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -163,24 +164,7 @@ func (s *Source) Status() source.Status {
 func (s *Source) Close() error { return nil }
 
 // Clock is a settable clock for tests that drive sampling by hand.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type Clock = clock.Fake
 
 // NewClock returns a clock standing at start.
-func NewClock(start time.Time) *Clock { return &Clock{now: start} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Add moves the clock forward by d.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func NewClock(start time.Time) *Clock { return clock.NewFake(start) }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 )
 
 func metricsText(t *testing.T, base string) string {
@@ -29,14 +30,7 @@ func metricsText(t *testing.T, base string) string {
 
 func waitFor(t *testing.T, base string, cond func(string) bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond(metricsText(t, base)) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testwait.For(t, what, func() bool { return cond(metricsText(t, base)) })
 }
 
 // TestReloadWithoutAGap edits the counters file under a running gpuscope:
@@ -56,11 +50,14 @@ func TestReloadWithoutAGap(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// A scraper at 50 per second, as a demanding Prometheus might.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			resp, err := http.Get(base + "/metrics")
 			if err != nil {
@@ -72,7 +69,6 @@ func TestReloadWithoutAGap(t *testing.T) {
 			if strings.Count(string(body), "\nDCGM_FI_DEV_GPU_TEMP{") != 2 {
 				gaps++
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}()
 

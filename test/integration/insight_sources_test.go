@@ -160,7 +160,7 @@ func TestInsightOverTheDCGMSource(t *testing.T) {
 		}
 		return dcgm.Value{Kind: dcgm.KindFloat64, Float: v}, true
 	}
-	fake := dcgmfake.New(dcgmfake.WithClock(clk.Now), dcgmfake.WithGen(gen), dcgmfake.WithProfiling(map[uint][]uint16{0: prof}))
+	fake := dcgmfake.New(dcgmfake.WithClock(clk), dcgmfake.WithGen(gen), dcgmfake.WithProfiling(map[uint][]uint16{0: prof}))
 	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 30 * time.Second, Log: quietLog()})
 	require.NoError(t, err)
 	defer src.Close()
