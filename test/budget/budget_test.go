@@ -30,6 +30,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/internal/e2etest"
 	"github.com/gpuscope/gpuscope/internal/labelbudget"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite the budget table of docs/scale.md from this run")
@@ -229,12 +230,13 @@ func measure(t *testing.T, v variant, jobs string) row {
 // exposition: the same series three scrapes in a row, half a second apart.
 func stableExposition(t *testing.T, base string, drop func(string) bool) (int, []series) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var prev []string
 	same := 0
-	for {
+	var size int
+	var all []series
+	settled := testwait.Every(60*time.Second, 500*time.Millisecond, func() bool {
 		body := get(t, base+"/metrics", false)
-		all := parse(t, body, drop)
+		all = parse(t, body, drop)
 		keys := make([]string, len(all))
 		for i, s := range all {
 			keys[i] = s.name + fmt.Sprint(s.labels)
@@ -244,15 +246,13 @@ func stableExposition(t *testing.T, base string, drop func(string) bool) (int, [
 		} else {
 			same = 0
 		}
-		if same == 2 {
-			return len(body), all
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/metrics did not settle within 60s", base)
-		}
-		prev = keys
-		time.Sleep(500 * time.Millisecond)
+		prev, size = keys, len(body)
+		return same == 2
+	})
+	if !settled {
+		t.Fatalf("%s/metrics did not settle within 60s", base)
 	}
+	return size, all
 }
 
 func gzipSize(t *testing.T, base string) int {

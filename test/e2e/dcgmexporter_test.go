@@ -17,27 +17,26 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 )
 
 // scrapeUntil fetches /metrics until family appears.
 func scrapeUntil(t *testing.T, base, family string, timeout time.Duration) map[string]*dto.MetricFamily {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var mfs map[string]*dto.MetricFamily
+	testwait.Every(timeout, 100*time.Millisecond, func() bool {
 		resp, err := http.Get(base + "/metrics")
 		require.NoError(t, err)
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.NoError(t, err)
 		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+		mfs, err = parser.TextToMetricFamilies(bytes.NewReader(body))
 		require.NoError(t, err)
-		if mfs[family] != nil || time.Now().After(deadline) {
-			require.NotNil(t, mfs[family], "%s did not appear within %s", family, timeout)
-			return mfs
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return mfs[family] != nil
+	})
+	require.NotNil(t, mfs[family], "%s did not appear within %s", family, timeout)
+	return mfs
 }
 
 // TestDCGMExporterCommandLine runs a dcgm-exporter 1.x deployment's command
