@@ -29,7 +29,12 @@ func TestCompatFieldsReachPrometheusForAllGPUs(t *testing.T) {
 	set, err := counters.Load(csv)
 	require.NoError(t, err)
 
-	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-seed", "7")
+	// The node-wide training job idles through its start-up on every GPU,
+	// so every GPU has a clock-event reason set within the first minute;
+	// DCGM_EXP_CLOCK_EVENTS_COUNT shows no series for a GPU that never had
+	// one, as dcgm-exporter does, and the mixed workloads keep some GPUs
+	// busy from the first sample.
+	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-seed", "7", "--sim-workload", "data-parallel")
 	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")})
 
 	// Every gauge and counter of the file, on all 8 GPUs.
