@@ -273,16 +273,18 @@ func absDiff(a, b int64) int64 {
 	return b - a
 }
 
-// runInsight computes the insight metrics in the background until ctx ends.
+// runInsight computes the insight metrics in the background until ctx ends,
+// on the engine's clock, so that tests can move it.
 func (e *Engine) runInsight(ctx context.Context, every time.Duration) {
 	defer e.loops.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
+	clk := e.opts.Clock
 	for {
+		t := clk.NewTimer(every)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 			e.ComputeInsight()
 		}
 	}
