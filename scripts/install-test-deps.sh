@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package) and Helm (built from the Go module proxy).
+# package), tmux (Debian's package) and Helm (built from the Go module proxy).
 set -euo pipefail
 
 need_root() {
@@ -26,6 +26,13 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   fi
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+
+if ! command -v tmux >/dev/null; then
+  # The end-to-end test of `gpuscope top` runs it in a real terminal.
+  echo "install-test-deps: installing Debian's tmux package (a few seconds)"
+  need_root apt-get update -qq
+  need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null
 fi
 
 "$(dirname "$0")/install-helm.sh"

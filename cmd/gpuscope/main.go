@@ -71,6 +71,6 @@ func newApp() *cli.App {
 			return usage(fmt.Errorf("%w (see gpuscope --help)", err))
 		},
 		Action:   serve,
-		Commands: []*cli.Command{countersCommand(), profilingCommand(), captureCommand()},
+		Commands: []*cli.Command{countersCommand(), profilingCommand(), captureCommand(), topCommand()},
 	}
 }

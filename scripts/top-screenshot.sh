@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Generates docs/images/top.png, the README's screenshot of `gpuscope top`:
+# builds gpuscope, serves 8 simulated GPUs with pod labels and the profiling
+# counters, runs `gpuscope top` in a detached tmux session of a fixed size,
+# waits until the table shows 8 GPU rows in training, captures the pane with
+# its colours and renders it with scripts/termpng. Needs tmux (Debian's
+# package; scripts/install-test-deps.sh installs it). About 40 seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+out="${1:-docs/images/top.png}"
+command -v tmux >/dev/null || { echo "top-screenshot: tmux is missing (apt-get install tmux)" >&2; exit 1; }
+
+work=$(mktemp -d)
+sock="gpuscope-shot-$$"
+exporter=""
+cleanup() {
+  tmux -L "$sock" kill-server >/dev/null 2>&1 || true
+  if [ -n "$exporter" ]; then kill "$exporter" 2>/dev/null || true; wait "$exporter" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/gpuscope" ./cmd/gpuscope
+go build -o "$work/termpng" ./scripts/termpng
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$work/gpuscope" --source=sim --sim-pods --sim-seed=3 --collectors=etc/dcp-metrics.csv \
+  --address="127.0.0.1:$port" --hostname=gpu-node-17 --log-level=warn >"$work/exporter.log" 2>&1 &
+exporter=$!
+
+# Wait on conditions, each with a deadline.
+wait_for() { # description, deadline in seconds, command...
+  local what=$1 deadline=$((SECONDS + $2)); shift 2
+  until "$@"; do
+    if [ "$SECONDS" -ge "$deadline" ]; then echo "top-screenshot: timed out waiting for $what" >&2; cat "$work/exporter.log" >&2; exit 1; fi
+    sleep 0.2
+  done
+}
+ready() { curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1; }
+wait_for "the exporter" 30 ready
+
+tmux -L "$sock" -f /dev/null new-session -d -s top -x 150 -y 22 \
+  "TERM=xterm-256color COLORTERM= $work/gpuscope top --address 127.0.0.1:$port"
+# The shot waits until the table shows 8 GPUs with every field (the 1 s
+# fields included), three training GPUs computing (SM activity of 50% or
+# more), and a full sparkline on GPU 7 (a line as wide as the pane).
+training() {
+  local screen; screen=$(tmux -L "$sock" capture-pane -p -t top)
+  [ "$(grep -cE '^[0-7] +.* [0-9]+ C ' <<<"$screen")" -eq 8 ] || return 1
+  [ "$(grep -E '^7 ' <<<"$screen" | awk '{ print length($0) }')" -ge 148 ] || return 1
+  [ "$(grep -E '^[0-3] +ml-training' <<<"$screen" | awk '{ if ($3+0 >= 50) n++ } END { print n+0 }')" -ge 3 ]
+}
+wait_for "the training steps" 120 training
+tmux -L "$sock" capture-pane -p -e -t top >"$work/screen.ans"
+mkdir -p "$(dirname "$out")"
+"$work/termpng" -o "$out" <"$work/screen.ans"
+echo "top-screenshot: wrote $out"
