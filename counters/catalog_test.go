@@ -2,6 +2,7 @@ package counters
 
 import (
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,25 @@ func TestProfilingFieldsAreDescribed(t *testing.T) {
 		assert.True(t, f.Described(), f.Name)
 		assert.Contains(t, []string{"ratio", "bytes/s"}, f.Unit, f.Name)
 	}
+}
+
+// The units the catalog shows agree with the ones DCGM's field table gives,
+// where it gives one, except where that table is known to be wrong.
+func TestUnitsAgreeWithDCGM(t *testing.T) {
+	// DCGM's table gives the NVLink bandwidth counters the MB/s of its
+	// display, but they are cumulative byte counts, as dcgm-exporter's help
+	// says ("The number of bytes of active NVLink rx or tx data"); and it
+	// gives the P2P status bitmap the unit of a temperature.
+	dcgmWrong := regexp.MustCompile(`^DCGM_FI_DEV_(NVLINK_(TX_|RX_)?BANDWIDTH_(L\d+|TOTAL)|P2P_NVLINK_STATUS)$`)
+	checked := 0
+	for _, f := range All() {
+		if f.Legacy || !f.Described() || dcgmWrong.MatchString(f.Name) {
+			continue
+		}
+		if dcgmUnit := fieldid.Of(f.ID).Unit; dcgmUnit != "" {
+			checked++
+			assert.Equal(t, dcgmUnit, f.Unit, f.Name)
+		}
+	}
+	assert.Greater(t, checked, 10)
 }

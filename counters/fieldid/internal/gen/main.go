@@ -76,14 +76,15 @@ func main() {
 	src := flag.String("src", "", "path of go-dcgm's const_fields.go (default: located with go list)")
 	meta := flag.String("meta", filepath.Join("internal", "gen", metaFile), "the DCGM field metadata table")
 	metaFrom := flag.String("meta-from", "", "rewrite the -meta table from this DCGM dcgmlib/src/dcgm_fields.cpp, then generate")
+	release := flag.String("dcgm-release", "", "with -meta-from: the DCGM release the file comes from, recorded in the table")
 	flag.Parse()
-	if err := run(*src, *meta, *metaFrom, *out); err != nil {
+	if err := run(*src, *meta, *metaFrom, *release, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(src, metaPath, metaFrom, out string) error {
+func run(src, metaPath, metaFrom, release, out string) error {
 	if src == "" {
 		dir, err := moduleDir()
 		if err != nil {
@@ -100,7 +101,7 @@ func run(src, metaPath, metaFrom, out string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeMeta(metaPath, metaFrom, meta, maps["dcgmFields"]); err != nil {
+		if err := writeMeta(metaPath, release, meta, maps["dcgmFields"]); err != nil {
 			return err
 		}
 	}
@@ -322,11 +323,15 @@ func unitOf(arg string) string {
 	return u
 }
 
-func writeMeta(path, from string, meta map[string]fieldMeta, current []entry) error {
+func writeMeta(path, release string, meta map[string]fieldMeta, current []entry) error {
+	if release == "" {
+		release = "(release not given)"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# What DCGM's field table (dcgmlib/src/dcgm_fields.cpp) states about each field,\n")
-	fmt.Fprintf(&b, "# by name: the entity level it is read at (DCGM_FE_*) and its unit. Rewritten by\n")
-	fmt.Fprintf(&b, "# `go run ./internal/gen -meta-from %s` from the DCGM release go-dcgm follows.\n", filepath.Base(from))
+	fmt.Fprintf(&b, "# What DCGM's field table (dcgmlib/src/dcgm_fields.cpp of DCGM %s) states about\n", release)
+	b.WriteString("# each field, by name: the entity level it is read at (DCGM_FE_*) and its unit.\n")
+	b.WriteString("# Rewrite it from the DCGM release whose dcgm_fields.h go-dcgm carries, in counters/fieldid:\n")
+	b.WriteString("# go run ./internal/gen -meta-from DCGM/dcgmlib/src/dcgm_fields.cpp -dcgm-release X.Y.Z\n")
 	b.WriteString("# NAME\tENTITY LEVEL\tUNIT\n")
 	names := make([]string, 0, len(meta))
 	for _, e := range current {

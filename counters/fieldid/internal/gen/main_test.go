@@ -71,7 +71,7 @@ func generate(t *testing.T) (string, string) {
 	out := filepath.Join(dir, "fieldid_gen.go")
 	require.NoError(t, os.WriteFile(src, []byte(fixture), 0o644))
 	require.NoError(t, os.WriteFile(cpp, []byte(cppFixture), 0o644))
-	require.NoError(t, run(src, meta, cpp, out))
+	require.NoError(t, run(src, meta, cpp, "4.5.2", out))
 	code, err := os.ReadFile(out)
 	require.NoError(t, err)
 	tsv, err := os.ReadFile(meta)
@@ -115,6 +115,7 @@ func TestRunWritesFacts(t *testing.T) {
 	assert.Contains(t, tsv, "DCGM_FI_DRIVER_VERSION\tNONE\t\n", `"#" is no unit`)
 	assert.Contains(t, tsv, "DCGM_FI_PROF_NVDEC1_ACTIVE\tGPU_CI\t\n", "loops cover their whole range")
 	assert.NotContains(t, tsv, "DCGM_FI_NOT_IN_GO_DCGM")
+	assert.Contains(t, tsv, "dcgm_fields.cpp of DCGM 4.5.2")
 }
 
 // squeeze drops gofmt's alignment, so that tests need not know it.
@@ -158,7 +159,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 			src, meta := filepath.Join(dir, "c.go"), filepath.Join(dir, metaFile)
 			require.NoError(t, os.WriteFile(src, []byte(tt.consts), 0o644))
 			require.NoError(t, os.WriteFile(meta, []byte(tt.meta), 0o644))
-			err := run(src, meta, "", filepath.Join(dir, "out.go"))
+			err := run(src, meta, "", "", filepath.Join(dir, "out.go"))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
@@ -196,7 +197,7 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 		t.Skipf("go-dcgm module source not available: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "fieldid_gen.go")
-	require.NoError(t, run(filepath.Join(dir, constFile), metaFile, "", out))
+	require.NoError(t, run(filepath.Join(dir, constFile), metaFile, "", "", out))
 	want, err := os.ReadFile(out)
 	require.NoError(t, err)
 	got, err := os.ReadFile(filepath.Join("..", "..", "fieldid_gen.go"))
