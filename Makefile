@@ -20,7 +20,7 @@ CUDA_VERSION ?= 13.2.1
 IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
                 --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
 
-.PHONY: build run test bench lint generate clean image image-nvml
+.PHONY: build run test bench fuzz lint generate clean image image-nvml
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
@@ -35,6 +35,10 @@ test:
 
 bench:
 	scripts/bench.sh
+
+# Each fuzz target for FUZZTIME (default 30s); their seeds run in make test.
+fuzz:
+	scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

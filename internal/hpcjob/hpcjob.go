@@ -227,8 +227,13 @@ func readJobs(path string) ([]string, error) {
 		return nil, fmt.Errorf("hpc job file: %w", err)
 	}
 	defer f.Close()
+	return parseJobs(path, f)
+}
+
+// parseJobs reads the job IDs of the file at path from r.
+func parseJobs(path string, r io.Reader) ([]string, error) {
 	var jobs []string
-	sc := bufio.NewScanner(io.LimitReader(f, maxFileBytes))
+	sc := bufio.NewScanner(io.LimitReader(r, maxFileBytes))
 	line := 0
 	for sc.Scan() {
 		line++
