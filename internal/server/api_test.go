@@ -319,3 +319,39 @@ func TestSamplesAPINeedsTheWebConfigPassword(t *testing.T) {
 	err = c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: 1}, func(r *samples.Result) error { return errStop })
 	assert.ErrorIs(t, err, errStop)
 }
+
+// A stream lives past the server's WriteTimeout: each event sets its own
+// write deadline.
+func TestStreamOutlivesTheServerWriteTimeout(t *testing.T) {
+	rig := newAPIRig(t, 1, Options{WriteTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := &samples.Client{Base: rig.base}
+	start := time.Now()
+	got := make(chan int64, 1024)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(r *samples.Result) error {
+			for _, e := range r.Entities {
+				for _, ts := range e.Series[0].T {
+					got <- ts
+				}
+			}
+			return nil
+		})
+	}()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(rig.srv.api.streams) == 1 }, 10*time.Second, 5*time.Millisecond)
+	n := 0
+	for time.Since(start) < 4*300*time.Millisecond {
+		rig.collect(t, 1)
+		select {
+		case <-got:
+			n++
+		case err := <-errc:
+			t.Fatalf("the stream ended after %s and %d samples: %v", time.Since(start), n, err)
+		case <-ctx.Done():
+			t.Fatal("no sample arrived")
+		}
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(rig.srv.api.streams), "still connected")
+}

@@ -1,6 +1,6 @@
 // Command termpng renders a terminal screen captured with colours
 // (`tmux capture-pane -p -e`) to a PNG, for the README's screenshot of
-// `gpuscope top`: scripts/top-screenshot.sh runs it.
+// `gpuscope top`: scripts/readme-images.sh runs it.
 package main
 
 import (

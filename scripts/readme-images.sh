@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Generates docs/images/top.png, the README's screenshot of `gpuscope top`:
-# builds gpuscope, serves 8 simulated GPUs with pod labels and the profiling
+# Generates the README's images in docs/images: top.png, a screenshot of
+# `gpuscope top`, and capture.png, a chart of `gpuscope capture`. It builds
+# gpuscope, serves 8 simulated GPUs with pod labels and the profiling
 # counters, runs `gpuscope top` in a detached tmux session of a fixed size,
 # waits until the table shows 8 GPU rows in training, captures the pane with
-# its colours and renders it with scripts/termpng. Needs tmux (Debian's
-# package; scripts/install-test-deps.sh installs it). About 40 seconds.
+# its colours and renders it with scripts/termpng; then records 6 seconds of
+# three GPUs as a PNG chart. Needs tmux (Debian's package;
+# scripts/install-test-deps.sh installs it). About 30 seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
-out="${1:-docs/images/top.png}"
-command -v tmux >/dev/null || { echo "top-screenshot: tmux is missing (apt-get install tmux)" >&2; exit 1; }
+dir="${1:-docs/images}"
+command -v tmux >/dev/null || { echo "readme-images: tmux is missing (apt-get install tmux)" >&2; exit 1; }
 
 work=$(mktemp -d)
 sock="gpuscope-shot-$$"
@@ -32,7 +34,7 @@ exporter=$!
 wait_for() { # description, deadline in seconds, command...
   local what=$1 deadline=$((SECONDS + $2)); shift 2
   until "$@"; do
-    if [ "$SECONDS" -ge "$deadline" ]; then echo "top-screenshot: timed out waiting for $what" >&2; cat "$work/exporter.log" >&2; exit 1; fi
+    if [ "$SECONDS" -ge "$deadline" ]; then echo "readme-images: timed out waiting for $what" >&2; cat "$work/exporter.log" >&2; exit 1; fi
     sleep 0.2
   done
 }
@@ -52,6 +54,8 @@ training() {
 }
 wait_for "the training steps" 120 training
 tmux -L "$sock" capture-pane -p -e -t top >"$work/screen.ans"
-mkdir -p "$(dirname "$out")"
-"$work/termpng" -o "$out" <"$work/screen.ans"
-echo "top-screenshot: wrote $out"
+mkdir -p "$dir"
+"$work/termpng" -o "$dir/top.png" <"$work/screen.ans"
+echo "readme-images: wrote $dir/top.png"
+"$work/gpuscope" capture --address "127.0.0.1:$port" --duration 6s --gpu 0 --gpu 2 --gpu 4 \
+  --field DCGM_FI_PROF_SM_ACTIVE,DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES -o "$dir/capture.png"
