@@ -742,9 +742,9 @@ func TestHealthStatusIsOneSeriesPerWatch(t *testing.T) {
 // reads the whole scrape, and the repairs are counted.
 func TestInvalidUTF8BreaksEveryScrape(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
-	src.Texts = map[uint16]string{1: "550.\xff54"}
+	src.Texts = map[uint16]string{fieldid.DriverVersion: "550.\xff54"}
 	pe := &badPodEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"})}
 	jobs := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(jobs, "0"), []byte("job-\xe9t\xe9\n"), 0o644))
@@ -848,7 +848,7 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+			src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 			_, err := New(Options{Source: src, Counters: parseSet(t, labelFieldsCSV(tt.fields)), DefaultInterval: time.Second,
 				Hostname: "node-1", Log: quietLog(), Enrichers: tt.enrichers})
 			if tt.ok {
@@ -861,7 +861,7 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 	}
 
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	e := newTestEngine(t, labelFieldsCSV(1), src, clk)
 	e.baseCtx = context.Background()
 	err := e.Reload(parseSet(t, labelFieldsCSV(17)))
@@ -879,7 +879,7 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 func TestRelabellingIsOncePerBatch(t *testing.T) {
 	perGPU := func(n int) float64 {
 		clk := newClock()
-		src := sourcetest.NewGPUs(n, constValues(map[uint16]float64{150: 40}))
+		src := sourcetest.NewGPUs(n, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 		e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, d\n", src, clk)
 		collectAll(t, e)
 		version := 0
@@ -909,7 +909,7 @@ func TestWindowsCutShortAreRefused(t *testing.T) {
 	fast := "DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, max p99\n"
 	opts := func(csv string, win time.Duration) Options {
 		clk := newClock()
-		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog()}
 	}
 	_, err := New(opts(slow+fast, 24*time.Hour))

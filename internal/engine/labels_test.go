@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/source"
@@ -85,7 +86,7 @@ func TestLabelLayoutPerEntityKind(t *testing.T) {
 // The HostnameLabel option reaches the exposition.
 func TestHostnameLabelOption(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
 	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), DefaultInterval: time.Second,
 		Hostname: "node-1", HostnameLabel: "hostname", Now: clk.Now, Log: quietLog()})
@@ -111,7 +112,7 @@ func TestHPCJobsSharingAGPUGetOneSeriesEach(t *testing.T) {
 	require.NoError(t, jobs.Refresh())
 
 	clk := newClock()
-	src := sourcetest.NewGPUs(3, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(3, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
 	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_XID_ERRORS_COUNT, gauge, x\n"),
 		DefaultInterval: time.Second, Hostname: "node-1", Enrichers: []enrich.Enricher{jobs}, Now: clk.Now, Log: quietLog()})
@@ -144,9 +145,9 @@ func (c *collidingEnricher) ExtraLabels(*source.Entity) []enrich.Label {
 // name, so the exposition stays valid and the identity stays true.
 func TestPodLabelsNamedLikeOurLabelsAreLeftOut(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
-	src.Texts = map[uint16]string{1: "570.1"}
+	src.Texts = map[uint16]string{fieldid.DriverVersion: "570.1"}
 	ce := &collidingEnricher{podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}}
 	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, d\nDCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c\n"),
 		DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog(), Enrichers: []enrich.Enricher{ce}})

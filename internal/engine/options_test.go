@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
@@ -53,7 +54,7 @@ func TestDCGMExporterLabelOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newClock()
-			src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{150: 40}))
+			src := sourcetest.NewGPUs(2, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 			src.Now = clk.Now
 			pe := &podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}
 			opts := Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), DefaultInterval: time.Second,
@@ -77,7 +78,7 @@ func TestDCGMExporterLabelOptions(t *testing.T) {
 
 func TestSelectDropsTheOtherEntities(t *testing.T) {
 	clk := newClock()
-	src := sourcetest.NewGPUs(4, constValues(map[uint16]float64{150: 40}))
+	src := sourcetest.NewGPUs(4, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 	src.Now = clk.Now
 	keepOdd := func(list []*source.Entity) []*source.Entity {
 		var out []*source.Entity
