@@ -44,6 +44,9 @@ type Options struct {
 	// Now is the clock used for staleness and windows; time.Now when nil.
 	Now func() time.Time
 
+	// ComputeInstances exports MIG compute instances (GPU_CI_ID) as well;
+	// dcgm-exporter never does, so they are left out unless asked for.
+	ComputeInstances bool
 	// Select keeps the entities the device options (-d, -s, -p) ask for;
 	// nil keeps all. Samples of the others are dropped.
 	Select func([]*source.Entity) []*source.Entity
@@ -473,6 +476,15 @@ func fieldName(p *plan, id uint16) string {
 // series of the entities both see.
 func (e *Engine) refreshEntities() {
 	list := e.src.Entities()
+	if !e.opts.ComputeInstances {
+		kept := list[:0:0]
+		for _, ent := range list {
+			if ent.Kind != source.ComputeInstance {
+				kept = append(kept, ent)
+			}
+		}
+		list = kept
+	}
 	if e.opts.Select != nil {
 		list = e.opts.Select(list)
 	}
@@ -539,11 +551,19 @@ func (e *Engine) relabelLocked() {
 		}
 	}
 	for _, es := range e.order {
-		var parent *entityState
+		es.migParent = false
+	}
+	for _, es := range e.order {
+		es.parent = nil
 		if es.ent.Kind != source.GPU {
-			parent = gpus[es.ent.GPU]
+			es.parent = gpus[es.ent.GPU]
 		}
-		es.labels = buildLabels(es, parent, e.plan, &e.opts, e.enr)
+		if es.ent.Kind == source.GPUInstance && es.parent != nil {
+			es.parent.migParent = true
+		}
+	}
+	for _, es := range e.order {
+		es.labels = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
 		es.enrichGen = gen
 	}
 }

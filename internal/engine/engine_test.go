@@ -653,7 +653,9 @@ func TestMIGAndLinkEntitiesGetWindowsLikeGPUs(t *testing.T) {
 	require.Len(t, m, 1)
 	assert.Equal(t, float64(source.NVLink)+0.5, value(m[0]))
 	assert.Equal(t, "570.1", labelOf(m[0], "DCGM_FI_DRIVER_VERSION"), "label fields come from the parent GPU")
-	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", nil), 3)
+	// The GPU's own series give way to its MIG instance's (dcgm-exporter's
+	// default, -d f); the switch link keeps its own.
+	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE_window_samples", nil), 2)
 }
 
 // podEnricher is a test enricher with fixed and per-entity labels.

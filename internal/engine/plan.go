@@ -38,6 +38,10 @@ type metric struct {
 	// percentiles is whether the field asks for p50, p90 or p99, the
 	// statistics that need the window's values ordered.
 	percentiles bool
+	// gpuLevel fields are read on the GPU (DCGM's field level): a MIG
+	// instance without a value of its own shows its GPU's, as DCGM answers
+	// a GPU-level field asked on a GPU instance with the parent GPU's value.
+	gpuLevel bool
 }
 
 // plan is everything the engine derives from one counters file. A reload
@@ -153,7 +157,9 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			}
 			continue
 		}
-		m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String())}
+		lv := fieldid.Of(f.ID).Level
+		m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String()),
+			gpuLevel: lv == fieldid.LevelGPU || lv == fieldid.LevelNone}
 		if len(f.Stats) > 0 {
 			s := &p.slots[si]
 			if c := int(win/s.interval) + 2; c > s.ringCap {

@@ -59,7 +59,10 @@ func (e *Engine) Render(buf []byte) []byte {
 		xid := m.field.ID == fieldid.XIDErrors
 		wrote := false
 		for _, es := range e.order {
-			sv := &es.vals[m.slot]
+			if es.migParent {
+				continue
+			}
+			sv := m.valueOf(es)
 			if !sv.has || sv.ts < stale {
 				continue
 			}
@@ -85,7 +88,10 @@ func (e *Engine) Render(buf []byte) []byte {
 		wrote := false
 		sc.samples = sc.samples[:0]
 		for _, es := range e.order {
-			sv := &es.vals[m.slot]
+			if es.migParent {
+				continue
+			}
+			sv := m.valueOf(es)
 			if sv.ring == nil || sv.support == supportNo {
 				continue
 			}
@@ -113,6 +119,39 @@ func (e *Engine) Render(buf []byte) []byte {
 	buf = e.renderInsight(buf, now)
 	buf = e.renderHealth(buf)
 	return buf
+}
+
+// valueOf is the value of m's slot that es exports: its own, or for a MIG
+// instance without one of a GPU-level field, its GPU's. dcgm-exporter's
+// default (-d f) exports the GPU instances of a MIG GPU in place of the GPU,
+// and DCGM answers GPU-level fields asked on an instance with the GPU's
+// value, so power and temperature reach a MIG pod's series.
+func (m *metric) valueOf(es *entityState) *seriesVal {
+	sv := &es.vals[m.slot]
+	if sv.has || !m.gpuLevel || es.parent == nil {
+		return sv
+	}
+	if k := es.ent.Kind; k != source.GPUInstance && k != source.ComputeInstance {
+		return sv
+	}
+	return &es.parent.vals[m.slot]
+}
+
+// expEntity is the entity whose XIDs and clock events an entity's series of
+// dcgm-exporter's window-count families show, or nil when it has none of
+// them: a GPU shows its own unless its MIG instances stand in for it; a GPU
+// instance shows its GPU's, as dcgm-exporter counts by GPU and writes a
+// series per monitored entity (internal/pkg/collector/expcollector.go).
+func expEntity(es *entityState) *entityState {
+	switch es.ent.Kind {
+	case source.GPU:
+		if !es.migParent {
+			return es
+		}
+	case source.GPUInstance:
+		return es.parent
+	}
+	return nil
 }
 
 // renderHealthChecks writes DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter does
@@ -173,7 +212,7 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 		win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 			func(b []byte, es *entityState, labels string) []byte {
-				if es.ent.Kind != source.GPU {
+				if es = expEntity(es); es == nil {
 					return b
 				}
 				seen := false
@@ -235,7 +274,7 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 		var counts [9]int
 		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 			func(b []byte, es *entityState, labels string) []byte {
-				if es.ent.Kind != source.GPU {
+				if es = expEntity(es); es == nil {
 					return b
 				}
 				if !es.clockRec.clockCounts(since, &counts) {

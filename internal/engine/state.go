@@ -136,6 +136,12 @@ type entityState struct {
 	clockTot  [9]uint64
 	clockRec  eventRing
 	lost      bool
+	// parent is the GPU of a MIG instance or a GPU's link, when exported.
+	parent *entityState
+	// migParent is set on a GPU whose MIG GPU instances are exported: as in
+	// dcgm-exporter's default (-d f), the instances carry the GPU's series
+	// and the GPU itself has none of dcgm-exporter's families.
+	migParent bool
 	// health is the latest health check, taken at healthTS.
 	health   []source.HealthResult
 	healthTS int64
