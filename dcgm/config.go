@@ -36,6 +36,9 @@ type Config struct {
 	// Clock times the reconnect backoff and stamps health results; the
 	// wall clock when nil. Tests share a fake one with dcgmfake.
 	Clock clock.Clock
+	// CallTimeout bounds each call to the host engine (wall time); past
+	// it the source counts as down. DefaultCallTimeout when 0.
+	CallTimeout time.Duration
 }
 
 // minKeepAge is the least time the host engine keeps samples.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -58,6 +59,11 @@ type Source struct {
 	reconnecting bool
 	stop         chan struct{}
 	wg           sync.WaitGroup
+
+	// status is up, err and paused as last published under mu, read
+	// without a lock: Status must answer while a call to the host engine
+	// is outstanding, or auto mode could not notice a hung one.
+	status atomic.Pointer[source.Status]
 }
 
 var (
@@ -138,7 +144,7 @@ func New(client Client, cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		client: client, cfg: c, params: params, stop: make(chan struct{}),
+		client: withDeadline(client, c.CallTimeout), cfg: c, params: params, stop: make(chan struct{}),
 		log:   c.Log.WithField("source", "dcgm"),
 		since: map[time.Duration]int64{},
 	}
@@ -149,6 +155,7 @@ func New(client Client, cfg Config) (*Source, error) {
 	s.conn = conn
 	s.up = true
 	s.gen = 1
+	s.publishStatusLocked()
 	s.log.WithFields(logrus.Fields{"mode": params.Mode, "address": params.Address, "gpus": len(conn.gpus), "mig_instances": len(conn.migs)}).Info("connected to DCGM")
 	return s, nil
 }
@@ -580,19 +587,23 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	gen := s.gen
 	s.mu.Unlock()
 
+	// Plans, cursors and the connection change only under clientMu, so
+	// the reads below need no mu: Status and Entities answer while a read
+	// is outstanding.
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.gen != gen {
 		if err := s.precheck(group); err != nil {
+			s.mu.Unlock()
 			return err
 		}
 	}
+	p := s.plans[group]
+	s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := s.plans[group]
 	for _, pu := range p.pending {
 		sink.Unsupported(pu.e, pu.field, pu.reason)
 	}
@@ -602,7 +613,9 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		cur := &p.cursors[i]
 		vals, next, err := s.client.ValuesSince(cur.g.group, cur.g.fieldGroup, cur.since)
 		if err != nil {
+			s.mu.Lock()
 			s.handleErr(err)
+			s.mu.Unlock()
 			return fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
 		}
 		s.deliver(p, vals, sink)
@@ -672,8 +685,11 @@ func (s *Source) collectHealth(sink source.Sink) error {
 	c := s.conn
 	incidents, err := s.client.HealthCheck(c.healthGroup)
 	if err != nil {
+		s.mu.Lock()
 		s.handleErr(err)
-		if !s.up {
+		up := s.up
+		s.mu.Unlock()
+		if !up {
 			return fmt.Errorf("dcgm: health check: %w", err)
 		}
 		for _, g := range c.gpus {
@@ -711,6 +727,7 @@ func (s *Source) handleErr(err error) {
 	s.up = false
 	s.err = err
 	s.gen++
+	s.publishStatusLocked()
 	s.log.WithError(err).Warn("lost the DCGM host engine; reconnecting")
 	if !s.reconnecting && !s.closed {
 		s.reconnecting = true
@@ -770,6 +787,7 @@ func (s *Source) tryReconnect(attempt int) bool {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.err = err
+		s.publishStatusLocked()
 		s.log.WithError(err).WithField("attempt", attempt).Debug("reconnect to DCGM failed")
 		return false
 	}
@@ -784,15 +802,23 @@ func (s *Source) tryReconnect(attempt int) bool {
 	s.conn, s.plans = conn, plans
 	s.up, s.err, s.changed, s.reconnecting = true, nil, true, false
 	s.gen++
+	s.publishStatusLocked()
 	s.log.WithFields(logrus.Fields{"attempt": attempt, "gpus": len(conn.gpus)}).Info("reconnected to the DCGM host engine")
 	return true
 }
 
-// Status implements source.Source.
+// Status implements source.Source. It never waits for the host engine.
 func (s *Source) Status() source.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return source.Status{Up: s.up, Err: s.err, ProfilingPaused: s.paused}
+	if st := s.status.Load(); st != nil {
+		return *st
+	}
+	return source.Status{}
+}
+
+// publishStatusLocked makes up, err and paused visible to Status. Called
+// with mu held, after any of them changes.
+func (s *Source) publishStatusLocked() {
+	s.status.Store(&source.Status{Up: s.up, Err: s.err, ProfilingPaused: s.paused})
 }
 
 // PauseProfiling releases the profiling counters so that Nsight or another
@@ -812,6 +838,7 @@ func (s *Source) setPaused(pause bool) error {
 	if !s.up {
 		// Nothing holds the counters now; the reconnect applies the state.
 		s.paused = pause
+		s.publishStatusLocked()
 		s.mu.Unlock()
 		return nil
 	}
@@ -835,6 +862,7 @@ func (s *Source) setPaused(pause bool) error {
 		return fmt.Errorf("dcgm: %s profiling: %w", map[bool]string{true: "pausing", false: "resuming"}[pause], err)
 	}
 	s.paused = pause
+	s.publishStatusLocked()
 	s.log.WithField("paused", pause).Info("DCGM profiling state changed")
 	return nil
 }
@@ -858,6 +886,7 @@ func (s *Source) Close() error {
 		s.teardown(s.conn)
 	}
 	s.up = false
+	s.publishStatusLocked()
 	s.mu.Unlock()
 	if err := s.client.Disconnect(); err != nil {
 		return fmt.Errorf("dcgm: disconnecting: %w", err)

@@ -51,6 +51,10 @@ type Fake struct {
 	running   bool
 	connected bool
 	refuse    error
+	// hang, while set, holds every client call until it is closed: a host
+	// engine that accepted the connection and stopped answering.
+	hang    chan struct{}
+	hanging int // calls held by hang now
 
 	next        dcgm.Handle
 	groups      map[dcgm.Handle][]dcgm.EntityRef
@@ -280,6 +284,49 @@ func (f *Fake) LastConnectParams() dcgm.ConnectParams {
 	return f.lastConnectParams
 }
 
+// Hang makes every client call from now on block, as a host engine that
+// hangs rather than refusing; Unhang releases them.
+func (f *Fake) Hang() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hang == nil {
+		f.hang = make(chan struct{})
+	}
+}
+
+// Unhang releases the calls Hang holds, and answers again.
+func (f *Fake) Unhang() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hang != nil {
+		close(f.hang)
+		f.hang = nil
+	}
+}
+
+// wait blocks while the fake hangs.
+func (f *Fake) wait() {
+	f.mu.Lock()
+	h := f.hang
+	if h != nil {
+		f.hanging++
+	}
+	f.mu.Unlock()
+	if h != nil {
+		<-h
+		f.mu.Lock()
+		f.hanging--
+		f.mu.Unlock()
+	}
+}
+
+// Hanging is the number of client calls Hang holds now.
+func (f *Fake) Hanging() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hanging
+}
+
 // check fails when there is no live connection.
 func (f *Fake) check() error {
 	if !f.connected {
@@ -290,6 +337,7 @@ func (f *Fake) check() error {
 
 // Connect implements dcgm.Client.
 func (f *Fake) Connect(p dcgm.ConnectParams) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastConnectParams = p
@@ -307,6 +355,7 @@ func (f *Fake) Connect(p dcgm.ConnectParams) error {
 
 // Disconnect implements dcgm.Client.
 func (f *Fake) Disconnect() error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.connected {
@@ -317,6 +366,7 @@ func (f *Fake) Disconnect() error {
 
 // GPUs implements dcgm.Client.
 func (f *Fake) GPUs() ([]dcgm.GPUInfo, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -327,6 +377,7 @@ func (f *Fake) GPUs() ([]dcgm.GPUInfo, error) {
 
 // MIGHierarchy implements dcgm.Client.
 func (f *Fake) MIGHierarchy() ([]dcgm.MIGInfo, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -337,6 +388,7 @@ func (f *Fake) MIGHierarchy() ([]dcgm.MIGInfo, error) {
 
 // SwitchLinks implements dcgm.Client.
 func (f *Fake) SwitchLinks() ([]dcgm.LinkInfo, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -347,6 +399,7 @@ func (f *Fake) SwitchLinks() ([]dcgm.LinkInfo, error) {
 
 // Switches implements dcgm.Client.
 func (f *Fake) Switches() ([]uint, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -357,6 +410,7 @@ func (f *Fake) Switches() ([]uint, error) {
 
 // CreateGroup implements dcgm.Client.
 func (f *Fake) CreateGroup(_ string, entities []dcgm.EntityRef) (dcgm.Handle, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -370,6 +424,7 @@ func (f *Fake) CreateGroup(_ string, entities []dcgm.EntityRef) (dcgm.Handle, er
 
 // DestroyGroup implements dcgm.Client.
 func (f *Fake) DestroyGroup(h dcgm.Handle) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -385,6 +440,7 @@ func (f *Fake) DestroyGroup(h dcgm.Handle) error {
 
 // CreateFieldGroup implements dcgm.Client.
 func (f *Fake) CreateFieldGroup(_ string, fields []uint16) (dcgm.Handle, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -402,6 +458,7 @@ func (f *Fake) CreateFieldGroup(_ string, fields []uint16) (dcgm.Handle, error) 
 
 // DestroyFieldGroup implements dcgm.Client.
 func (f *Fake) DestroyFieldGroup(h dcgm.Handle) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -418,6 +475,7 @@ func (f *Fake) DestroyFieldGroup(h dcgm.Handle) error {
 // WatchFields implements dcgm.Client. Like DCGM, it refuses a watch that
 // includes a profiling field one GPU of the group cannot sample.
 func (f *Fake) WatchFields(group, fieldGroup dcgm.Handle, updateFreq, maxKeepAge time.Duration, maxKeepSamples int) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -506,6 +564,7 @@ func (s *series) append(v dcgm.Value, now int64) {
 
 // ValuesSince implements dcgm.Client.
 func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.Value, int64, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -538,6 +597,7 @@ func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.V
 
 // HealthSet implements dcgm.Client.
 func (f *Fake) HealthSet(group dcgm.Handle) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -549,6 +609,7 @@ func (f *Fake) HealthSet(group dcgm.Handle) error {
 
 // HealthCheck implements dcgm.Client.
 func (f *Fake) HealthCheck(group dcgm.Handle) ([]dcgm.HealthIncident, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -562,6 +623,7 @@ func (f *Fake) HealthCheck(group dcgm.Handle) ([]dcgm.HealthIncident, error) {
 
 // SupportedProfilingFields implements dcgm.Client.
 func (f *Fake) SupportedProfilingFields(gpu uint) ([]uint16, error) {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
@@ -580,6 +642,7 @@ func (f *Fake) PauseProfiling() error { return f.setPaused(true) }
 func (f *Fake) ResumeProfiling() error { return f.setPaused(false) }
 
 func (f *Fake) setPaused(p bool) error {
+	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(); err != nil {
