@@ -22,31 +22,34 @@ import (
 // Names, aliases, variables and defaults are dcgm-exporter's (pkg/cmd/app.go
 // at d5e5f51); each variable is listed after gpuscope's own.
 const (
-	flagDevices              = "devices"
-	flagSwitchDevices        = "switch-devices"
-	flagCPUDevices           = "cpu-devices"
-	flagOldNamespace         = "use-old-namespace"
-	flagNoHostname           = "no-hostname"
-	flagReplaceBlanks        = "replace-blanks-in-model-name"
-	flagConfigMapData        = "configmap-data"
-	flagEnablePodLabels      = "kubernetes-enable-pod-labels"
-	flagPodLabelAllowlist    = "kubernetes-pod-label-allowlist-regex"
-	flagGPUIDType            = "kubernetes-gpu-id-type"
-	flagVirtualGPUs          = "kubernetes-virtual-gpus"
-	flagDRA                  = "kubernetes-enable-dra"
-	flagFakeGPUs             = "fake-gpus"
-	flagDebug                = "debug"
-	flagEnableDCGMLog        = "enable-dcgm-log"
-	flagDCGMLogLevel         = "dcgm-log-level"
-	flagDumpEnabled          = "dump-enabled"
-	flagDumpDirectory        = "dump-directory"
-	flagDumpRetention        = "dump-retention"
-	flagDumpCompression      = "dump-compression"
-	flagDisableStartupCheck  = "disable-startup-validate"
-	flagBindUnbindWatch      = "enable-gpu-bind-unbind-watch"
-	flagBindUnbindPoll       = "gpu-bind-unbind-poll-interval"
-	flagEnablePprof          = "enable-pprof"
-	flagWebSystemdSocket     = "web-systemd-socket"
+	flagDevices             = "devices"
+	flagSwitchDevices       = "switch-devices"
+	flagCPUDevices          = "cpu-devices"
+	flagOldNamespace        = "use-old-namespace"
+	flagNoHostname          = "no-hostname"
+	flagReplaceBlanks       = "replace-blanks-in-model-name"
+	flagConfigMapData       = "configmap-data"
+	flagEnablePodLabels     = "kubernetes-enable-pod-labels"
+	flagPodLabelAllowlist   = "kubernetes-pod-label-allowlist-regex"
+	flagGPUIDType           = "kubernetes-gpu-id-type"
+	flagVirtualGPUs         = "kubernetes-virtual-gpus"
+	flagDRA                 = "kubernetes-enable-dra"
+	flagFakeGPUs            = "fake-gpus"
+	flagDebug               = "debug"
+	flagEnableDCGMLog       = "enable-dcgm-log"
+	flagDCGMLogLevel        = "dcgm-log-level"
+	flagDumpEnabled         = "dump-enabled"
+	flagDumpDirectory       = "dump-directory"
+	flagDumpRetention       = "dump-retention"
+	flagDumpCompression     = "dump-compression"
+	flagDisableStartupCheck = "disable-startup-validate"
+	flagBindUnbindWatch     = "enable-gpu-bind-unbind-watch"
+	flagBindUnbindPoll      = "gpu-bind-unbind-poll-interval"
+	flagEnablePprof         = "enable-pprof"
+	flagWebSystemdSocket    = "web-systemd-socket"
+	// flagComputeInstances is gpuscope's own: dcgm-exporter's device
+	// options have no form that selects MIG compute instances.
+	flagComputeInstances     = "mig-compute-instances"
 	undefinedConfigMapData   = "none" // dcgm-exporter's "not set" value of -m
 	gpuIDTypeUID             = "uid"
 	gpuIDTypeDeviceName      = "device-name"
@@ -109,6 +112,8 @@ func dcgmExporterFlags() []cli.Flag {
 			Usage: "poll interval of the bind/unbind watch, a Go duration"},
 		&cli.BoolFlag{Name: flagEnablePprof, EnvVars: env("GPUSCOPE_ENABLE_PPROF", "DCGM_EXPORTER_ENABLE_PPROF"),
 			Usage: "serve Go's pprof profiles under /debug/pprof/ on the metrics port"},
+		&cli.BoolFlag{Name: flagComputeInstances, EnvVars: env("GPUSCOPE_MIG_COMPUTE_INSTANCES"),
+			Usage: "also export MIG compute instances (GPU_CI_ID label), with -d f; dcgm-exporter never does"},
 		&cli.BoolFlag{Name: flagWebSystemdSocket, EnvVars: env("GPUSCOPE_WEB_SYSTEMD_SOCKET", "DCGM_EXPORTER_SYSTEMD_SOCKET"),
 			Usage: "serve on the socket systemd passes in (socket activation) instead of --address"},
 	}
@@ -138,6 +143,8 @@ type dcgmExporterConfig struct {
 	BindUnbindPoll  time.Duration
 	Pprof           bool
 	SystemdSocket   bool
+	// ComputeInstances is --mig-compute-instances.
+	ComputeInstances bool
 }
 
 type dumpConfig struct {
@@ -169,6 +176,8 @@ func parseDCGMExporterFlags(c *cli.Context) (*dcgmExporterConfig, error) {
 		BindUnbindWatch: c.Bool(flagBindUnbindWatch),
 		Pprof:           c.Bool(flagEnablePprof),
 		SystemdSocket:   c.Bool(flagWebSystemdSocket),
+
+		ComputeInstances: c.Bool(flagComputeInstances),
 	}
 	var err error
 	for _, d := range []struct {
@@ -287,6 +296,9 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	}
 	if cfg.DisableStartup {
 		warn(flagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")
+	}
+	if cfg.ComputeInstances && !cfg.Devices.GPUs.Flex {
+		warn(flagComputeInstances, "compute instances are exported with -d f only: g and i select GPUs and GPU instances, as in dcgm-exporter")
 	}
 	if len(cfg.Devices.CPUs.Major)+len(cfg.Devices.CPUs.Minor) > 0 || cfg.Devices.CPUs.AllMajor || cfg.Devices.CPUs.AllMinor {
 		warn(flagCPUDevices, "gpuscope exports no CPU entities yet, so the CPU selection selects nothing")

@@ -315,3 +315,26 @@ func TestConfigMapDataOutsideAPod(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--configmap-data: ConfigMap gpu-operator/exporter-metrics: KUBERNETES_SERVICE_HOST")
 }
+
+func TestComputeInstancesFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want bool
+	}{
+		{"off by default, as dcgm-exporter never exports them", nil, "", false},
+		{"flag", []string{"--mig-compute-instances"}, "", true},
+		{"variable", nil, "true", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("GPUSCOPE_MIG_COMPUTE_INSTANCES", tt.env)
+			}
+			p, err := parseArgs(t, tt.args...)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.dx.ComputeInstances)
+		})
+	}
+}

@@ -212,6 +212,7 @@ func serve(c *cli.Context) error {
 		Enrichers:         enrichers,
 		Log:               log.WithField("component", "engine"),
 		Select:            selectEntities(dx, log),
+		ComputeInstances:  dx.ComputeInstances,
 
 		NoHostname:               dx.NoHostname,
 		OldNamespace:             dx.OldNamespace,
