@@ -163,7 +163,7 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": everyday(gpuCounter("count", "Total number of NVLink data CRC errors.")),
 	"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL":   everyday(gpuCounter("count", "Total number of NVLink retries.")),
 	"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": everyday(gpuCounter("count", "Total number of NVLink recovery errors.")),
-	"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":            everyday(gpuCounter("bytes", "Total number of NVLink bandwidth counters for all lanes.")),
+	"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":            everyday(gpuGauge(KindInt, "MB/s", "NVLink bandwidth of all lanes in both directions (in MB/s).")),
 	"DCGM_FI_DEV_NVLINK_TX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink TX bandwidth counter, all links."),
 	"DCGM_FI_DEV_NVLINK_RX_BANDWIDTH_TOTAL":         gpuCounter("bytes", "NVLink RX bandwidth counter, all links."),
 	"DCGM_FI_DEV_NVLINK_ERROR_DL_CRC":               {kind: KindInt, typ: Counter, unit: "count", help: "NVLink data-link CRC errors on the link."},

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -84,6 +85,8 @@ func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) 
 	switch {
 	case err == nil:
 		return true
+	case errors.Is(err, errBaseline):
+		// The first reading of a rate only sets its baseline.
 	case isNotSupported(err):
 		dr.unsupported(ent, e, field, err.Error())
 	case isLost(err):
@@ -114,7 +117,7 @@ func (s *Source) read(d *device, fields []counters.Field, gen uint64, now time.T
 	}
 	dr := &deviceRead{s: s, d: d, res: res, now: now}
 	h := d.handle()
-	r := &reading{src: s, dev: d, h: h}
+	r := &reading{src: s, dev: d, h: h, now: now}
 	var gpmFields []uint16
 	for _, f := range fields {
 		spec, ok := fieldMap[f.ID]

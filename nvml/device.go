@@ -55,6 +55,8 @@ type device struct {
 	gen          uint64
 	reported     map[fieldKey]bool
 	gpm          gpmState
+	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
+	nvlink counterBaseline
 
 	lastProcRefresh time.Time
 	lastProcTS      uint64

@@ -1,7 +1,9 @@
 package nvml
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -269,9 +271,11 @@ func readFBReserved(r *reading) (float64, error) {
 	return float64(m.Reserved) / mib, nil
 }
 
-// readNVLinkBandwidth sums the raw TX and RX throughput counters (KiB,
-// headers included) over all links, which is what DCGM's
-// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counts on current drivers.
+// readNVLinkBandwidth reports DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL as DCGM
+// defines it (dcgm_fields.h: "NVLink Bandwidth Counter Total for all Lanes in
+// MB/s"): the rate, in MB/s, of the data sent and received over all links,
+// from the raw TX and RX counters (KiB) between two readings. The first
+// reading of a GPU only sets the baseline.
 func readNVLinkBandwidth(r *reading) (float64, error) {
 	links, err := r.linkCount()
 	if err != nil {
@@ -289,15 +293,42 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 	if err := nvmlErr("GetFieldValues(NVLINK_THROUGHPUT_RAW)", r.h.GetFieldValues(vals)); err != nil {
 		return 0, err
 	}
-	var total float64
+	var kib float64
 	for i := range vals {
 		v, err := decodeFieldValue(&vals[i])
 		if err != nil {
 			return 0, err
 		}
-		total += v
+		kib += v
 	}
-	return total, nil
+	perSec, ok := r.dev.nvlink.rate(kib, r.now)
+	if !ok {
+		return 0, errBaseline
+	}
+	return perSec * 1024 / 1e6, nil
+}
+
+// errBaseline says a rate has no value yet: its counter has been read once.
+var errBaseline = errors.New("first reading of the counter sets the baseline")
+
+// counterBaseline turns a cumulative counter into a rate per second.
+type counterBaseline struct {
+	v   float64
+	at  time.Time
+	set bool
+}
+
+// rate returns the counter's increase per second since the previous call,
+// false on the first call, after a reset of the counter or when no time has
+// passed.
+func (c *counterBaseline) rate(v float64, now time.Time) (float64, bool) {
+	prev := *c
+	*c = counterBaseline{v: v, at: now, set: true}
+	dt := now.Sub(prev.at).Seconds()
+	if !prev.set || v < prev.v || dt <= 0 {
+		return 0, false
+	}
+	return (v - prev.v) / dt, true
 }
 
 // readVGPULicense reports the vGPU feature's license state inside a vGPU

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -83,6 +84,8 @@ type reading struct {
 	src *Source
 	dev *device
 	h   gonvml.Device
+	// now is when the GPU is read, for fields that are rates of counters.
+	now time.Time
 
 	util    *gonvml.Utilization
 	utilErr error

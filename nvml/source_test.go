@@ -87,7 +87,7 @@ func TestEveryMappedFieldAndItsUnit(t *testing.T) {
 		{"row remap failure", fieldid.RowRemapFailure, 0}, {"row remap pending", fieldid.RowRemapPending, 1},
 		{"NVLink CRC flit errors", fieldid.NVLinkCRCFlitErrorCountTotal, 7}, {"NVLink CRC data errors", fieldid.NVLinkCRCDataErrorCountTotal, 8},
 		{"NVLink replay errors", fieldid.NVLinkReplayErrorCountTotal, 9}, {"NVLink recovery errors", fieldid.NVLinkRecoveryErrorCountTotal, 10},
-		{"NVLink bandwidth KiB, TX+RX over links", fieldid.NVLinkBandwidthTotal, 100 + 200 + 300 + 400},
+		{"NVLink bandwidth MB/s: counters that did not move", fieldid.NVLinkBandwidthTotal, 0},
 		{"vGPU license", fieldid.VGPULicenseStatus, 1},
 		{"GR engine ratio from %", fieldid.ProfGREngineActive, 0.9}, {"SM active ratio", fieldid.ProfSMActive, 0.8},
 		{"SM occupancy ratio", fieldid.ProfSMOccupancy, 0.5}, {"tensor active ratio", fieldid.ProfPipeTensorActive, 0.4},
@@ -372,4 +372,33 @@ func TestDeviceLabelFollowsTheIndexNotTheMinorNumber(t *testing.T) {
 	f.GPUs[1].Device.Minor = 7
 	s := open(t, f, time.Second, fieldid.GPUTemp)
 	assert.Equal(t, "nvidia1", gpuEntity(t, s, 1).Device)
+}
+
+// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is, in DCGM (dcgm_fields.h), the
+// bandwidth in MB/s of all lanes, TX and RX; the sim reports it so too. NVML
+// gives cumulative KiB counters per link and direction, so the source reports
+// their rate: nothing at the first reading, then MB/s.
+func TestNVLinkBandwidthTotalIsARateInMBPerSecond(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	clk := timesource.NewFake(time.Unix(1_700_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 20 * time.Millisecond,
+		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.NVLinkBandwidthTotal)}}))
+	sink := newSink()
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	_, ok := sink.value(gpuEntity(t, s, 0), fieldid.NVLinkBandwidthTotal)
+	assert.False(t, ok, "the first reading only sets the baseline")
+	assert.Empty(t, sink.fails[sample{gpuEntity(t, s, 0).Key(), fieldid.NVLinkBandwidthTotal}], "and is no failure")
+
+	// 2 s later the links moved 1 000 000 KiB TX and 500 000 KiB RX.
+	f.Update(0, func(g *nvmlfake.GPU) {
+		g.R.NVLinkRawKiB = [][2]uint64{{100 + 1_000_000, 200 + 500_000}, {300, 400}}
+	})
+	clk.Add(2 * time.Second)
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	v, ok := sink.value(gpuEntity(t, s, 0), fieldid.NVLinkBandwidthTotal)
+	require.True(t, ok)
+	assert.InDelta(t, 1_500_000*1024/1e6/2, v, 1e-6, "MB/s over the 2 s")
 }
