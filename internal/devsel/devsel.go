@@ -169,9 +169,20 @@ func (s Selector) Filter(list []*source.Entity) []*source.Entity {
 	for i, e := range gis {
 		instanceNumber[e] = i
 	}
+	// A kept GPU instance keeps its GPU too: the engine exports a GPU whose
+	// instances are exported only through them, and gives them its
+	// GPU-level fields, as DCGM answers those on an instance. So -d i shows
+	// the instances with power and temperature, as in dcgm-exporter, and no
+	// series of the GPU itself.
+	parents := map[int]bool{}
+	for _, e := range gis {
+		if s.keep(e, instanceNumber) {
+			parents[e.GPU] = true
+		}
+	}
 	out := make([]*source.Entity, 0, len(list))
 	for _, e := range list {
-		if s.keep(e, instanceNumber) {
+		if s.keep(e, instanceNumber) || (e.Kind == source.GPU && parents[e.GPU]) {
 			out = append(out, e)
 		}
 	}

@@ -97,8 +97,10 @@ func TestFilter(t *testing.T) {
 		{"f everywhere keeps all", "f", "f", []string{"gpu/GPU-0", "gpu/GPU-1", "gi/GPU-1/2", "gi/GPU-1/1", "ci/GPU-1/2/0", "link/GPU-0/0", "switch/0", "swlink/0/0", "swlink/0/1"}},
 		{"g: every GPU, no instance", "g", "f", []string{"gpu/GPU-0", "gpu/GPU-1", "link/GPU-0/0", "switch/0", "swlink/0/0", "swlink/0/1"}},
 		{"g:1: GPU 1 only, without GPU 0's link", "g:1", "f", []string{"gpu/GPU-1", "switch/0", "swlink/0/0", "swlink/0/1"}},
-		{"i: every GPU instance, no GPU", "i", "f", []string{"gi/GPU-1/2", "gi/GPU-1/1", "switch/0", "swlink/0/0", "swlink/0/1"}},
-		{"i:1: the node's second GPU instance", "i:1", "f", []string{"gi/GPU-1/2", "switch/0", "swlink/0/0", "swlink/0/1"}},
+		// The MIG GPU stays as the instances' parent (the engine exports it
+		// through them only); GPU 0, without MIG, is left out.
+		{"i: every GPU instance, no GPU of its own", "i", "f", []string{"gpu/GPU-1", "gi/GPU-1/2", "gi/GPU-1/1", "switch/0", "swlink/0/0", "swlink/0/1"}},
+		{"i:1: the node's second GPU instance", "i:1", "f", []string{"gpu/GPU-1", "gi/GPU-1/2", "switch/0", "swlink/0/0", "swlink/0/1"}},
 		// IsLinkWatched needs the link in MinorRange, which g leaves empty.
 		{"s g: switches, no link", "f", "g", []string{"gpu/GPU-0", "gpu/GPU-1", "gi/GPU-1/2", "gi/GPU-1/1", "ci/GPU-1/2/0", "link/GPU-0/0", "switch/0"}},
 		{"s g:1: no such switch", "f", "g:1", []string{"gpu/GPU-0", "gpu/GPU-1", "gi/GPU-1/2", "gi/GPU-1/1", "ci/GPU-1/2/0", "link/GPU-0/0"}},

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
@@ -100,4 +101,44 @@ func TestSelectDropsTheOtherEntities(t *testing.T) {
 	}
 	assert.Equal(t, []string{"1", "3"}, gpus)
 	assert.Len(t, e.Entities(), 2, "enrichers see the selected entities only")
+}
+
+// dcgm-exporter's device options over a node with a MIG GPU
+// (devicemonitoring/device_monitoring.go, handleGPUOptions): g exports GPUs
+// only, the MIG GPU included and none of its instances; i exports the GPU
+// instances only, each with its GPU's GPU-level fields, as DCGM answers them
+// on an instance.
+func TestDeviceOptionsOverAMIGNode(t *testing.T) {
+	type row struct{ gpu, gi string }
+	tests := []struct {
+		devices string
+		power   map[row]float64
+	}{
+		{"g", map[row]float64{{"0", ""}: 0, {"1", ""}: 100}},
+		{"g:1", map[row]float64{{"1", ""}: 100}},
+		{"i", map[row]float64{{"1", "1"}: 100, {"1", "2"}: 100}},
+		{"i:1", map[row]float64{{"1", "2"}: 100}},
+		{"f", map[row]float64{{"0", ""}: 0, {"1", "1"}: 100, {"1", "2"}: 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.devices, func(t *testing.T) {
+			g, err := devsel.Parse("devices", tt.devices)
+			require.NoError(t, err)
+			sel := devsel.Default()
+			sel.GPUs = g
+			clk := newClock()
+			src := migSource()
+			src.Now = clk.Now
+			e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_POWER_USAGE, gauge, p\n"), DefaultInterval: time.Second,
+				Hostname: "node-1", Now: clk.Now, Log: quietLog(), Select: sel.Filter})
+			require.NoError(t, err)
+			require.NoError(t, e.Open())
+			collectAll(t, e)
+			got := map[row]float64{}
+			for _, m := range series(scrape(t, e), "DCGM_FI_DEV_POWER_USAGE", nil) {
+				got[row{labelOf(m, "gpu"), labelOf(m, "GPU_I_ID")}] = value(m)
+			}
+			assert.Equal(t, tt.power, got)
+		})
+	}
 }
