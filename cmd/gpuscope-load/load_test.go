@@ -258,3 +258,28 @@ func TestRunReportsProcessAndLoad(t *testing.T) {
 	}
 	assert.NotContains(t, line, "NaN")
 }
+
+// TestRunConnsCountsWhatTheServerCloses holds idle and slowloris
+// connections against a server with short timeouts: every one is counted
+// as closed by the server, and none past the cap stays open.
+func TestRunConnsCountsWhatTheServerCloses(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	}))
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Config.ReadHeaderTimeout = 1500 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, slow := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		st, err := runConns(ctx, host, 20, slow, 0, "/proc")
+		cancel()
+		require.NoError(t, err)
+		assert.Equal(t, 20, st.opened, "slow=%v", slow)
+		assert.Equal(t, 20, st.closed, "slow=%v: %s", slow, st.line("x"))
+		if !slow {
+			assert.Equal(t, 20, st.ok)
+		}
+	}
+}

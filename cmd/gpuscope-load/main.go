@@ -48,6 +48,8 @@ type config struct {
 	hup         time.Duration
 	procRoot    string
 	gzip        bool
+	// idle and slow open that many held connections instead of scraping.
+	idle, slow int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -65,6 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.hup, "hup", 0, "send SIGHUP to -pid at this interval (0: never)")
 	fs.StringVar(&c.procRoot, "proc", "/proc", "proc file system")
 	fs.BoolVar(&c.gzip, "gzip", false, "ask for gzip and decompress, as Prometheus does")
+	fs.IntVar(&c.idle, "idle", 0, "open this many keep-alive connections, one request each, then hold them idle until the server closes them or -d ends")
+	fs.IntVar(&c.slow, "slowloris", 0, "open this many connections that send headers one line a second and never finish, until the server closes them or -d ends")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -76,7 +80,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-d %s: must be between 0 and %s", c.duration, maxDuration)
 	case c.concurrency < 0 || c.concurrency > 10_000:
 		return c, fmt.Errorf("-c %d: must be between 0 and 10000", c.concurrency)
-	case c.concurrency == 0 && c.pid == 0:
+	case c.idle < 0 || c.slow < 0 || c.idle > 20_000 || c.slow > 20_000 || (c.idle > 0 && c.slow > 0):
+		return c, errors.New("-idle and -slowloris: one of them, at most 20000 connections")
+	case (c.idle > 0 || c.slow > 0) && c.concurrency > 0:
+		return c, errors.New("-idle and -slowloris hold connections; set -c 0")
+	case c.concurrency == 0 && c.pid == 0 && c.idle == 0 && c.slow == 0:
 		return c, errors.New("-c 0 needs -pid: there is nothing to measure")
 	case c.pid < 0:
 		return c, fmt.Errorf("-pid %d: must be positive", c.pid)
@@ -87,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case c.pid > 0 && (c.sample <= 0 || c.duration/c.sample > maxProcSamples):
 		return c, fmt.Errorf("-sample %s: must be positive and give at most %d samples over -d %s", c.sample, maxProcSamples, c.duration)
 	}
-	if c.concurrency > 0 {
+	if c.concurrency > 0 || c.idle > 0 || c.slow > 0 {
 		if _, err := checkLoopback(c.url); err != nil {
 			return c, err
 		}
@@ -117,6 +125,21 @@ func main() {
 func run(ctx context.Context, cfg config, log *logrus.Entry) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
+	if cfg.idle > 0 || cfg.slow > 0 {
+		u, err := checkLoopback(cfg.url)
+		if err != nil {
+			return "", err
+		}
+		mode, n := "idle", cfg.idle
+		if cfg.slow > 0 {
+			mode, n = "slowloris", cfg.slow
+		}
+		st, err := runConns(ctx, u.Host, n, cfg.slow > 0, cfg.pid, cfg.procRoot)
+		if err != nil {
+			return "", err
+		}
+		return st.line(mode), nil
+	}
 	var (
 		wg      sync.WaitGroup
 		samples []procSample

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Repeats the adversarial run against the real binary on the sim source,
+# on loopback only, and prints a table of what held. It is bounded (about
+# 5 minutes with the defaults) and stops by itself; it ends only the
+# gpuscope it started, by PID. Figures: docs/reliability.md.
+#
+#   1. 2,000 idle keep-alive connections, one request each: are they closed,
+#      and does memory come back?
+#   2. 2,000 slowloris connections (headers one line a second, never done)
+#   3. 500 concurrent scrapers for 60 s
+#   4. a storm of 900 SIGHUPs, then a scrape
+#
+# Settings (environment):
+#   ABUSE_BIN        gpuscope binary to run instead of building this tree
+#                    (to compare with an older build)                   (build)
+#   ABUSE_PORT       loopback port                                      (19500)
+#   ABUSE_IDLE       idle connections                                   (2000)
+#   ABUSE_IDLE_WAIT  how long they are held at most; above the server's
+#                    2 min idle timeout                                 (150s)
+#   ABUSE_SLOW       slowloris connections                              (2000)
+#   ABUSE_SCRAPERS   concurrent scrapers                                (500)
+#   ABUSE_SCRAPE_FOR length of the scrape run                           (60s)
+#   ABUSE_HUPS       SIGHUPs in the storm                               (900)
+#   ABUSE_OUT        folder for binaries, logs and raw results          (bin/abuse)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
+
+PORT=${ABUSE_PORT:-19500}
+IDLE=${ABUSE_IDLE:-2000}
+IDLE_WAIT=${ABUSE_IDLE_WAIT:-150s}
+SLOW=${ABUSE_SLOW:-2000}
+SCRAPERS=${ABUSE_SCRAPERS:-500}
+SCRAPE_FOR=${ABUSE_SCRAPE_FOR:-60s}
+HUPS=${ABUSE_HUPS:-900}
+OUT=${ABUSE_OUT:-bin/abuse}
+mkdir -p "$OUT"
+
+# Both ends hold a descriptor per connection.
+ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+BIN=${ABUSE_BIN:-}
+if [ -z "$BIN" ]; then
+  echo "abuse: building gpuscope (about a minute the first time)"
+  go build -o "$OUT/gpuscope" ./cmd/gpuscope
+  BIN=$OUT/gpuscope
+fi
+go build -o "$OUT/gpuscope-load" ./cmd/gpuscope-load
+LOAD=$OUT/gpuscope-load
+
+cp etc/dcp-metrics.csv "$OUT/counters.csv"
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+"$BIN" --source sim --sim-gpus 8 --address "127.0.0.1:$PORT" --collectors "$OUT/counters.csv" >"$OUT/gpuscope.log" 2>&1 &
+PID=$!
+base="http://127.0.0.1:$PORT"
+for _ in $(seq 300); do
+  if curl -fsS -o /dev/null "$base/ready" 2>/dev/null; then break; fi
+  kill -0 "$PID" 2>/dev/null || { echo "abuse: gpuscope exited; see $OUT/gpuscope.log" >&2; exit 1; }
+  sleep 0.1
+done
+rss() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status"; }
+field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2 }'; }
+
+rss_base=$(rss)
+echo "abuse: gpuscope pid $PID, RSS ${rss_base} MiB; $IDLE idle connections for up to $IDLE_WAIT"
+idle=$("$LOAD" -url "$base/" -c 0 -pid "$PID" -idle "$IDLE" -d "$IDLE_WAIT")
+echo "$idle" >"$OUT/idle.txt"
+rss_after_idle=$(rss)
+
+echo "abuse: $SLOW slowloris connections for up to 60s"
+slow=$("$LOAD" -url "$base/" -c 0 -slowloris "$SLOW" -d 60s)
+echo "$slow" >"$OUT/slowloris.txt"
+
+echo "abuse: $SCRAPERS scrapers for $SCRAPE_FOR"
+scr=$("$LOAD" -url "$base/metrics" -c "$SCRAPERS" -d "$SCRAPE_FOR" -pid "$PID" -gzip -warmup 0s)
+echo "$scr" >"$OUT/scrapers.txt"
+
+echo "abuse: $HUPS SIGHUPs"
+for _ in $(seq "$HUPS"); do kill -HUP "$PID"; done
+alive=no
+kill -0 "$PID" 2>/dev/null && alive=yes
+# The signals coalesce; wait for the reloads they caused to be counted.
+reloads=0
+for _ in $(seq 50); do
+  reloads=$(curl -fsS "$base/metrics" | awk '$1 ~ /^gpuscope_config_reloads_total/ { s += $2 } END { print s + 0 }')
+  [ "$reloads" != 0 ] && break
+  sleep 0.1
+done
+ok_after=$(curl -fsS -o /dev/null -w '%{http_code}' "$base/metrics" || true)
+
+printf '\n%-34s %s\n' "check" "result"
+printf '%-34s %s\n' "RSS at start" "${rss_base} MiB"
+printf '%-34s %s\n' "idle: opened / answered / 503" "$(field "$idle" opened) / $(field "$idle" answered) / $(field "$idle" refused_503)"
+printf '%-34s %s\n' "idle: closed by the server" "$(field "$idle" closed_by_server), last after $(field "$idle" last_close_s) s, $(field "$idle" still_open) still open at the end"
+printf '%-34s %s\n' "idle: RSS held / at end / after" "$(field "$idle" rss_held_mib) / $(field "$idle" rss_end_mib) / ${rss_after_idle} MiB"
+printf '%-34s %s\n' "slowloris: closed by the server" "$(field "$slow" closed_by_server) of $(field "$slow" opened), last after $(field "$slow" last_close_s) s"
+printf '%-34s %s\n' "scrapers: scrapes / errors" "$(field "$scr" scrapes) / $(field "$scr" errors) ($(field "$scr" concurrency) concurrent, $SCRAPE_FOR)"
+printf '%-34s %s\n' "scrapers: p50 / p99 / max" "$(field "$scr" p50_ms) / $(field "$scr" p99_ms) / $(field "$scr" max_ms) ms"
+printf '%-34s %s\n' "scrapers: RSS max" "$(field "$scr" rss_max_mib) MiB"
+printf '%-34s %s\n' "SIGHUP storm: alive, /metrics" "$alive, $ok_after ($reloads reloads counted)"
