@@ -175,6 +175,15 @@ type snapshot struct {
 	malformed    int
 	unattributed int
 	usage        []podUsage
+	// alloc holds every holder of every GPU and MIG instance, shared ones
+	// included, for gpuscope_pod_gpu_allocation.
+	alloc []allocation
+}
+
+// allocation is one container holding one GPU or MIG instance.
+type allocation struct {
+	owner
+	gpu, uuid, gi string
 }
 
 // Enricher adds pod, namespace and container labels to GPU series. It
@@ -202,7 +211,7 @@ type Enricher struct {
 	lastSuccess   atomic.Int64 // Unix seconds
 
 	upDesc, lastSuccessDesc, podsDesc, sharedDesc, unknownDesc, malformedDesc, unattributedDesc *prometheus.Desc
-	memDesc, smDesc                                                                             *prometheus.Desc
+	memDesc, smDesc, allocDesc                                                                  *prometheus.Desc
 }
 
 // New returns an enricher; Run starts its refresh loop.
@@ -243,6 +252,9 @@ func New(cfg Config) (*Enricher, error) {
 		memDesc: prometheus.NewDesc("gpuscope_pod_gpu_memory_used_bytes",
 			"GPU memory held by the processes of a container, from the GPU's process list.",
 			[]string{LabelPod, LabelNamespace, LabelContainer, "gpu", "UUID", "GPU_I_ID"}, nil),
+		allocDesc: prometheus.NewDesc("gpuscope_pod_gpu_allocation",
+			"1 for each container the kubelet says holds the GPU or MIG instance; a shared GPU has one series per holder. Join on UUID and GPU_I_ID.",
+			[]string{LabelPod, LabelNamespace, LabelContainer, "gpu", "UUID", "GPU_I_ID"}, nil),
 		smDesc: prometheus.NewDesc("gpuscope_pod_gpu_sm_utilization",
 			"Share (0..1) of the GPU's SM time used by the processes of a container over the driver's last sampling period.",
 			[]string{LabelPod, LabelNamespace, LabelContainer, "gpu", "UUID", "GPU_I_ID"}, nil),
@@ -270,7 +282,14 @@ func (e *Enricher) Values(ent *source.Entity) []string {
 	if len(s.values) == 0 || ent == nil {
 		return nil
 	}
-	lookup := func(k string) []string { return s.values[k] }
+	return lookupKeys(ent, func(k string) []string { return s.values[k] })
+}
+
+// lookupKeys finds what lookup holds for an entity under the keys the
+// kubelet's device IDs map to: its UUID or index for a GPU (and the GPU's
+// links); its MIG UUID, parent UUID and instance, or parent index and
+// instance for a MIG instance.
+func lookupKeys[T any](ent *source.Entity, lookup func(string) []T) []T {
 	switch ent.Kind {
 	case source.GPU, source.NVLink:
 		if ent.Kind == source.NVLink && ent.Switch >= 0 {
@@ -534,7 +553,30 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 	if e.cfg.SharedGPUAttribution && e.cfg.Processes != nil {
 		e.attributeProcesses(s, owners, logs)
 	}
+	s.alloc = e.allocations(owners)
 	return s
+}
+
+// allocations lists the holders of each GPU and MIG instance the engine
+// knows, found by the keys Values looks its labels up by.
+func (e *Enricher) allocations(owners map[string][]owner) []allocation {
+	if e.cfg.Entities == nil || len(owners) == 0 {
+		return nil
+	}
+	var out []allocation
+	for _, ent := range e.cfg.Entities() {
+		if ent == nil || (ent.Kind != source.GPU && ent.Kind != source.GPUInstance) {
+			continue
+		}
+		gi := ""
+		if ent.Kind == source.GPUInstance {
+			gi = strconv.Itoa(ent.GPUInstanceID)
+		}
+		for _, o := range lookupKeys(ent, func(k string) []owner { return owners[k] }) {
+			out = append(out, allocation{owner: o, gpu: strconv.Itoa(ent.GPU), uuid: ent.UUID, gi: gi})
+		}
+	}
+	return out
 }
 
 func containsOwner(ows []owner, o owner) bool {
@@ -584,7 +626,7 @@ func sameValues(a, b map[string][]string) bool {
 // Describe implements prometheus.Collector.
 func (e *Enricher) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{e.upDesc, e.lastSuccessDesc, e.podsDesc, e.sharedDesc,
-		e.unknownDesc, e.malformedDesc, e.unattributedDesc, e.memDesc, e.smDesc} {
+		e.unknownDesc, e.malformedDesc, e.unattributedDesc, e.memDesc, e.smDesc, e.allocDesc} {
 		ch <- d
 	}
 	e.refreshErrors.Describe(ch)
@@ -608,6 +650,9 @@ func (e *Enricher) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(e.malformedDesc, prometheus.GaugeValue, float64(s.malformed))
 	if e.cfg.SharedGPUAttribution {
 		ch <- prometheus.MustNewConstMetric(e.unattributedDesc, prometheus.GaugeValue, float64(s.unattributed))
+	}
+	for _, a := range s.alloc {
+		ch <- prometheus.MustNewConstMetric(e.allocDesc, prometheus.GaugeValue, 1, a.Pod, a.Namespace, a.Container, a.gpu, a.uuid, a.gi)
 	}
 	for _, u := range s.usage {
 		lv := []string{u.ref.Pod, u.ref.Namespace, u.ref.Container, u.gpu, u.uuid, u.gi}

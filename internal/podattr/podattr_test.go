@@ -337,3 +337,45 @@ func TestPodLabelsChurnOnOneFailedKubeletCall(t *testing.T) {
 	require.NoError(t, e.Refresh(ctx))
 	assert.Equal(t, []string{"p", "ml", "c"}, e.Values(gpu))
 }
+
+// A time-sliced GPU has no pod on its device series, so the allocation
+// family shows every holder of every GPU and MIG instance, one series per
+// container with value 1, to join on UUID (and GPU_I_ID).
+func TestAllocationShowsEveryHolderOfSharedGPUs(t *testing.T) {
+	pods := []kubelettest.Pod{
+		gpuPod("ml", "a", "c", "nvidia.com/gpu", uuid0+"::0"),
+		gpuPod("ml", "b", "c", "nvidia.com/gpu", uuid0+"::1"),
+		gpuPod("ml", "solo", "main", "nvidia.com/gpu", uuid1),
+		gpuPod("inf", "small", "srv", "nvidia.com/mig-1g.10gb", mig0),
+	}
+	srv := startKubelet(t, pods)
+	ents := []*source.Entity{gpuEntity(0, uuid0), gpuEntity(1, uuid1), gpuEntity(2, uuid2), migEntity(2, uuid2, mig0, 3)}
+	e, _ := newEnricher(t, Config{Socket: srv.Socket(), Entities: func() []*source.Entity { return ents }})
+	require.NoError(t, e.Refresh(context.Background()))
+
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(e))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var got []string
+	for _, mf := range mfs {
+		if mf.GetName() != "gpuscope_pod_gpu_allocation" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, p := range m.Label {
+				l[p.GetName()] = p.GetValue()
+			}
+			assert.Equal(t, 1.0, m.GetGauge().GetValue())
+			got = append(got, l["namespace"]+"/"+l["pod"]+"/"+l["container"]+" gpu="+l["gpu"]+" "+l["UUID"]+" gi="+l["GPU_I_ID"])
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		"ml/a/c gpu=0 " + uuid0 + " gi=",
+		"ml/b/c gpu=0 " + uuid0 + " gi=",
+		"ml/solo/main gpu=1 " + uuid1 + " gi=",
+		"inf/small/srv gpu=2 " + uuid2 + " gi=3",
+	}, got)
+	assert.Nil(t, e.Values(gpuEntity(0, uuid0)), "the shared GPU's own series still carry no pod")
+}
