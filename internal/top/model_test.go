@@ -156,3 +156,27 @@ func TestSparkAndGraphLevels(t *testing.T) {
 	g := graph([]float64{0, 0.5, 1}, 1, 3, 2)
 	assert.Equal(t, []string{"  █", " ██"}, g)
 }
+
+func TestBannerSaysWhyTheServerRefuses(t *testing.T) {
+	m := newModel(t, 200)
+	m.Update(DownMsg{Err: &samples.StatusError{Code: 401, URL: "http://node:9400/api/v1/samples", Msg: "Unauthorized"}, Retry: time.Second})
+	v := m.View()
+	assert.Contains(t, v, "node:9400 answered 401 Unauthorized")
+	assert.Contains(t, v, "give --username and --password")
+	assert.NotContains(t, v, "unreachable")
+}
+
+func TestMIGInstancesGetRows(t *testing.T) {
+	m := newModel(t, 160)
+	mig := samples.Entity{Key: "gi/a/3", Kind: "gpu_instance", GPU: 0,
+		Labels: map[string]string{"GPU_I_ID": "3", "GPU_I_PROFILE": "1g.10gb", "pod": "infer", "namespace": "serve"},
+		Series: []samples.Series{{Field: FieldSM, T: []int64{5}, V: samples.Values{0.25}}}}
+	link := samples.Entity{Key: "link/a/1", Kind: "nvlink", GPU: 0, Labels: map[string]string{}, Series: []samples.Series{{Field: FieldSM, T: []int64{5}, V: samples.Values{1}}}}
+	m.Update(DataMsg{Result: &samples.Result{Entities: []samples.Entity{mig, link}}})
+	rows := tableRows(m.View())
+	require.Len(t, rows, 4, "the MIG instance gets a row, the link none")
+	assert.True(t, strings.HasPrefix(rows[1], "0/3 1g.10gb"), rows[1])
+	assert.Contains(t, rows[1], "serve/infer")
+	assert.Contains(t, rows[1], "25%")
+	assert.Contains(t, m.View(), "3 GPUs", "MIG instances are not counted as GPUs")
+}

@@ -1,12 +1,16 @@
 package top
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpuscope/gpuscope/internal/samples"
 )
 
 var (
@@ -90,12 +94,15 @@ var columns = []column{
 const sparkMin = 10
 
 // layout picks the columns that fit the width, and the sparkline's width
-// (0: none).
-func layout(width int) ([]column, int) {
+// (0: none). The GPU column is as wide as its longest name (a MIG
+// instance's "0/3 1g.10gb").
+func layout(width, gpuWidth int) ([]column, int) {
+	all := append([]column(nil), columns...)
+	all[0].width = max(all[0].width, min(gpuWidth, 16))
 	for maxDrop := 5; maxDrop >= 0; maxDrop-- {
 		var cols []column
 		used := 0
-		for _, c := range columns {
+		for _, c := range all {
 			if c.drop <= maxDrop {
 				cols = append(cols, c)
 				used += c.width + 1
@@ -110,7 +117,7 @@ func layout(width int) ([]column, int) {
 		}
 		return cols, min(spark, HistoryCap)
 	}
-	return columns[:1], 0
+	return all[:1], 0
 }
 
 // fit pads or cuts s to exactly w cells.
@@ -230,6 +237,15 @@ func (m *Model) banner() []string {
 	case m.downErr != nil:
 		msg := fmt.Sprintf("✖ %s unreachable for %s: %v · reconnecting every %s · the values below are the last seen",
 			m.Address, m.now().Sub(m.downAt).Truncate(time.Second), m.downErr, m.retry)
+		var se *samples.StatusError
+		if errors.As(m.downErr, &se) {
+			// The server answers but refuses: say why, and what to give
+			// when it wants a password.
+			msg = fmt.Sprintf("✖ %s answered %d %s: %s · retrying every %s", m.Address, se.Code, http.StatusText(se.Code), se.Msg, m.retry)
+			if se.Code == http.StatusUnauthorized {
+				msg += " · give --username and --password"
+			}
+		}
 		return []string{styleBanner.Render(fit(msg, m.width))}
 	case !m.up:
 		return []string{styleDim.Render(fit("connecting to "+m.Address+" …", m.width))}
@@ -238,7 +254,11 @@ func (m *Model) banner() []string {
 }
 
 func (m *Model) table(rows []*Row) []string {
-	cols, sparkW := layout(m.width)
+	gpuWidth := 0
+	for _, r := range rows {
+		gpuWidth = max(gpuWidth, lipgloss.Width(r.Name))
+	}
+	cols, sparkW := layout(m.width, gpuWidth)
 	var head strings.Builder
 	for _, c := range cols {
 		t := c.title
