@@ -11,22 +11,8 @@ import (
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 )
 
-// DCGM field IDs this package reads. They follow dcgm_fields.h, so that a
-// dashboard does not care whether DCGM or NVML fed a series.
-const ()
-
-// NVML field-value IDs (nvml.h NVML_FI_DEV_*) read through GetFieldValues.
-const (
-	nvmlFINVLinkCRCFlitTotal  = 38
-	nvmlFINVLinkCRCDataTotal  = 45
-	nvmlFINVLinkReplayTotal   = 52
-	nvmlFINVLinkRecoveryTotal = 59
-	nvmlFIMemoryTemp          = 82
-	nvmlFINVLinkLinkCount     = 91
-	nvmlFINVLinkRawTx         = 140
-	nvmlFINVLinkRawRx         = 141
-)
-
+// The NVML source serves DCGM's fields (counters/fieldid) in DCGM's units,
+// so that a dashboard does not care whether DCGM or NVML fed a series.
 const (
 	mib = 1 << 20
 	// mWPerW converts NVML's milliwatts to DCGM's watts.
@@ -78,7 +64,7 @@ var fieldMap = map[uint16]fieldSpec{
 		return float64(v), nvmlErr("GetCurrentClocksEventReasons", ret)
 	}},
 
-	fieldid.MemoryTemp: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFIMemoryTemp, 0) }},
+	fieldid.MemoryTemp: {value: func(r *reading) (float64, error) { return r.fieldValue(gonvml.FI_DEV_MEMORY_TEMP, 0) }},
 	fieldid.GPUTemp: {value: func(r *reading) (float64, error) {
 		return callU32("GetTemperature(GPU)", func() (uint32, gonvml.Return) { return r.h.GetTemperature(gonvml.TEMPERATURE_GPU) }, 1)
 	}},
@@ -154,11 +140,19 @@ var fieldMap = map[uint16]fieldSpec{
 	fieldid.RowRemapPending:           {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.pending), err }},
 	fieldid.RowRemapFailure:           {value: func(r *reading) (float64, error) { m, err := r.remappedRows(); return boolf(m.failed), err }},
 
-	fieldid.NVLinkCRCFlitErrorCountTotal:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCFlitTotal, 0) }},
-	fieldid.NVLinkCRCDataErrorCountTotal:  {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkCRCDataTotal, 0) }},
-	fieldid.NVLinkReplayErrorCountTotal:   {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkReplayTotal, 0) }},
-	fieldid.NVLinkRecoveryErrorCountTotal: {value: func(r *reading) (float64, error) { return r.fieldValue(nvmlFINVLinkRecoveryTotal, 0) }},
-	fieldid.NVLinkBandwidthTotal:          {value: readNVLinkBandwidth},
+	fieldid.NVLinkCRCFlitErrorCountTotal: {value: func(r *reading) (float64, error) {
+		return r.fieldValue(gonvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, 0)
+	}},
+	fieldid.NVLinkCRCDataErrorCountTotal: {value: func(r *reading) (float64, error) {
+		return r.fieldValue(gonvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, 0)
+	}},
+	fieldid.NVLinkReplayErrorCountTotal: {value: func(r *reading) (float64, error) {
+		return r.fieldValue(gonvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, 0)
+	}},
+	fieldid.NVLinkRecoveryErrorCountTotal: {value: func(r *reading) (float64, error) {
+		return r.fieldValue(gonvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0)
+	}},
+	fieldid.NVLinkBandwidthTotal: {value: readNVLinkBandwidth},
 
 	fieldid.VGPULicenseStatus: {value: readVGPULicense},
 
@@ -287,8 +281,8 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 	vals := make([]gonvml.FieldValue, 0, 2*links)
 	for l := 0; l < links; l++ {
 		vals = append(vals,
-			gonvml.FieldValue{FieldId: nvmlFINVLinkRawTx, ScopeId: uint32(l)},
-			gonvml.FieldValue{FieldId: nvmlFINVLinkRawRx, ScopeId: uint32(l)})
+			gonvml.FieldValue{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX, ScopeId: uint32(l)},
+			gonvml.FieldValue{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX, ScopeId: uint32(l)})
 	}
 	if err := nvmlErr("GetFieldValues(NVLINK_THROUGHPUT_RAW)", r.h.GetFieldValues(vals)); err != nil {
 		return 0, err

@@ -142,7 +142,7 @@ func (r *reading) linkCount() (int, error) {
 	if r.dev.links >= 0 {
 		return r.dev.links, nil
 	}
-	v, err := r.fieldValue(nvmlFINVLinkLinkCount, 0)
+	v, err := r.fieldValue(gonvml.FI_DEV_NVLINK_LINK_COUNT, 0)
 	if err != nil {
 		return 0, err
 	}

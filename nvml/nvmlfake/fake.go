@@ -145,7 +145,11 @@ func defaultReadings(i int, total uint64) Readings {
 		// remapped rows instead, but a test may still script them.
 		RetiredSBE: 1, RetiredDBE: 2, RetiredPending: false,
 		RemapCorr: 4, RemapUnc: 1, RemapPending: true, RemapBad: false,
-		FieldValues:  map[uint32]uint64{38: 7, 45: 8, 52: 9, 59: 10, 91: 2},
+		FieldValues: map[uint32]uint64{
+			gonvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: 7, gonvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: 8,
+			gonvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 9, gonvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 10,
+			gonvml.FI_DEV_NVLINK_LINK_COUNT: 2,
+		},
 		NVLinkRawKiB: [][2]uint64{{100, 200}, {300, 400}},
 		Serial:       fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
 		GPM: map[gonvml.GpmMetricId]float64{
@@ -338,13 +342,13 @@ func (g *GPU) install(i int) {
 		for k := range vals {
 			v := &vals[k]
 			switch {
-			case v.FieldId == 140 || v.FieldId == 141:
+			case v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX || v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX:
 				if int(v.ScopeId) >= len(g.R.NVLinkRawKiB) {
 					v.NvmlReturn = uint32(gonvml.ERROR_INVALID_ARGUMENT)
 					continue
 				}
-				setU64(v, g.R.NVLinkRawKiB[v.ScopeId][v.FieldId-140])
-			case v.FieldId == 82:
+				setU64(v, g.R.NVLinkRawKiB[v.ScopeId][v.FieldId-gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX])
+			case v.FieldId == gonvml.FI_DEV_MEMORY_TEMP:
 				v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
 				binary.LittleEndian.PutUint32(v.Value[:], g.R.MemoryTemp)
 			default:
