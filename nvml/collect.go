@@ -85,8 +85,9 @@ func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) 
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, errBaseline):
-		// The first reading of a rate only sets its baseline.
+	case errors.Is(err, errBaseline), errors.Is(err, errBlank):
+		// The first reading of a rate only sets its baseline; a reading
+		// DCGM would blank has no value.
 	case isNotSupported(err):
 		dr.unsupported(ent, e, field, err.Error())
 	case isLost(err):

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/compattest"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source"
@@ -52,11 +51,11 @@ func TestCountersFilesOnDGXH100(t *testing.T) {
 					switch {
 					case fieldMap[fld.ID].derived:
 						assert.Empty(t, sink.unsupported[k], "%s: derived by the engine", fld.Name)
-					case reads && fld.ID != fieldid.VGPULicenseStatus:
+					case reads:
 						assert.True(t, isValue || isText, "%s (line %d) on GPU %d: unsupported %v, fails %v",
 							fld.Name, fld.Line, i, sink.unsupported[k], sink.fails[k])
 					default:
-						// Not served, or (vGPU license) not a vGPU guest.
+						// Not served.
 						assert.False(t, isValue || isText, "%s on GPU %d", fld.Name, i)
 						assert.Len(t, sink.unsupported[k], 1, "%s on GPU %d", fld.Name, i)
 					}

@@ -64,7 +64,7 @@ var fieldMap = map[uint16]fieldSpec{
 		return float64(v), nvmlErr("GetCurrentClocksEventReasons", ret)
 	}},
 
-	fieldid.MemoryTemp: {value: func(r *reading) (float64, error) { return r.fieldValue(gonvml.FI_DEV_MEMORY_TEMP, 0) }},
+	fieldid.MemoryTemp: {value: readMemoryTemp},
 	fieldid.GPUTemp: {value: func(r *reading) (float64, error) {
 		return callU32("GetTemperature(GPU)", func() (uint32, gonvml.Return) { return r.h.GetTemperature(gonvml.TEMPERATURE_GPU) }, 1)
 	}},
@@ -118,9 +118,9 @@ var fieldMap = map[uint16]fieldSpec{
 	fieldid.LowUtilViolation:     {value: violation("LOW_UTILIZATION", gonvml.PERF_POLICY_LOW_UTILIZATION)},
 	fieldid.ReliabilityViolation: {value: violation("RELIABILITY", gonvml.PERF_POLICY_RELIABILITY)},
 
-	fieldid.FBTotal:    {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Total) / mib, err }},
-	fieldid.FBFree:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Free) / mib, err }},
-	fieldid.FBUsed:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return float64(m.Used) / mib, err }},
+	fieldid.FBTotal:    {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return wholeMiB(m.Total), err }},
+	fieldid.FBFree:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return wholeMiB(m.Free), err }},
+	fieldid.FBUsed:     {instance: true, value: func(r *reading) (float64, error) { m, err := r.memory(); return wholeMiB(m.Used), err }},
 	fieldid.FBReserved: {instance: true, value: readFBReserved},
 
 	fieldid.ECCSBEVolTotal: {value: ecc("CORRECTED,VOLATILE", gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.VOLATILE_ECC)},
@@ -262,7 +262,24 @@ func readFBReserved(r *reading) (float64, error) {
 	if !m.hasReserved {
 		return 0, notSupported("GetMemoryInfo_v2")
 	}
-	return float64(m.Reserved) / mib, nil
+	return wholeMiB(m.Reserved), nil
+}
+
+// wholeMiB is a byte count in whole MiB, as DCGM reports the FB fields (an
+// integer field: the bytes shifted right by 20).
+func wholeMiB(b uint64) float64 { return float64(b >> 20) }
+
+// maxMemoryTemp is the highest HBM temperature DCGM passes on; it blanks
+// readings above it, which some boards report when the sensor is absent.
+const maxMemoryTemp = 200
+
+// readMemoryTemp reads the memory temperature, leaving out what DCGM blanks.
+func readMemoryTemp(r *reading) (float64, error) {
+	v, err := r.fieldValue(gonvml.FI_DEV_MEMORY_TEMP, 0)
+	if err == nil && v > maxMemoryTemp {
+		return 0, errBlank
+	}
+	return v, err
 }
 
 // readNVLinkBandwidth reports DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL as DCGM
@@ -305,6 +322,10 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 // errBaseline says a rate has no value yet: its counter has been read once.
 var errBaseline = errors.New("first reading of the counter sets the baseline")
 
+// errBlank says the reading is one DCGM would blank: no value this time,
+// and no failure.
+var errBlank = errors.New("reading outside what DCGM reports")
+
 // counterBaseline turns a cumulative counter into a rate per second.
 type counterBaseline struct {
 	v   float64
@@ -333,7 +354,9 @@ func readVGPULicense(r *reading) (float64, error) {
 		return 0, err
 	}
 	if f.IsGridLicenseSupported == 0 {
-		return 0, notSupported("GetGridLicensableFeatures (not a vGPU guest)")
+		// DCGM reports 0 on bare metal, and dcgm-exporter's default
+		// counters file lists the field, so it is 0 here too.
+		return 0, nil
 	}
 	n := int(f.LicensableFeaturesCount)
 	if n > len(f.GridLicensableFeatures) {

@@ -125,11 +125,34 @@ func TestEveryMappedFieldAndItsUnit(t *testing.T) {
 		assert.Equal(t, txt, sink.texts[sample{gpu0.Key(), id}], "text field %d", id)
 	}
 	assert.Empty(t, sink.fails)
-	// GPU 1 is no vGPU guest: its license field is absent, not 0.
+	// GPU 1 is no vGPU guest: 0, as DCGM reports on bare metal.
 	gpu1 := gpuEntity(t, s, 1)
-	_, ok := sink.value(gpu1, fieldid.VGPULicenseStatus)
-	assert.False(t, ok)
-	assert.Len(t, sink.unsupported[sample{gpu1.Key(), fieldid.VGPULicenseStatus}], 1)
+	v, ok := sink.value(gpu1, fieldid.VGPULicenseStatus)
+	require.True(t, ok)
+	assert.Equal(t, 0.0, v)
+}
+
+// What DCGM reports, read through NVML: FB fields in whole MiB (DCGM
+// shifts the bytes right by 20), and no memory temperature above 200 C,
+// which DCGM blanks.
+func TestFBInWholeMiBAndImplausibleMemoryTempLeftOut(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.Update(0, func(g *nvmlfake.GPU) {
+		g.R.Memory.Used = 10*1024*1024 + 700*1024 // 10 MiB and 700 KiB
+		g.R.MemoryTemp = 255
+	})
+	s := open(t, f, time.Second, fieldid.FBUsed, fieldid.MemoryTemp)
+	sink := newSink()
+	collectTwice(t, s, sink)
+	v, ok := sink.value(gpuEntity(t, s, 0), fieldid.FBUsed)
+	require.True(t, ok)
+	assert.Equal(t, 10.0, v)
+	_, ok = sink.value(gpuEntity(t, s, 0), fieldid.MemoryTemp)
+	assert.False(t, ok, "255 C is a missing sensor, not a temperature")
+	assert.Empty(t, sink.fails[sample{gpuEntity(t, s, 0).Key(), fieldid.MemoryTemp}])
+	v, ok = sink.value(gpuEntity(t, s, 1), fieldid.MemoryTemp)
+	require.True(t, ok)
+	assert.Equal(t, 51.0, v)
 }
 
 func TestGPMAbsentOnAmpereAndPresentOnHopper(t *testing.T) {

@@ -63,16 +63,6 @@ func TestNVMLSourceMatchesTheSimSeries(t *testing.T) {
 				if ok, _ := nvmlSupport.Serves(info.ID); f.Type == counters.Label || info.Exporter() || !ok {
 					continue
 				}
-				if f.Name == "DCGM_FI_DEV_VGPU_LICENSE_STATUS" {
-					// A DGX is no vGPU guest: the field is absent and said to be.
-					assert.Nil(t, nvmlFamilies[f.Name])
-					for _, m := range nvmlFamilies["gpuscope_field_supported"].Metric {
-						if labelOf(m, "field") == f.Name {
-							assert.Zero(t, gaugeOf(m))
-						}
-					}
-					continue
-				}
 				served++
 				mf := nvmlFamilies[f.Name]
 				require.NotNil(t, mf, "%s: NVML serves it, so it must be exported", f.Name)
