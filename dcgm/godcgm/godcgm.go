@@ -195,7 +195,9 @@ func toFE(g dcgm.EntityGroup) nvdcgm.Field_Entity_Group {
 }
 
 // MIGHierarchy implements dcgm.Client. The GPU instance profile name is the
-// instance's DCGM_FI_DEV_NAME, as dcgm-exporter labels it.
+// instance's DCGM_FI_DEV_NAME, read as live data as dcgm-exporter reads it
+// (internal/pkg/deviceinfo/device_info.go, populateMigProfileNames): a cached
+// read before any watch of the field is blank.
 func (c *Client) MIGHierarchy() ([]dcgm.MIGInfo, error) {
 	if !c.connected {
 		return nil, errNotConnected
@@ -207,6 +209,7 @@ func (c *Client) MIGHierarchy() ([]dcgm.MIGInfo, error) {
 	n := min(h.Count, uint(len(h.EntityList)))
 	out := make([]dcgm.MIGInfo, 0, n)
 	gpuOf := map[dcgm.EntityRef]uint{}
+	var instances []nvdcgm.GroupEntityPair
 	for i := range n {
 		e := h.EntityList[i]
 		m := dcgm.MIGInfo{
@@ -216,17 +219,26 @@ func (c *Client) MIGHierarchy() ([]dcgm.MIGInfo, error) {
 		if m.Entity.Group == dcgm.EntityGPUInstance {
 			m.GPU = m.Parent.ID
 			gpuOf[m.Entity] = m.GPU
-			vals, err := nvdcgm.EntityGetLatestValues(nvdcgm.FE_GPU_I, m.Entity.ID, []nvdcgm.Short{nvdcgm.DCGM_FI_DEV_NAME})
-			if err == nil && len(vals) > 0 {
-				if s := vals[0].String(); !strings.HasPrefix(s, "<<<") {
-					m.Profile = s
-				}
-			}
+			instances = append(instances, nvdcgm.GroupEntityPair{EntityGroupId: nvdcgm.FE_GPU_I, EntityId: m.Entity.ID})
 		}
 		out = append(out, m)
 	}
+	profiles := map[uint]string{}
+	if len(instances) > 0 {
+		vals, err := nvdcgm.EntitiesGetLatestValues(instances, []nvdcgm.Short{nvdcgm.DCGM_FI_DEV_NAME}, nvdcgm.DCGM_FV_FLAG_LIVE_DATA)
+		if err == nil {
+			for _, v := range vals {
+				if s := v.String(); v.Status == 0 && !strings.HasPrefix(s, "<<<") {
+					profiles[v.EntityID] = s
+				}
+			}
+		}
+	}
 	for i := range out {
-		if out[i].Entity.Group == dcgm.EntityComputeInstance {
+		switch out[i].Entity.Group {
+		case dcgm.EntityGPUInstance:
+			out[i].Profile = profiles[out[i].Entity.ID]
+		case dcgm.EntityComputeInstance:
 			out[i].GPU = gpuOf[out[i].Parent]
 		}
 	}
