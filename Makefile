@@ -20,7 +20,7 @@ CUDA_VERSION ?= 13.2.1
 IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
                 --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
 
-.PHONY: build run test bench fuzz lint generate clean image image-nvml
+.PHONY: build run test bench fuzz fleet lint generate clean image image-nvml
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
@@ -39,6 +39,11 @@ bench:
 # Each fuzz target for FUZZTIME (default 30s); their seeds run in make test.
 fuzz:
 	scripts/fuzz.sh
+
+# A simulated fleet (100 nodes x 8 GPUs, 10 minutes) on Prometheus and
+# Thanos; builds Thanos the first time (cached). See docs/scale.md.
+fleet:
+	scripts/fleet.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
