@@ -288,9 +288,6 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	if cfg.DRA {
 		warn(flagDRA, "pod attribution of GPUs allocated through DRA ResourceClaims is not implemented; those GPUs carry no pod labels")
 	}
-	if cfg.VirtualGPUs {
-		warn(flagVirtualGPUs, "one copy of each series per pod sharing a GPU is not implemented; use --kubernetes.shared-gpu-attribution for per-pod attribution of shared GPUs")
-	}
 	if cfg.BindUnbindWatch {
 		warn(flagBindUnbindWatch, "the GPU bind/unbind watch is not implemented; a GPU bound or unbound after start is seen when the source reconnects or gpuscope restarts")
 	}

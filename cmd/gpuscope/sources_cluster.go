@@ -46,6 +46,7 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set
 			LabelGrace:           c.Duration(flagK8sLabelGrace),
 			PodUIDLabel:          c.Bool(flagPodUID),
 			SharedGPUAttribution: c.Bool(flagSharedAttribution),
+			VirtualGPUs:          c.Bool(flagVirtualGPUs),
 			ProcRoot:             c.String(flagProcRoot),
 			Entities:             entities,
 			Logger:               log,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,8 @@ const (
 	LabelNamespace = "namespace"
 	LabelContainer = "container"
 	LabelPodUID    = "pod_uid"
+	// LabelVGPU names the replica of a shared GPU (--kubernetes-virtual-gpus).
+	LabelVGPU = "vgpu"
 )
 
 // Config configures the enricher. Zero values take the defaults.
@@ -97,6 +100,11 @@ type Config struct {
 	// while the kubelet does not answer, so that one failed call does not
 	// churn every series; 3 refresh intervals when 0.
 	LabelGrace time.Duration
+	// VirtualGPUs exports one copy of a device's series per container
+	// holding it, shared devices included, each with the vgpu label (the
+	// replica of a time-sliced GPU), as dcgm-exporter's
+	// --kubernetes-virtual-gpus does.
+	VirtualGPUs bool
 	// Now is the clock of the grace period; time.Now when nil.
 	Now func() time.Time
 	// Logger receives the enricher's logs.
@@ -148,9 +156,11 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// owner is one container holding a device.
+// owner is one container holding a device; VGPU is the replica it holds
+// of a shared GPU, when the device ID names one.
 type owner struct {
 	Namespace, Pod, Container string
+	VGPU                      string
 }
 
 // podUsage is one pod's use of one GPU or MIG instance.
@@ -168,7 +178,10 @@ type podUsage struct {
 // snapshot is what the scrape path reads. It is never modified after it
 // is published.
 type snapshot struct {
-	values       map[string][]string
+	values map[string][]string
+	// rows holds, with VirtualGPUs, one row of values per container
+	// holding the device, shared devices included.
+	rows         map[string][][]string
 	pods         int
 	shared       int
 	unknownIDs   int
@@ -223,6 +236,9 @@ func New(cfg Config) (*Enricher, error) {
 	labels := []string{LabelPod, LabelNamespace, LabelContainer}
 	if cfg.PodUIDLabel {
 		labels = append(labels, LabelPodUID)
+	}
+	if cfg.VirtualGPUs {
+		labels = append(labels, LabelVGPU)
 	}
 	e := &Enricher{
 		cfg:       cfg,
@@ -479,12 +495,15 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 				})
 				continue
 			}
-			o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
 			for _, d := range c.GetDevices() {
 				if d == nil || !e.wanted(d.GetResourceName()) {
 					continue
 				}
 				for _, id := range d.GetDeviceIds() {
+					o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
+					if e.cfg.VirtualGPUs {
+						o.VGPU = sharedReplica(id)
+					}
 					key, err := deviceKey(id)
 					if err != nil {
 						s.unknownIDs++
@@ -529,6 +548,22 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 		}
 	}
 
+	if e.cfg.VirtualGPUs {
+		s.rows = map[string][][]string{}
+		for key, ows := range owners {
+			for _, o := range ows {
+				row := []string{o.Pod, o.Namespace, o.Container}
+				if e.cfg.PodUIDLabel {
+					uid := ""
+					if logs != nil {
+						uid = logs.uidByPod[o.Namespace+"/"+o.Pod]
+					}
+					row = append(row, uid)
+				}
+				s.rows[key] = append(s.rows[key], append(row, o.VGPU))
+			}
+		}
+	}
 	for key, ows := range owners {
 		if !samePod(ows) {
 			s.shared++
@@ -546,6 +581,9 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 				uid = logs.uidByPod[ows[0].Namespace+"/"+ows[0].Pod]
 			}
 			v = append(v, uid)
+		}
+		if e.cfg.VirtualGPUs {
+			v = append(v, ows[0].VGPU)
 		}
 		s.values[key] = v
 	}
@@ -572,8 +610,15 @@ func (e *Enricher) allocations(owners map[string][]owner) []allocation {
 		if ent.Kind == source.GPUInstance {
 			gi = strconv.Itoa(ent.GPUInstanceID)
 		}
+		seen := map[owner]bool{}
 		for _, o := range lookupKeys(ent, func(k string) []owner { return owners[k] }) {
-			out = append(out, allocation{owner: o, gpu: strconv.Itoa(ent.GPU), uuid: ent.UUID, gi: gi})
+			// Replicas of one container (--kubernetes-virtual-gpus) are one
+			// holder here.
+			o.VGPU = ""
+			if !seen[o] {
+				seen[o] = true
+				out = append(out, allocation{owner: o, gpu: strconv.Itoa(ent.GPU), uuid: ent.UUID, gi: gi})
+			}
 		}
 	}
 	return out
@@ -600,9 +645,53 @@ func samePod(ows []owner) bool {
 // publish swaps in s, bumping the generation when the labels changed.
 func (e *Enricher) publish(s *snapshot) {
 	old := e.snap.Swap(s)
-	if !sameValues(old.values, s.values) {
+	if !sameValues(old.values, s.values) || !sameRows(old.rows, s.rows) {
 		e.gen.Add(1)
 	}
+}
+
+func sameRows(a, b map[string][][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, ra := range a {
+		rb, ok := b[k]
+		if !ok || len(ra) != len(rb) {
+			return false
+		}
+		for i := range ra {
+			if !slices.Equal(ra[i], rb[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ValueRows implements enrich.RowValuer: with VirtualGPUs, one row per
+// container holding the entity's device, shared devices included, as
+// dcgm-exporter copies each metric per pod under --kubernetes-virtual-gpus
+// (internal/pkg/transformation/kubernetes.go). A device no pod holds keeps
+// its one series.
+func (e *Enricher) ValueRows(ent *source.Entity) [][]string {
+	s := e.snap.Load()
+	if len(s.rows) == 0 || ent == nil {
+		return nil
+	}
+	return lookupKeys(ent, func(k string) [][]string { return s.rows[k] })
+}
+
+// sharedReplica is the replica a device ID names of a shared GPU: N of
+// <uuid>::N (NVIDIA's device plugin) or of nvidiaX/vgpuN (GKE), as
+// dcgm-exporter's getSharedGPU reads it; empty otherwise.
+func sharedReplica(id string) string {
+	if _, after, ok := strings.Cut(id, "/vgpu"); ok {
+		return after
+	}
+	if _, after, ok := strings.Cut(id, "::"); ok {
+		return after
+	}
+	return ""
 }
 
 func sameValues(a, b map[string][]string) bool {

@@ -379,3 +379,42 @@ func TestAllocationShowsEveryHolderOfSharedGPUs(t *testing.T) {
 	}, got)
 	assert.Nil(t, e.Values(gpuEntity(0, uuid0)), "the shared GPU's own series still carry no pod")
 }
+
+// --kubernetes-virtual-gpus: dcgm-exporter (internal/pkg/transformation/
+// kubernetes.go) copies each series of a device once per pod holding it,
+// shared devices included, with vgpu set to the replica the device ID names
+// (<uuid>::N, or nvidiaX/vgpuN on GKE: getSharedGPU); a device no pod holds
+// keeps its one series.
+func TestVirtualGPUsGiveOneRowPerHolder(t *testing.T) {
+	pods := []kubelettest.Pod{
+		gpuPod("ml", "a", "c", "nvidia.com/gpu", uuid0+"::0"),
+		gpuPod("ml", "b", "c", "nvidia.com/gpu", uuid0+"::1"),
+		gpuPod("ml", "solo", "main", "nvidia.com/gpu", uuid1),
+	}
+	srv := startKubelet(t, pods)
+	e, _ := newEnricher(t, Config{Socket: srv.Socket(), VirtualGPUs: true})
+	require.NoError(t, e.Refresh(context.Background()))
+
+	assert.Equal(t, []string{"pod", "namespace", "container", "vgpu"}, e.LabelNames())
+	assert.ElementsMatch(t, [][]string{{"a", "ml", "c", "0"}, {"b", "ml", "c", "1"}}, e.ValueRows(gpuEntity(0, uuid0)))
+	assert.Equal(t, [][]string{{"solo", "ml", "main", ""}}, e.ValueRows(gpuEntity(1, uuid1)))
+	assert.Nil(t, e.ValueRows(gpuEntity(2, uuid2)), "a GPU no pod holds keeps its one series")
+	assert.Nil(t, e.Values(gpuEntity(0, uuid0)), "a shared GPU has no single owner")
+
+	off, _ := newEnricher(t, Config{Socket: srv.Socket()})
+	require.NoError(t, off.Refresh(context.Background()))
+	assert.Nil(t, off.ValueRows(gpuEntity(0, uuid0)), "without the option, no copies")
+	assert.Equal(t, []string{"pod", "namespace", "container"}, off.LabelNames())
+}
+
+func TestSharedReplica(t *testing.T) {
+	for id, want := range map[string]string{
+		uuid0 + "::3":       "3",
+		"nvidia0/vgpu2":     "2",
+		"nvidia0/gi1":       "",
+		uuid0:               "",
+		"nvidia1/gi0/vgpu5": "5",
+	} {
+		assert.Equal(t, want, sharedReplica(id), id)
+	}
+}
