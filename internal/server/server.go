@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/slogrus"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -390,7 +391,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 		srv := s.httpServer()
 		cfg, on := s.opts.WebConfigFile, true
 		flags := &web.FlagConfig{WebConfigFile: &cfg, WebSystemdSocket: &on, WebListenAddresses: &[]string{s.opts.Address}}
-		logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+		logger := s.webLogger()
 		// systemd has bound the socket before gpuscope started.
 		s.serving("the systemd socket")
 		return s.run(ctx, srv, "the systemd socket", func() error { return web.ListenAndServe(srv, flags, logger) })
@@ -407,9 +408,15 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := s.httpServer()
 	cfg := s.opts.WebConfigFile
 	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
-	logger := slog.New(slog.NewTextHandler(s.opts.Log.Logger.Out, nil))
+	logger := s.webLogger()
 	s.serving(l.Addr().String())
 	return s.run(ctx, srv, l.Addr().String(), func() error { return web.Serve(l, srv, flags, logger) })
+}
+
+// webLogger is exporter-toolkit's logger: its lines go through logrus, in
+// gpuscope's --log-format and at its --log-level.
+func (s *Server) webLogger() *slog.Logger {
+	return slogrus.Logger(s.opts.Log.WithField("component", "web"))
 }
 
 func (s *Server) serving(addr string) {
