@@ -1,0 +1,176 @@
+// Package compat checks gpuscope's exposition, series by series, against the
+// label layouts dcgm-exporter produces for each entity kind, for the sim and
+// for the DCGM and NVML sources over their fakes. Each expectation is written
+// from dcgm-exporter's source (commit d5e5f51), named beside it.
+package compat
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/nvml"
+	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
+)
+
+// Identity labels per entity kind, in dcgm-exporter's template order
+// (internal/pkg/rendermetrics/render_metrics.go).
+var (
+	// gpuMetricsFormat; GPU_I_PROFILE and GPU_I_ID only on MIG instances.
+	gpuLayout = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
+	migLayout = []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "Hostname"}
+	// switchMetricsFormat.
+	switchLayout = []string{"nvswitch", "Hostname"}
+	// linkMetricsFormat with toSwitchMetric: no GPU labels.
+	switchLinkLayout = []string{"nvlink", "nvswitch", "Hostname"}
+)
+
+// notIdentity are the labels that are not part of an entity's identity:
+// label-type fields, and what the families of dcgm-exporter's exporter-side
+// fields add (expcollector.go, gpu_collector.go: err_code, err_msg).
+var notIdentity = regexp.MustCompile(`^(DCGM_FI_.*|err_code|err_msg|xid|clock_event|window_size_in_ms|health_watch|health_error_code)$`)
+
+var (
+	nvswitchValue = regexp.MustCompile(`^nvswitch[0-9]+$`) // toSwitchMetric: "nvswitch%d"
+	deviceValue   = regexp.MustCompile(`^nvidia[0-9]+$`)   // toMetric: "nvidia%d" of the GPU index
+)
+
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+func render(t *testing.T, src source.Source, csv string, clk *sourcetest.Clock) map[string]*dto.MetricFamily {
+	t.Helper()
+	set, err := counters.Parse("compat.csv", strings.NewReader(csv))
+	require.NoError(t, err)
+	e, err := engine.New(engine.Options{Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog()})
+	require.NoError(t, err)
+	require.NoError(t, e.Open())
+	for range 3 {
+		clk.Add(time.Second)
+		_ = e.CollectAll(t.Context())
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(e.Render(nil)))
+	require.NoError(t, err, "exposition must parse")
+	return mfs
+}
+
+// checkLayouts checks every series of the families of the counters file:
+// its identity labels are exactly one of dcgm-exporter's layouts, with its
+// value forms, and it reports how many series of each layout it saw.
+func checkLayouts(t *testing.T, mfs map[string]*dto.MetricFamily) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for name, mf := range mfs {
+		if strings.HasPrefix(name, "gpuscope_") || strings.HasSuffix(name, "_window") || strings.HasSuffix(name, "_window_samples") {
+			continue
+		}
+		for _, m := range mf.Metric {
+			var names []string
+			vals := map[string]string{}
+			for _, l := range m.Label {
+				vals[l.GetName()] = l.GetValue()
+				if !notIdentity.MatchString(l.GetName()) {
+					names = append(names, l.GetName())
+				}
+			}
+			var want []string
+			var kind string
+			switch {
+			case vals["nvlink"] != "":
+				want, kind = switchLinkLayout, "switch link"
+			case vals["nvswitch"] != "":
+				want, kind = switchLayout, "switch"
+			case vals["GPU_I_ID"] != "":
+				want, kind = migLayout, "MIG instance"
+			default:
+				want, kind = gpuLayout, "GPU"
+			}
+			assert.ElementsMatch(t, want, names, "%s: %s series", name, kind)
+			if v, ok := vals["nvswitch"]; ok {
+				assert.Regexp(t, nvswitchValue, v, name)
+			}
+			if v, ok := vals["device"]; ok {
+				assert.Regexp(t, deviceValue, v, name)
+				assert.Equal(t, "nvidia"+vals["gpu"], v, "%s: device follows the GPU index", name)
+			}
+			if v, ok := vals["gpu"]; ok {
+				assert.NotEqual(t, "-1", v, name)
+			}
+			seen[kind]++
+		}
+	}
+	return seen
+}
+
+// The sim with MIG on half its GPUs is exported as dcgm-exporter's default
+// (-d f) exports it: plain GPUs and MIG instances, no MIG GPU of its own
+// (internal/pkg/devicemonitoring/device_monitoring.go).
+func TestSimSeriesHaveDCGMExportersLayouts(t *testing.T) {
+	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+	cfg := sim.DefaultConfig()
+	cfg.GPUs, cfg.MIG, cfg.Now = 2, "all", clk.Now
+	src, err := sim.New(cfg)
+	require.NoError(t, err)
+	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_POWER_USAGE, gauge, p\nDCGM_FI_PROF_SM_ACTIVE, gauge, a\nDCGM_FI_DEV_XID_ERRORS, gauge, x\nDCGM_EXP_XID_ERRORS_COUNT, gauge, c\nDCGM_FI_DRIVER_VERSION, label, d\n", clk)
+	seen := checkLayouts(t, mfs)
+	assert.Zero(t, seen["GPU"], "MIG GPUs are exported through their instances only")
+	assert.Positive(t, seen["MIG instance"])
+	for _, m := range mfs["DCGM_FI_DEV_POWER_USAGE"].Metric {
+		assert.NotEmpty(t, labelOf(m, "GPU_I_ID"), "power reaches each MIG instance")
+	}
+}
+
+// NVML on a DGX H100 fake: GPUs only.
+func TestNVMLSeriesHaveDCGMExportersLayouts(t *testing.T) {
+	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+	src, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = src.Close() })
+	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FB_USED, gauge, f\nDCGM_FI_DEV_XID_ERRORS, gauge, x\nDCGM_EXP_XID_ERRORS_COUNT, gauge, c\nDCGM_FI_DRIVER_VERSION, label, d\n", clk)
+	seen := checkLayouts(t, mfs)
+	assert.Equal(t, 8*4, seen["GPU"], "four families on 8 GPUs")
+}
+
+// DCGM over its fake, with an NvSwitch and its links: each kind in its own
+// layout (switchMetricsFormat, linkMetricsFormat), GPU labels on none.
+func TestDCGMSeriesHaveDCGMExportersLayouts(t *testing.T) {
+	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x104, Switch: 0, Index: 2, Up: true}}
+	fake := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links), dcgmfake.WithClock(clk))
+	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second, Log: quietLog(), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = src.Close() })
+	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT, gauge, s\nDCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, l\n", clk)
+	seen := checkLayouts(t, mfs)
+	assert.Equal(t, map[string]int{"GPU": 2, "switch": 1, "switch link": 2}, seen)
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
