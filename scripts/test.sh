@@ -30,30 +30,43 @@ check() {
 	"$summary" -events "$events" -check "$name" -- "$@"
 }
 
-# gotest DIR: every package of the Go module in DIR, with the race detector.
-# The tests that read ../shared fail instead of skipping when CI=true.
+# gotest DIR EVENTS [go test flags]: every package of the Go module in DIR,
+# with the race detector, its events appended to EVENTS. The tests that read
+# ../shared fail instead of skipping when CI=true.
 gotest() {
-	echo "== go test -race ($1)"
-	(cd "$1" && go test -race -count=1 -timeout 10m -json ./... 2>&1) | "$summary" -stream -events "$events"
+	local dir="$1" ev="$2"
+	shift 2
+	echo "== go test -race ($dir)"
+	(cd "$dir" && go test -race -count=1 "$@" -json ./... 2>&1) | "$summary" -stream -events "$ev"
 }
 
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; exit 1; }'
 check "go vet" go vet ./...
 check "go vet (grafana)" bash -c 'cd grafana && go vet ./...'
 check "go vet (deploy/helm/test)" bash -c 'cd deploy/helm/test && go vet ./...'
-
-# Unit, integration and end-to-end tests of the exporter's module.
-gotest .
-
-# Alert and recording rules, then the grafana module: generated dashboards
-# equal the checked-in JSON, every alert is documented and tested, and every
-# dashboard query and recording rule returns data live (see
-# scripts/verify-dashboards.sh, which runs the same on its own).
 check "promtool check rules" promtool check rules deploy/prometheus/gpuscope-alerts.yml deploy/prometheus/gpuscope-recording.yml
 check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml'
-(export CI="${CI:-true}"; gotest grafana)
 
-# The Helm chart: helm lint, strict decoding, schema, drift.
-gotest deploy/helm/test
+# The grafana module (generated dashboards equal the checked-in JSON, every
+# alert is documented and tested, and every dashboard query and recording
+# rule returns data live; scripts/verify-dashboards.sh runs the same on its
+# own) and the Helm chart module (helm lint, strict decoding, schema,
+# drift) mostly wait on Prometheus and helm, so they run beside the
+# exporter's module; their output follows it.
+(
+	export CI="${CI:-true}"
+	gotest grafana "$work/grafana.jsonl"
+	gotest deploy/helm/test "$work/helm.jsonl"
+) >"$work/modules.log" 2>&1 &
+modules=$!
+
+# Unit, integration and end-to-end tests of the exporter's module. Several
+# packages run real binaries and wait on them, so more run at once than
+# there are cores.
+gotest . "$events" -p 4
+
+wait "$modules"
+cat "$work/modules.log"
+cat "$work/grafana.jsonl" "$work/helm.jsonl" >>"$events" 2>/dev/null
 
 "$summary" -events "$events"
