@@ -135,6 +135,10 @@ type HealthIncident struct {
 	Message string
 }
 
+// MaxFieldsPerGroup is the most fields a DCGM field group holds
+// (DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP in dcgm_structs.h).
+const MaxFieldsPerGroup = 128
+
 // Handle is an opaque group or field-group handle of the host engine.
 type Handle uintptr
 
@@ -187,6 +191,9 @@ var (
 	ErrModuleNotLoaded = errors.New("DCGM profiling module not loaded")
 	// ErrInUse means another profiler holds the profiling counters.
 	ErrInUse = errors.New("profiling counters in use by another profiler")
+	// ErrTooManyValues means a read of the samples since a position would
+	// return more values than one read may (go-dcgm's limit).
+	ErrTooManyValues = errors.New("more samples than one read returns")
 	// ErrNotSupported means the GPU or host engine cannot do what was asked.
 	ErrNotSupported = errors.New("not supported")
 )

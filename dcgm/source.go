@@ -448,28 +448,32 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 		if len(fields) == 0 || len(members) == 0 {
 			return nil
 		}
-		key := fieldsKey(fields)
-		fg, ok := fgByKey[key]
-		if !ok {
-			name := "gpuscope_" + iv.String() + "_" + strconv.Itoa(len(c.fieldGroups))
-			h, err := s.client.CreateFieldGroup(name, fields)
-			if err != nil {
-				return fmt.Errorf("creating field group for interval %s: %w", iv, err)
-			}
-			c.fieldGroups = append(c.fieldGroups, h)
-			fgByKey[key], fg = h, h
-		}
 		eg, err := s.client.CreateGroup("gpuscope_"+iv.String()+"_e"+strconv.Itoa(len(c.entityGroups)), members)
 		if err != nil {
 			return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
 		}
 		c.entityGroups = append(c.entityGroups, eg)
-		keepAge := s.cfg.keepAge(iv)
-		keepSamples := int(keepAge/iv) + keepSamplesSlack
-		if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
-			return fmt.Errorf("watching fields %v every %s: %w", fields, iv, err)
+		// A DCGM field group holds at most MaxFieldsPerGroup fields: more
+		// are watched through several field groups on the same entities.
+		for chunk := range slices.Chunk(fields, MaxFieldsPerGroup) {
+			key := fieldsKey(chunk)
+			fg, ok := fgByKey[key]
+			if !ok {
+				name := "gpuscope_" + iv.String() + "_" + strconv.Itoa(len(c.fieldGroups))
+				h, err := s.client.CreateFieldGroup(name, chunk)
+				if err != nil {
+					return fmt.Errorf("creating field group for interval %s: %w", iv, err)
+				}
+				c.fieldGroups = append(c.fieldGroups, h)
+				fgByKey[key], fg = h, h
+			}
+			keepAge := s.cfg.keepAge(iv)
+			keepSamples := int(keepAge/iv) + keepSamplesSlack
+			if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
+				return fmt.Errorf("watching fields %v every %s: %w", chunk, iv, err)
+			}
+			watched = append(watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
 		}
-		watched = append(watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
 		return nil
 	}
 
@@ -609,9 +613,22 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 	p.pending = nil
 
+	var skipped error
 	for i := range p.cursors {
 		cur := &p.cursors[i]
 		vals, next, err := s.client.ValuesSince(cur.g.group, cur.g.fieldGroup, cur.since)
+		if errors.Is(err, ErrTooManyValues) {
+			// The host engine holds more samples since the read position
+			// than one read returns, and reading from there would fail
+			// every time: skip the backlog and read on from now.
+			// Positions are inclusive, as the ones the host engine hands out
+			// (the last sample's time + 1).
+			now := s.cfg.Clock.Now().UnixMicro() + 1
+			cur.since = max(cur.since, now)
+			s.since[p.interval] = max(s.since[p.interval], cur.since)
+			skipped = fmt.Errorf("dcgm: reading fields every %s: %w; the samples until now are skipped", p.interval, err)
+			continue
+		}
 		if err != nil {
 			s.mu.Lock()
 			s.handleErr(err)
@@ -629,7 +646,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			return err
 		}
 	}
-	return nil
+	return skipped
 }
 
 // precheck says whether Collect can read now. Called with mu held.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -555,3 +556,57 @@ func TestHostEngineRestartLoop(t *testing.T) {
 
 // idStr is a field ID as the recorder's keys spell it.
 func idStr(id uint16) string { return strconv.Itoa(int(id)) }
+
+// DCGM refuses a field group of more than 128 fields
+// (DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP); a counters file with more fields at
+// one interval is watched through several field groups, and every field is
+// read.
+func TestMoreFieldsThanOneFieldGroupHolds(t *testing.T) {
+	var ids []uint16
+	for _, e := range fieldid.Current() {
+		if len(ids) == dcgm.MaxFieldsPerGroup+5 {
+			break
+		}
+		if f := fieldid.Of(e.ID); f.Level == fieldid.LevelGPU && !f.Profiling && !slices.Contains(ids, e.ID) {
+			ids = append(ids, e.ID)
+		}
+	}
+	require.Len(t, ids, dcgm.MaxFieldsPerGroup+5)
+	f, clk := newFake(dcgmfake.WithGen(func(_ dcgm.EntityRef, _ uint16, seq int64) (dcgm.Value, bool) {
+		return dcgm.Value{Kind: dcgm.KindInt64, Int: seq}, true
+	}))
+	s := newSource(t, f, group(10*time.Millisecond, ids...))
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, clk, s, 0, rec, func() bool {
+		for _, id := range ids {
+			if len(rec.Values(id)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// go-dcgm refuses a read of more values than its limit and gives no next
+// position, so a source that fell behind (a long stall, a slow scrape loop)
+// would fail every read from then on. The source moves its position to now
+// and reads on.
+func TestTooManyValuesMovesTheReadPositionOn(t *testing.T) {
+	f, clk := newFake(dcgmfake.WithGen(func(_ dcgm.EntityRef, _ uint16, seq int64) (dcgm.Value, bool) {
+		return dcgm.Value{Kind: dcgm.KindInt64, Int: seq}, true
+	}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, clk, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) > 0 })
+
+	f.SetValueLimit(50)
+	clk.Add(time.Second) // 100 samples on each of 2 GPUs
+	err := s.Collect(context.Background(), 0, rec)
+	require.ErrorIs(t, err, dcgm.ErrTooManyValues)
+	before := len(rec.Values(fieldid.GPUTemp))
+
+	clk.Add(100 * time.Millisecond) // 10 more on each GPU: under the limit
+	require.NoError(t, s.Collect(context.Background(), 0, rec), "the next read works")
+	got := rec.Values(fieldid.GPUTemp)[before:]
+	assert.Len(t, got, 20, "the samples since the skip, and only those")
+}

@@ -35,6 +35,8 @@ func DefaultGen(_ dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
 type Fake struct {
 	mu sync.Mutex
 
+	valueLimit int
+
 	gpus     []dcgm.GPUInfo
 	migs     []dcgm.MIGInfo
 	switches []uint
@@ -449,6 +451,10 @@ func (f *Fake) CreateFieldGroup(_ string, fields []uint16) (dcgm.Handle, error) 
 	if len(fields) == 0 {
 		return 0, fmt.Errorf("fake host engine: empty field group")
 	}
+	if len(fields) > dcgm.MaxFieldsPerGroup {
+		// DCGM refuses it with DCGM_ST_MAX_LIMIT.
+		return 0, fmt.Errorf("fake host engine: %d fields in one field group, the most is %d", len(fields), dcgm.MaxFieldsPerGroup)
+	}
 	h := f.next
 	f.next++
 	f.fieldGroups[h] = slices.Clone(fields)
@@ -592,7 +598,19 @@ func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.V
 			}
 		}
 	}
+	if f.valueLimit > 0 && len(out) > f.valueLimit {
+		return nil, 0, fmt.Errorf("fake host engine: %d values: %w", len(out), dcgm.ErrTooManyValues)
+	}
 	return out, next, nil
+}
+
+// SetValueLimit makes ValuesSince fail with dcgm.ErrTooManyValues when a
+// read would return more than n values (0: no limit), as go-dcgm does past
+// its limit.
+func (f *Fake) SetValueLimit(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.valueLimit = n
 }
 
 // HealthSet implements dcgm.Client.

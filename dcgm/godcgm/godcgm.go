@@ -368,6 +368,11 @@ func (c *Client) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm
 	}
 	vals, next, err := nvdcgm.GetValuesSince(groupHandle(group), fieldHandle(fieldGroup), time.UnixMicro(since))
 	if err != nil {
+		if strings.Contains(err.Error(), "field value limit exceeded") {
+			// go-dcgm refuses to return more than its limit and gives no
+			// next position; the source moves its position on.
+			return nil, 0, fmt.Errorf("reading values: %w: %v", dcgm.ErrTooManyValues, err)
+		}
 		return nil, 0, wrap("reading values", err)
 	}
 	out := make([]dcgm.Value, 0, len(vals))
