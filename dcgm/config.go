@@ -39,6 +39,11 @@ type Config struct {
 	// CallTimeout bounds each call to the host engine (wall time); past
 	// it the source counts as down. DefaultCallTimeout when 0.
 	CallTimeout time.Duration
+	// BindUnbindPoll, when positive, is how often Collect asks the host
+	// engine for its GPUs; a GPU bound or unbound since the last look is
+	// re-discovered and re-watched, and Collect returns
+	// source.ErrEntitiesChanged. Zero keeps the GPUs found at connect.
+	BindUnbindPoll time.Duration
 }
 
 // minKeepAge is the least time the host engine keeps samples.

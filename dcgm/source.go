@@ -56,6 +56,10 @@ type Source struct {
 	// of distinct intervals.
 	since map[time.Duration]int64
 
+	// nextGPUList is when Collect next lists the GPUs for the bind/unbind
+	// watch; touched only under clientMu.
+	nextGPUList time.Time
+
 	reconnecting bool
 	stop         chan struct{}
 	wg           sync.WaitGroup
@@ -596,6 +600,9 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	// is outstanding.
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
+	if s.cfg.BindUnbindPoll > 0 && s.pollGPUs() {
+		return fmt.Errorf("dcgm: GPUs bound or unbound: %w", source.ErrEntitiesChanged)
+	}
 	s.mu.Lock()
 	if s.gen != gen {
 		if err := s.precheck(group); err != nil {

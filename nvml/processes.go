@@ -18,7 +18,7 @@ func (s *Source) Processes() []source.Process {
 	s.procMu.RLock()
 	defer s.procMu.RUnlock()
 	var out []source.Process
-	for _, d := range s.devices {
+	for _, d := range s.devs() {
 		out = append(out, s.procs[d.index]...)
 	}
 	return out

@@ -61,6 +61,11 @@ type Config struct {
 	// process refreshes; the wall clock when nil. A read's timeout is
 	// always wall time: it waits on the hardware.
 	Clock timesource.Clock
+	// BindUnbindPoll, when positive, is how often Collect lists the GPUs
+	// bound to the driver; a GPU bound or unbound since the last look makes
+	// Collect return source.ErrEntitiesChanged, so GPUs come and go without
+	// a restart. Zero keeps the GPUs found at start.
+	BindUnbindPoll time.Duration
 }
 
 func (c *Config) defaults() {
@@ -99,8 +104,14 @@ type Source struct {
 
 	driverVersion string
 	nvmlVersion   string
-	devices       []*device
-	xid           *xidWatcher
+	// devices is replaced whole, never changed in place, when the bound GPUs
+	// change; devMu guards the field, so readers take the slice once.
+	devMu   sync.RWMutex
+	devices []*device
+	xid     *xidWatcher
+	// nextGPUList is when Collect next lists the bound GPUs; only Collect
+	// touches it, and the engine never runs two at once.
+	nextGPUList time.Time
 
 	mu     sync.Mutex
 	groups []source.Group
@@ -195,10 +206,17 @@ func (s *Source) Watch(groups []source.Group) error {
 	return nil
 }
 
+// devs returns the current GPUs.
+func (s *Source) devs() []*device {
+	s.devMu.RLock()
+	defer s.devMu.RUnlock()
+	return s.devices
+}
+
 // Entities implements source.Source: each GPU, then its MIG instances.
 func (s *Source) Entities() []*source.Entity {
 	var out []*source.Entity
-	for _, d := range s.devices {
+	for _, d := range s.devs() {
 		out = append(out, d.entities()...)
 	}
 	return out
@@ -210,7 +228,7 @@ func (s *Source) Status() source.Status {
 	if !st.Up {
 		st.Err = errors.New("nvml source closed")
 	}
-	for _, d := range s.devices {
+	for _, d := range s.devs() {
 		if d.isLost() {
 			st.Lost = append(st.Lost, d.gpu.Key())
 		}
@@ -228,7 +246,7 @@ func (s *Source) Close() error {
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
 	case <-done:
-		for _, d := range s.devices {
+		for _, d := range s.devs() {
 			d.gpm.free()
 			for _, in := range d.instances {
 				in.gpm.free()
@@ -261,6 +279,11 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	s.mu.Unlock()
 
 	now := s.cfg.Clock.Now()
+	if s.cfg.BindUnbindPoll > 0 && !now.Before(s.nextGPUList) {
+		s.nextGPUList = now.Add(s.cfg.BindUnbindPoll)
+		s.listBound()
+	}
+	devices := s.devs()
 	timeout := s.cfg.ReadTimeout
 	if g.Interval > 0 {
 		timeout = g.Interval
@@ -269,10 +292,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		timeout = min(timeout, time.Until(d))
 	}
 
-	results := make(chan *result, len(s.devices))
-	started := make([]bool, len(s.devices))
+	results := make(chan *result, len(devices))
+	started := make([]bool, len(devices))
 	pending := 0
-	for i, d := range s.devices {
+	for i, d := range devices {
 		if !d.busy.CompareAndSwap(false, true) {
 			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w since an earlier collection", d.index, ErrReadTimeout))
 			continue
@@ -290,7 +313,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		}()
 	}
 
-	got := make([]*result, len(s.devices))
+	got := make([]*result, len(devices))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 wait:
@@ -305,7 +328,7 @@ wait:
 			break wait
 		}
 	}
-	for i, d := range s.devices {
+	for i, d := range devices {
 		switch {
 		case got[i] != nil:
 			got[i].apply(sink)
@@ -315,12 +338,12 @@ wait:
 	}
 	for _, f := range g.Fields {
 		if f.ID == fieldid.XIDErrors {
-			s.deliverXIDs(sink, now)
+			s.deliverXIDs(sink, devices, now)
 			break
 		}
 	}
 	if s.entitiesChanged.Swap(false) {
-		return fmt.Errorf("nvml: MIG layout changed: %w", source.ErrEntitiesChanged)
+		return fmt.Errorf("nvml: GPUs or MIG layout changed: %w", source.ErrEntitiesChanged)
 	}
 	return nil
 }
@@ -339,12 +362,12 @@ func (s *Source) failAll(sink source.Sink, d *device, fields []counters.Field, e
 
 // deliverXIDs hands every queued XID event to the sink, repeats included,
 // and the last XID of each GPU as the XID errors field.
-func (s *Source) deliverXIDs(sink source.Sink, now time.Time) {
+func (s *Source) deliverXIDs(sink source.Sink, devices []*device, now time.Time) {
 	for _, e := range s.xid.drain() {
 		sink.XID(e.dev.gpu, e.xid, e.ts)
 	}
 	ts := now.UnixNano()
-	for _, d := range s.devices {
+	for _, d := range devices {
 		if !d.isLost() {
 			sink.Value(d.gpu, fieldid.XIDErrors, ts, float64(s.xid.lastXID(d)))
 		}

@@ -52,6 +52,12 @@ type Config struct {
 	// ratios of GPUs running a workload kind, beyond the sensor noise every
 	// GPU has.
 	Noise float64
+	// BindUnbindPoll, when positive, is how often Collect notices GPUs
+	// unplugged or replugged (Source.Unplug, Source.Replug) and changes its
+	// entities, as the NVML and DCGM sources do for GPUs unbound from or
+	// bound to the driver. Zero keeps the entities: an unplugged GPU is
+	// then reported lost.
+	BindUnbindPoll time.Duration
 }
 
 // DefaultConfig is eight H100s with rare events at their normal rate.
@@ -138,6 +144,9 @@ func resolve(cfg Config) (*resolved, error) {
 	}
 	if math.IsNaN(r.Noise) || r.Noise < 0 || r.Noise > 0.5 {
 		return nil, fmt.Errorf("sim: Noise %v: must be between 0 and 0.5", cfg.Noise)
+	}
+	if r.BindUnbindPoll < 0 {
+		return nil, fmt.Errorf("sim: BindUnbindPoll %s: must not be negative", cfg.BindUnbindPoll)
 	}
 	if r.Hostname == "" {
 		r.Hostname = "gpuscope-sim"

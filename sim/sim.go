@@ -24,7 +24,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/source"
@@ -53,6 +55,10 @@ type Source struct {
 	groups   []groupPlan
 	// xidWatched says whether XID events are recorded for the sink.
 	xidWatched bool
+	// watched are the groups of the last Watch, planned again when the
+	// listed GPUs change; nextList is when Collect next compares them.
+	watched  []source.Group
+	nextList time.Time
 
 	started    bool
 	t0, last   int64 // ticks
@@ -65,6 +71,8 @@ type gpuSim struct {
 	idx  int
 	ent  *source.Entity
 	idle bool // allocated, running nothing
+	// unplugged GPUs give no samples; listed ones are among the entities.
+	unplugged, listed bool
 	// kind is the GPU's workload when it runs one of Kinds, nil for the
 	// node-wide job.
 	kind   *kindJob
@@ -202,6 +210,7 @@ func New(cfg Config) (*Source, error) {
 		s.gpus = append(s.gpus, g)
 	}
 	for _, g := range s.gpus {
+		g.listed = true
 		s.entities = append(s.entities, g.ent)
 	}
 	return s, nil
@@ -222,8 +231,37 @@ func (s *Source) Name() string { return "sim" }
 // Hostname is the simulated node's name.
 func (s *Source) Hostname() string { return s.cfg.Hostname }
 
-// Status is always up: nothing simulated goes away.
-func (s *Source) Status() source.Status { return source.Status{Up: true} }
+// Status is always up; GPUs unplugged but still listed are lost.
+func (s *Source) Status() source.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := source.Status{Up: true}
+	for _, g := range s.gpus {
+		if g.unplugged && g.listed {
+			st.Lost = append(st.Lost, g.ent.Key())
+		}
+	}
+	return st
+}
+
+// Unplug takes GPU gpu off the simulated bus, as unbinding it from the
+// driver does: it gives no samples from now on, and leaves the entities at
+// the next bind/unbind poll.
+func (s *Source) Unplug(gpu int) error { return s.setPlugged(gpu, false) }
+
+// Replug puts an unplugged GPU back, with its old identity; it joins the
+// entities at the next bind/unbind poll.
+func (s *Source) Replug(gpu int) error { return s.setPlugged(gpu, true) }
+
+func (s *Source) setPlugged(gpu int, on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gpu < 0 || gpu >= len(s.gpus) {
+		return fmt.Errorf("sim: GPU %d: the node has GPUs 0..%d", gpu, len(s.gpus)-1)
+	}
+	s.gpus[gpu].unplugged = !on
+	return nil
+}
 
 // Close releases nothing; the simulator holds no outside resources.
 func (s *Source) Close() error { return nil }
@@ -242,6 +280,12 @@ func (s *Source) Entities() []*source.Entity {
 func (s *Source) Watch(groups []source.Group) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.watched = slices.Clone(groups)
+	s.watchLocked(groups)
+	return nil
+}
+
+func (s *Source) watchLocked(groups []source.Group) {
 	needMIG := false
 	for _, gr := range groups {
 		for _, f := range gr.Fields {
@@ -254,8 +298,13 @@ func (s *Source) Watch(groups []source.Group) error {
 	}
 	needMIG = needMIG && len(s.cfg.mig) > 0
 
-	s.entities = s.entities[:0]
+	// A new slice: Entities handed out copies, but the engine may still
+	// hold one taken before this change.
+	s.entities = nil
 	for _, g := range s.gpus {
+		if !g.listed {
+			continue
+		}
 		s.entities = append(s.entities, g.ent)
 		if needMIG {
 			for _, gi := range g.gis {
@@ -278,7 +327,6 @@ func (s *Source) Watch(groups []source.Group) error {
 			s.xidWatched = true
 		}
 	}
-	return nil
 }
 
 func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
@@ -292,6 +340,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	info := fieldsByID[id]
 	unsup := func(reason string) {
 		for _, g := range s.gpus {
+			if !g.listed {
+				continue
+			}
 			p.unsup = append(p.unsup, unsupported{ent: g.ent, id: id, reason: reason})
 		}
 	}
@@ -310,6 +361,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		p.xid = true
 	}
 	for _, g := range s.gpus {
+		if !g.listed {
+			continue
+		}
 		// Per-link fields (..._L<n>) are GPU fields in DCGM, one per link
 		// index, so they are sampled on the GPU as the DCGM source reads them.
 		p.ops = append(p.ops, op{ent: g.ent, g: g, f: info})
@@ -331,10 +385,16 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	if group < 0 || group >= len(s.groups) {
 		return fmt.Errorf("sim: collect group %d: only %d groups are watched", group, len(s.groups))
 	}
-	ns := s.cfg.Now().UnixNano()
+	now := s.cfg.Now()
+	ns := now.UnixNano()
 	tick := floorDiv(ns, tickNS)
 	s.advance(tick)
 	s.sample(ns, tick)
+	changed := false
+	if s.cfg.BindUnbindPoll > 0 && !now.Before(s.nextList) {
+		s.nextList = now.Add(s.cfg.BindUnbindPoll)
+		changed = s.relist()
+	}
 
 	p := &s.groups[group]
 	if !p.reported {
@@ -345,6 +405,9 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 	for i := range p.ops {
 		o := &p.ops[i]
+		if o.g.unplugged {
+			continue
+		}
 		if o.f.scope == scopeText {
 			sink.Text(o.ent, o.f.id, s.text(o.g, o.f.id))
 			continue
@@ -357,6 +420,9 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 	if p.xid {
 		for _, g := range s.gpus {
+			if g.unplugged || !g.listed {
+				continue
+			}
 			for ; g.ringLen > 0; g.ringLen-- {
 				ev := g.ring[g.ringStart]
 				g.ringStart = (g.ringStart + 1) % xidRing
@@ -364,7 +430,26 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			}
 		}
 	}
+	if changed {
+		return fmt.Errorf("sim: GPUs unplugged or replugged: %w", source.ErrEntitiesChanged)
+	}
 	return nil
+}
+
+// relist makes the listed GPUs the plugged ones and plans the watched
+// groups again when that changes them. It says whether it did.
+func (s *Source) relist() bool {
+	changed := false
+	for _, g := range s.gpus {
+		if g.listed == g.unplugged {
+			g.listed = !g.unplugged
+			changed = true
+		}
+	}
+	if changed {
+		s.watchLocked(s.watched)
+	}
+	return changed
 }
 
 // Health checks as DCGM reports them after the sim's faults, shared by every
@@ -527,6 +612,9 @@ func (s *Source) Processes() []source.Process {
 	}
 	var out []source.Process
 	for _, g := range s.gpus {
+		if g.unplugged {
+			continue
+		}
 		used := s.fbUsed(g, tsec)
 		if len(g.gis) > 0 {
 			for _, gi := range g.gis {

@@ -288,9 +288,6 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	if cfg.DRA {
 		warn(flagDRA, "pod attribution of GPUs allocated through DRA ResourceClaims is not implemented; those GPUs carry no pod labels")
 	}
-	if cfg.BindUnbindWatch {
-		warn(flagBindUnbindWatch, "the GPU bind/unbind watch is not implemented; a GPU bound or unbound after start is seen when the source reconnects or gpuscope restarts")
-	}
 	if cfg.DisableStartup {
 		warn(flagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")
 	}

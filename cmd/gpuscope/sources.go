@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -34,7 +35,7 @@ func openSource(c *cli.Context, log *logrus.Entry, hostname string) (source.Sour
 	case "sim":
 		return openSim(c, hostname)
 	case "nvml":
-		return openNVML(log, hostname)
+		return openNVML(c, log, hostname)
 	case "dcgm":
 		return openDCGM(c, log)
 	case "auto":
@@ -55,6 +56,7 @@ func openSim(c *cli.Context, hostname string) (source.Source, error) {
 	cfg.EventRate = c.Float64(flagSimEventRate)
 	cfg.SharedGPUs = c.Int(flagSimSharedGPUs)
 	cfg.Hostname = hostname
+	cfg.BindUnbindPoll = bindUnbindPoll(c)
 	if c.Bool(flagSimPods) {
 		cfg.IdleGPUs = simpods.IdleGPUs(cfg.GPUs)
 	}
@@ -74,8 +76,23 @@ func openSim(c *cli.Context, hostname string) (source.Source, error) {
 	return s, nil
 }
 
-func openNVML(log *logrus.Entry, hostname string) (source.Source, error) {
-	s, err := nvml.New(nvml.Config{Hostname: hostname, Logger: log.WithField("source", "nvml")})
+// bindUnbindPoll is the sources' poll interval for GPUs bound to or unbound
+// from the driver: --gpu-bind-unbind-poll-interval when
+// --enable-gpu-bind-unbind-watch is on, 0 (no watch) otherwise. The value
+// was checked by parseDCGMExporterFlags; commands without the flags get 0.
+func bindUnbindPoll(c *cli.Context) time.Duration {
+	if !c.Bool(flagBindUnbindWatch) {
+		return 0
+	}
+	d, err := time.ParseDuration(c.String(flagBindUnbindPoll))
+	if err != nil || d <= 0 {
+		return defaultBindUnbindPolling
+	}
+	return d
+}
+
+func openNVML(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
+	s, err := nvml.New(nvml.Config{Hostname: hostname, Logger: log.WithField("source", "nvml"), BindUnbindPoll: bindUnbindPoll(c)})
 	if err != nil {
 		return nil, fmt.Errorf("--source=nvml: %w", err)
 	}
@@ -87,7 +104,8 @@ func dcgmConfig(c *cli.Context, log *logrus.Entry) dcgm.Config {
 	if c.String(flagDCGMRemote) != "" && !c.IsSet(flagDCGMMode) {
 		mode = dcgm.ModeRemote
 	}
-	return dcgm.Config{Mode: mode, RemoteHostengine: c.String(flagDCGMRemote), Window: c.Duration(flagWindow), Log: log.WithField("source", "dcgm")}
+	return dcgm.Config{Mode: mode, RemoteHostengine: c.String(flagDCGMRemote), Window: c.Duration(flagWindow), Log: log.WithField("source", "dcgm"),
+		BindUnbindPoll: bindUnbindPoll(c)}
 }
 
 func openDCGM(c *cli.Context, log *logrus.Entry) (source.Source, error) {

@@ -24,7 +24,7 @@ import (
 func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
 	s, err := autosource.New(
 		func() (source.Source, error) { return openDCGM(c, log) },
-		func() (source.Source, error) { return openNVML(log, hostname) },
+		func() (source.Source, error) { return openNVML(c, log, hostname) },
 		log,
 	)
 	if err != nil {

@@ -68,6 +68,7 @@ type Fake struct {
 
 	// Stats, for tests.
 	connects          int
+	gpuCalls          int
 	fieldGroupsMade   int
 	watchCalls        []WatchCall
 	lastConnectParams dcgm.ConnectParams
@@ -366,11 +367,27 @@ func (f *Fake) Disconnect() error {
 	return nil
 }
 
+// SetGPUs changes the GPUs the host engine lists from now on, as a GPU
+// bound to or unbound from the driver does. Samples already kept stay.
+func (f *Fake) SetGPUs(g ...dcgm.GPUInfo) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gpus = slices.Clone(g)
+}
+
+// GPUCalls counts the calls of GPUs.
+func (f *Fake) GPUCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gpuCalls
+}
+
 // GPUs implements dcgm.Client.
 func (f *Fake) GPUs() ([]dcgm.GPUInfo, error) {
 	f.wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gpuCalls++
 	if err := f.check(); err != nil {
 		return nil, err
 	}

@@ -81,8 +81,12 @@ type GPU struct {
 	// Errs makes the named NVML method return the code instead of SUCCESS.
 	Errs map[string]gonvml.Return
 	// Delay is slept in every scripted call.
-	Delay      time.Duration
-	Lost       bool
+	Delay time.Duration
+	Lost  bool
+	// Unbound takes the GPU away from its driver: NVML no longer counts,
+	// indexes or finds it, and its old handle answers GPU_IS_LOST. The
+	// bound GPUs are indexed from 0 in slot order, as NVML re-enumerates.
+	Unbound    bool
 	Instances  []*Instance
 	Registered bool
 }
@@ -194,7 +198,7 @@ func BusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)
 // call applies the script's delay, loss and injected error to one method.
 func (g *GPU) call(name string) gonvml.Return {
 	g.f.mu.Lock()
-	delay, lost := g.Delay, g.Lost
+	delay, lost := g.Delay, g.Lost || g.Unbound
 	ret, injected := g.Errs[name]
 	g.f.mu.Unlock()
 	if delay > 0 {
@@ -561,11 +565,15 @@ func (f *Fake) installServer() {
 		set.FreeFunc = func() gonvml.Return { return gonvml.SUCCESS }
 		return set, gonvml.SUCCESS
 	}
-	// A lost GPU cannot be re-acquired by UUID until it answers again.
+	// A lost GPU cannot be re-acquired by UUID until it answers again; an
+	// unbound one is not found at all.
 	byUUID := s.DeviceGetHandleByUUIDFunc
 	s.DeviceGetHandleByUUIDFunc = func(uuid string) (gonvml.Device, gonvml.Return) {
 		for _, g := range f.GPUs {
 			if g.UUID == uuid {
+				if f.unbound(g) {
+					return nil, gonvml.ERROR_NOT_FOUND
+				}
 				if ret := g.call("DeviceGetHandleByUUID"); ret != gonvml.SUCCESS {
 					return nil, ret
 				}
@@ -573,4 +581,31 @@ func (f *Fake) installServer() {
 		}
 		return byUUID(uuid)
 	}
+	s.DeviceGetCountFunc = func() (int, gonvml.Return) { return len(f.bound()), gonvml.SUCCESS }
+	s.DeviceGetHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		b := f.bound()
+		if i < 0 || i >= len(b) {
+			return nil, gonvml.ERROR_INVALID_ARGUMENT
+		}
+		return b[i].Device, gonvml.SUCCESS
+	}
+}
+
+func (f *Fake) unbound(g *GPU) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return g.Unbound
+}
+
+// bound lists the GPUs bound to the driver, in slot order.
+func (f *Fake) bound() []*GPU {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*GPU
+	for _, g := range f.GPUs {
+		if !g.Unbound {
+			out = append(out, g)
+		}
+	}
+	return out
 }
