@@ -3,6 +3,7 @@ package nvml
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -62,6 +63,9 @@ type deviceRead struct {
 	d   *device
 	res *result
 	now time.Time
+	// group is the field group being read; GPM keeps a sample state per
+	// group.
+	group int
 	// lost is set when an error took the GPU out; the read stops there.
 	lost bool
 }
@@ -105,7 +109,7 @@ func (dr *deviceRead) skip(ent int, field uint16) bool {
 
 // read samples one GPU and its MIG instances. It runs in the GPU's own
 // goroutine, which holds d.busy.
-func (s *Source) read(d *device, fields []counters.Field, gen uint64, now time.Time) *result {
+func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64, now time.Time) *result {
 	res := &result{dev: d.index, ts: now.UnixNano()}
 	if d.gen != gen {
 		d.gen = gen
@@ -116,7 +120,7 @@ func (s *Source) read(d *device, fields []counters.Field, gen uint64, now time.T
 			return res
 		}
 	}
-	dr := &deviceRead{s: s, d: d, res: res, now: now}
+	dr := &deviceRead{s: s, d: d, res: res, now: now, group: group}
 	h := d.handle()
 	r := &reading{src: s, dev: d, h: h, now: now}
 	var gpmFields []uint16
@@ -155,7 +159,7 @@ func (s *Source) read(d *device, fields []counters.Field, gen uint64, now time.T
 				dr.unsupported(0, d.gpu, id, reasonPreHopper)
 			}
 		} else {
-			dr.gpm(0, d.gpu, &d.gpm, func(smp gonvml.GpmSample) gonvml.Return { return h.GpmSampleGet(smp) }, gpmFields)
+			dr.gpm(0, d.gpu, d.gpm.of(dr.group), func(smp gonvml.GpmSample) gonvml.Return { return h.GpmSampleGet(smp) }, gpmFields)
 			if dr.lost {
 				return res
 			}
@@ -192,7 +196,7 @@ func (dr *deviceRead) readInstances(fields []counters.Field, gpmFields []uint16)
 		// profiling fields as unsupported.
 		if len(gpmFields) > 0 && d.gpmSupported {
 			h, giID := d.handle(), in.giID
-			dr.gpm(ent, in.entity, &in.gpm, func(smp gonvml.GpmSample) gonvml.Return { return h.GpmMigSampleGet(giID, smp) }, gpmFields)
+			dr.gpm(ent, in.entity, in.gpm.of(dr.group), func(smp gonvml.GpmSample) gonvml.Return { return h.GpmMigSampleGet(giID, smp) }, gpmFields)
 			if dr.lost {
 				return
 			}
@@ -230,6 +234,11 @@ func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gon
 	}
 	for i, id := range wanted {
 		m := vals[i]
+		if m.NvmlReturn == uint32(gonvml.SUCCESS) && math.IsNaN(m.Value) {
+			// DCGM blanks a GPM metric without a value (no activity
+			// between the samples to divide by); so is it left out here.
+			continue
+		}
 		if dr.check(ent, e, id, nvmlErr(fmt.Sprintf("GpmMetricsGet(metric %d)", m.MetricId), gonvml.Return(m.NvmlReturn))) {
 			dr.res.ops = append(dr.res.ops, op{kind: opValue, e: e, field: id, v: m.Value * fieldMap[id].gpmScale})
 		}

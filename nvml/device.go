@@ -27,7 +27,7 @@ type instance struct {
 	giID   int
 	// h is the MIG device handle, for per-instance memory.
 	h   gonvml.Device
-	gpm gpmState
+	gpm gpmStates
 }
 
 // device is one physical GPU. Everything below busy is touched only by the
@@ -54,7 +54,7 @@ type device struct {
 	links        int
 	gen          uint64
 	reported     map[fieldKey]bool
-	gpm          gpmState
+	gpm          gpmStates
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 

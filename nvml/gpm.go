@@ -14,6 +14,32 @@ type gpmState struct {
 	have      bool
 }
 
+// gpmStates holds one gpmState per watched field group of an entity: a
+// group read every second measures between its own samples, not against
+// the sample a 100 ms group took a moment before, as DCGM keeps GPM state
+// per watch. Bounded by the number of groups (watch intervals).
+type gpmStates map[int]*gpmState
+
+// of returns the state of field group g, made on first use.
+func (s *gpmStates) of(g int) *gpmState {
+	if *s == nil {
+		*s = gpmStates{}
+	}
+	st := (*s)[g]
+	if st == nil {
+		st = &gpmState{}
+		(*s)[g] = st
+	}
+	return st
+}
+
+func (s *gpmStates) free() {
+	for _, st := range *s {
+		st.free()
+	}
+	*s = nil
+}
+
 func (g *gpmState) free() {
 	for _, smp := range []gonvml.GpmSample{g.prev, g.cur} {
 		if smp != nil {

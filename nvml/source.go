@@ -305,7 +305,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		s.inflight.Add(1)
 		go func() {
 			defer s.inflight.Done()
-			r := s.read(d, g.Fields, gen, now)
+			r := s.read(d, group, g.Fields, gen, now)
 			// Free the GPU before handing over the result, so the next
 			// collection never sees a finished read as still running.
 			d.busy.Store(false)

@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -424,4 +425,39 @@ func TestNVLinkBandwidthTotalIsARateInMBPerSecond(t *testing.T) {
 	v, ok := sink.value(gpuEntity(t, s, 0), fieldid.NVLinkBandwidthTotal)
 	require.True(t, ok)
 	assert.InDelta(t, 1_500_000*1024/1e6/2, v, 1e-6, "MB/s over the 2 s")
+}
+
+// DCGM keeps GPM state per watch: a field read every second is measured
+// between that watch's own samples, not against the sample a 100 ms group
+// took a moment before. So the second group's first reading only sets its
+// baseline. A metric GPM gives as NaN (nothing to divide by) is left out,
+// as DCGM blanks it.
+func TestGPMStatePerFieldGroupAndNaNLeftOut(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.Update(0, func(g *nvmlfake.GPU) { g.R.GPM[gonvml.GPM_METRIC_DRAM_BW_UTIL] = math.NaN() })
+	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 20 * time.Millisecond,
+		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{
+		{Interval: 100 * time.Millisecond, Fields: fields(fieldid.ProfSMActive)},
+		{Interval: time.Second, Fields: fields(fieldid.ProfPipeTensorActive, fieldid.ProfDRAMActive)},
+	}))
+	sink := newSink()
+	gpu0 := gpuEntity(t, s, 0)
+	for range 2 {
+		require.NoError(t, s.Collect(context.Background(), 0, sink))
+	}
+	_, ok := sink.value(gpu0, fieldid.ProfSMActive)
+	require.True(t, ok, "the 100 ms group has its two samples")
+
+	require.NoError(t, s.Collect(context.Background(), 1, sink))
+	_, ok = sink.value(gpu0, fieldid.ProfPipeTensorActive)
+	assert.False(t, ok, "the 1 s group's first reading is its own baseline")
+	require.NoError(t, s.Collect(context.Background(), 1, sink))
+	_, ok = sink.value(gpu0, fieldid.ProfPipeTensorActive)
+	assert.True(t, ok, "then it measures between its own samples")
+	_, ok = sink.value(gpu0, fieldid.ProfDRAMActive)
+	assert.False(t, ok, "a NaN metric is left out")
+	assert.Empty(t, sink.fails[sample{gpu0.Key(), fieldid.ProfDRAMActive}], "and is no failure")
 }
