@@ -5,10 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/dcgm"
+	"github.com/gpuscope/gpuscope/internal/autosource"
+	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 // TestGoDCGMWithoutLibrary runs the real adapter. Without libdcgm.so.4 every
@@ -97,4 +101,27 @@ func TestConnectErrorNamesWhatIsMissing(t *testing.T) {
 			assert.Contains(t, got.Error(), tt.want)
 		})
 	}
+}
+
+// TestAutoFallsBackWithoutLibrary runs --source=auto over the real adapter:
+// without libdcgm.so.4 it serves the NVML side, and when neither side opens
+// the error names both causes.
+func TestAutoFallsBackWithoutLibrary(t *testing.T) {
+	real := func() (source.Source, error) { return dcgm.New(New(), dcgm.Config{}) }
+	probe := New()
+	if err := probe.Connect(dcgm.ConnectParams{Mode: dcgm.ModeEmbedded}); err == nil {
+		_ = probe.Disconnect()
+		t.Skip("libdcgm.so.4 is installed here; this test covers hosts without it")
+	}
+	l, _ := test.NewNullLogger()
+	nvmlStandIn := func() (source.Source, error) { return sourcetest.NewGPUs(2, nil), nil }
+	a, err := autosource.New(real, nvmlStandIn, l, autosource.WithProbe(time.Hour, time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, autosource.NVML, a.Status().Active)
+	require.NoError(t, a.Close())
+
+	_, err = autosource.New(real, func() (source.Source, error) { return nil, errors.New("nvml: ERROR_LIBRARY_NOT_FOUND") }, l)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "libdcgm.so.4 not found")
+	assert.Contains(t, err.Error(), "ERROR_LIBRARY_NOT_FOUND")
 }

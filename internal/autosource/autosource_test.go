@@ -20,7 +20,6 @@ import (
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
-	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/internal/testwait"
 	"github.com/gpuscope/gpuscope/source"
@@ -182,25 +181,6 @@ func TestNeitherBackendIsAClearError(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, dcgm.ErrLibraryMissing)
 	assert.Contains(t, err.Error(), "libdcgm.so.4")
-	assert.Contains(t, err.Error(), "ERROR_LIBRARY_NOT_FOUND")
-}
-
-func TestRealAdapterWithoutLibraryFallsBack(t *testing.T) {
-	real := func() (source.Source, error) { return dcgm.New(godcgm.New(), dcgm.Config{}) }
-	probe := godcgm.New()
-	if err := probe.Connect(dcgm.ConnectParams{Mode: dcgm.ModeEmbedded}); err == nil {
-		_ = probe.Disconnect()
-		t.Skip("libdcgm.so.4 is installed here; this test covers hosts without it")
-	}
-	l, _ := test.NewNullLogger()
-	a, err := autosource.New(real, func() (source.Source, error) { return newFakeNVML(nil), nil }, l, autosource.WithProbe(time.Hour, time.Hour))
-	require.NoError(t, err)
-	assert.Equal(t, autosource.NVML, a.Status().Active)
-	require.NoError(t, a.Close())
-
-	_, err = autosource.New(real, func() (source.Source, error) { return nil, errors.New("nvml: ERROR_LIBRARY_NOT_FOUND") }, l)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "libdcgm.so.4 not found")
 	assert.Contains(t, err.Error(), "ERROR_LIBRARY_NOT_FOUND")
 }
 
