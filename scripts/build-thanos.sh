@@ -16,10 +16,11 @@ fi
 
 version=$(awk '$1 == "require" && $2 == "github.com/thanos-io/thanos" {print $3}' tools/thanos/go.mod)
 [ -n "$version" ] || { echo "tools/thanos/go.mod: no 'require github.com/thanos-io/thanos' line" >&2; exit 1; }
-# Thanos' own build tags (.promu.yml): without slicelabels, Prometheus'
+# Thanos' own build tag (.promu.yml): without slicelabels, Prometheus'
 # labels are strings and Thanos' cast of them to its protobuf labels reads
 # garbage, so every StoreAPI answer panics ("makeslice: len out of range").
-tags=netgo,slicelabels
+# Its other tag, netgo, is what CGO_ENABLED=0 does already.
+tags=slicelabels
 ldflags="-X github.com/prometheus/common/version.Version=${version#v} -X github.com/prometheus/common/version.BuildUser=gpuscope"
 # The cache key holds the module files' hash, comments left out, and the
 # build flags, so that a changed requirement or flag rebuilds and a reworded
