@@ -295,7 +295,7 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 		warn(flagComputeInstances, "compute instances are exported with -d f only: g and i select GPUs and GPU instances, as in dcgm-exporter")
 	}
 	if len(cfg.Devices.CPUs.Major)+len(cfg.Devices.CPUs.Minor) > 0 || cfg.Devices.CPUs.AllMajor || cfg.Devices.CPUs.AllMinor {
-		warn(flagCPUDevices, "gpuscope exports no CPU entities yet, so the CPU selection selects nothing")
+		warn(flagCPUDevices, "no gpuscope source reads CPUs or CPU cores yet (DCGM's FE_CPU, FE_CPU_CORE); the selection applies to them once one does")
 	}
 }
 

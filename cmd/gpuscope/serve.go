@@ -56,7 +56,7 @@ const minReloadPoll = 100 * time.Millisecond
 // once per distinct set (a GPU may fall off the bus and come back), and the
 // rest is served.
 func selectEntities(dx *dcgmExporterConfig, log *logrus.Entry) func([]*source.Entity) []*source.Entity {
-	if dx.Devices.GPUs.Flex && dx.Devices.Switches.Flex {
+	if dx.Devices.GPUs.Flex && dx.Devices.Switches.Flex && dx.Devices.CPUs.Flex {
 		return nil
 	}
 	// The engine refreshes entities from each group's loop.
@@ -68,7 +68,8 @@ func selectEntities(dx *dcgmExporterConfig, log *logrus.Entry) func([]*source.En
 		if m := strings.Join(dx.Devices.Missing(list), ", "); m != lastMissing {
 			lastMissing = m
 			if m != "" {
-				log.WithFields(logrus.Fields{"devices": dx.Devices.GPUs.String(), "switch_devices": dx.Devices.Switches.String(), "missing": m}).
+				log.WithFields(logrus.Fields{"devices": dx.Devices.GPUs.String(), "switch_devices": dx.Devices.Switches.String(),
+					"cpu_devices": dx.Devices.CPUs.String(), "missing": m}).
 					Warn("The device options name devices this node does not have; serving the others")
 			}
 		}

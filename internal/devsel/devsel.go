@@ -1,5 +1,5 @@
-// Package devsel selects which GPUs, MIG instances, NvSwitches and links are
-// exported, from dcgm-exporter's device options (-d/--devices,
+// Package devsel selects which GPUs, MIG instances, NvSwitches, links, CPUs
+// and CPU cores are exported, from dcgm-exporter's device options (-d/--devices,
 // -s/--switch-devices, -p/--cpu-devices).
 //
 // The syntax and the meaning follow dcgm-exporter's pkg/cmd/app.go
@@ -149,8 +149,12 @@ func Default() Selector {
 // NvSwitches by ID, i selects links of watched switches by link index. As in
 // dcgm-exporter, g selects no link (its minor range is empty) and i alone
 // watches no switch, so it selects no link either: only f exports links.
+//
+// CPU options (deviceinfo.IsCPUWatched, IsCoreWatched) work the same way:
+// g selects CPUs by ID, i selects cores of watched CPUs by core ID, so g
+// alone selects no core and i alone selects nothing.
 func (s Selector) Filter(list []*source.Entity) []*source.Entity {
-	if s.GPUs.Flex && s.Switches.Flex {
+	if s.GPUs.Flex && s.Switches.Flex && s.CPUs.Flex {
 		return list
 	}
 	instanceNumber := map[*source.Entity]int{}
@@ -206,6 +210,11 @@ func (s Selector) keep(e *source.Entity, instanceNumber map[*source.Entity]int) 
 			return sw.Flex || (sw.major(e.Switch) && sw.minor(e.Link))
 		}
 		return g.Flex || g.AllMajor || slices.Contains(g.Major, e.GPU)
+	case source.CPU:
+		return s.CPUs.major(e.CPU)
+	case source.CPUCore:
+		c := s.CPUs
+		return c.Flex || (c.major(e.CPU) && c.minor(e.CPUCore))
 	}
 	return true
 }
@@ -216,6 +225,7 @@ func (s Selector) keep(e *source.Entity, instanceNumber map[*source.Entity]int) 
 // serving what is there, since the GPU may come back.
 func (s Selector) Missing(list []*source.Entity) []string {
 	gpus, switches, links := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	cpus, cores := map[int]bool{}, map[int]bool{}
 	gis := 0
 	for _, e := range list {
 		switch e.Kind {
@@ -229,6 +239,10 @@ func (s Selector) Missing(list []*source.Entity) []string {
 			if e.Switch >= 0 {
 				links[e.Link] = true
 			}
+		case source.CPU:
+			cpus[e.CPU] = true
+		case source.CPUCore:
+			cores[e.CPUCore] = true
 		}
 	}
 	var out []string
@@ -250,6 +264,17 @@ func (s Selector) Missing(list []*source.Entity) []string {
 	for _, id := range s.Switches.Minor {
 		if !links[id] {
 			out = append(out, fmt.Sprintf("NvSwitch link %d", id))
+		}
+	}
+	// deviceinfo.verifyCPUDevicePresence: CPU IDs, and core IDs on any CPU.
+	for _, id := range s.CPUs.Major {
+		if !cpus[id] {
+			out = append(out, fmt.Sprintf("CPU %d", id))
+		}
+	}
+	for _, id := range s.CPUs.Minor {
+		if !cores[id] {
+			out = append(out, fmt.Sprintf("CPU core %d", id))
 		}
 	}
 	return out

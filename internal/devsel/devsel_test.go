@@ -129,3 +129,47 @@ func TestMissing(t *testing.T) {
 	assert.Equal(t, []string{"GPU instance 2"}, sel.Missing(node()))
 	assert.Empty(t, Default().Missing(node()))
 }
+
+// cpuNode is two Grace CPUs with cores 0 and 1 each, beside a GPU.
+func cpuNode() []*source.Entity {
+	g0 := source.NewGPU(0, "GPU-0", "0000:01:00.0", "GH200")
+	out := []*source.Entity{&g0}
+	for cpu := 0; cpu < 2; cpu++ {
+		c := source.NewCPU(cpu, -1)
+		out = append(out, &c)
+		for core := 0; core < 2; core++ {
+			k := source.NewCPU(cpu, core)
+			out = append(out, &k)
+		}
+	}
+	return out
+}
+
+// Expectations from dcgm-exporter's deviceinfo/device_info.go (IsCPUWatched,
+// IsCoreWatched, verifyCPUDevicePresence) and devicemonitoring/
+// device_monitoring.go (monitorAllCPUs, monitorAllCPUCores): g picks CPUs,
+// i picks cores of picked CPUs only, so g alone picks no core and i alone
+// picks nothing.
+func TestFilterCPUs(t *testing.T) {
+	tests := []struct {
+		cpus    string
+		want    []string
+		missing []string
+	}{
+		{"f", []string{"gpu/GPU-0", "cpu/0", "cpucore/0/0", "cpucore/0/1", "cpu/1", "cpucore/1/0", "cpucore/1/1"}, nil},
+		{"g", []string{"gpu/GPU-0", "cpu/0", "cpu/1"}, nil},
+		{"g:1", []string{"gpu/GPU-0", "cpu/1"}, nil},
+		{"g:1,4", []string{"gpu/GPU-0", "cpu/1"}, []string{"CPU 4"}},
+		{"i", []string{"gpu/GPU-0"}, nil},
+		{"i:1,9", []string{"gpu/GPU-0"}, []string{"CPU core 9"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cpus, func(t *testing.T) {
+			c, err := Parse("cpu-devices", tt.cpus)
+			require.NoError(t, err)
+			sel := Selector{GPUs: Options{Flex: true}, Switches: Options{Flex: true}, CPUs: c}
+			assert.Equal(t, tt.want, keys(sel.Filter(cpuNode())))
+			assert.Equal(t, tt.missing, sel.Missing(cpuNode()))
+		})
+	}
+}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // TestBindUnbindWatchReachesTheSources: the watch and its interval, given
@@ -36,6 +39,37 @@ func TestBindUnbindWatchReachesTheSources(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, bindUnbindPoll(p.c))
 			assert.Equal(t, tt.want, dcgmConfig(p.c, logrus.NewEntry(logrus.New())).BindUnbindPoll)
+		})
+	}
+}
+
+// TestCPUDevicesSelectCPUs: -p reaches the entity selection, with
+// dcgm-exporter's meaning (internal/pkg/deviceinfo/device_info.go,
+// IsCPUWatched and IsCoreWatched): g:1 keeps CPU 1 and none of its cores.
+func TestCPUDevicesSelectCPUs(t *testing.T) {
+	gpu := source.NewGPU(0, "GPU-0", "0000:01:00.0", "GH200")
+	cpu0, cpu1, core10 := source.NewCPU(0, -1), source.NewCPU(1, -1), source.NewCPU(1, 0)
+	list := []*source.Entity{&gpu, &cpu0, &cpu1, &core10}
+	tests := []struct {
+		args []string
+		want []*source.Entity
+	}{
+		{nil, list},
+		{[]string{"-p", "g:1"}, []*source.Entity{&gpu, &cpu1}},
+		{[]string{"--cpu-devices", "g:1", "-d", "g"}, []*source.Entity{&gpu, &cpu1}},
+		{[]string{"-p", "i"}, []*source.Entity{&gpu}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			p, err := parseArgs(t, tt.args...)
+			require.NoError(t, err)
+			sel := selectEntities(p.dx, logrus.NewEntry(logrus.New()))
+			if tt.args == nil {
+				assert.Nil(t, sel, "the defaults select nothing away")
+				return
+			}
+			require.NotNil(t, sel)
+			assert.Equal(t, tt.want, sel(list))
 		})
 	}
 }
