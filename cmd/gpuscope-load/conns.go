@@ -144,6 +144,6 @@ func (s connStats) line(mode string) string {
 		last = s.closeTimes[len(s.closeTimes)-1].Seconds()
 	}
 	return fmt.Sprintf("mode=%s opened=%d answered=%d refused_503=%d failed=%d closed_by_server=%d still_open=%d last_close_s=%.1f rss_held_mib=%.1f rss_end_mib=%.1f",
-		mode, s.opened, s.ok, s.refused, s.failed, s.closed, s.opened-s.closed-s.refused, last,
+		mode, s.opened, s.ok, s.refused, s.failed, s.closed, s.opened-s.closed, last,
 		float64(s.rssHeldKiB)/1024, float64(s.rssEndKiB)/1024)
 }
