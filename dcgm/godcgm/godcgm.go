@@ -67,7 +67,7 @@ func connectError(p dcgm.ConnectParams, err error) error {
 		return fmt.Errorf("%w: %v", dcgm.ErrLibraryMissing, err)
 	case strings.Contains(msg, "error finding nv-hostengine"):
 		return fmt.Errorf("nv-hostengine is not in PATH (install datacenter-gpu-manager, or use --dcgm.mode=embedded): %w", err)
-	case classify0(err, -12, "version mismatch") != nil:
+	case hasDCGMCode(err, -12, "version mismatch"):
 		return fmt.Errorf("%w: %v", dcgm.ErrVersionMismatch, err)
 	case strings.Contains(msg, "error connecting to nv-hostengine"):
 		if p.Mode == dcgm.ModeRemote {
@@ -92,26 +92,24 @@ func (c *Client) Disconnect() error {
 
 var codeRE = regexp.MustCompile(`error code (-?\d+)`)
 
-// classify0 returns the sentinel that a go-dcgm error means, or nil. go-dcgm
-// reports some errors as *Error with a code, some as text with the code,
-// and some as DCGM's message only, so all three are looked at.
-func classify0(err error, code int, text string) error {
+// hasDCGMCode says whether err is DCGM's error code (a dcgmReturn_t such as
+// -21), or, when text is set, carries DCGM's message containing text.
+// go-dcgm reports some errors as *Error with a code, some as text with the
+// code, and some as DCGM's message only, so all three are looked at.
+func hasDCGMCode(err error, code int, text string) bool {
 	if err == nil {
-		return nil
+		return false
 	}
 	var de *nvdcgm.Error
 	if errors.As(err, &de) && int(de.Code) == code {
-		return err
+		return true
 	}
 	if m := codeRE.FindStringSubmatch(err.Error()); m != nil {
 		if n, _ := strconv.Atoi(m[1]); n == code {
-			return err
+			return true
 		}
 	}
-	if text != "" && strings.Contains(strings.ToLower(err.Error()), text) {
-		return err
-	}
-	return nil
+	return text != "" && strings.Contains(strings.ToLower(err.Error()), text)
 }
 
 // wrap turns a go-dcgm error into one that wraps our sentinels.
@@ -122,17 +120,17 @@ func wrap(what string, err error) error {
 	low := strings.ToLower(err.Error())
 	var sentinel error
 	switch {
-	case classify0(err, -21, "") != nil, strings.Contains(low, "connection") &&
+	case hasDCGMCode(err, -21, ""), strings.Contains(low, "connection") &&
 		(strings.Contains(low, "invalid") || strings.Contains(low, "not valid") || strings.Contains(low, "disconnected")):
 		sentinel = dcgm.ErrConnectionLost
-	case classify0(err, -33, "module") != nil && strings.Contains(low, "not") && strings.Contains(low, "loaded"),
-		classify0(err, -33, "") != nil:
+	case hasDCGMCode(err, -33, "module") && strings.Contains(low, "not") && strings.Contains(low, "loaded"),
+		hasDCGMCode(err, -33, ""):
 		sentinel = dcgm.ErrModuleNotLoaded
-	case classify0(err, -34, "in use") != nil:
+	case hasDCGMCode(err, -34, "in use"):
 		sentinel = dcgm.ErrInUse
-	case classify0(err, -6, "not supported") != nil, classify0(err, -36, "") != nil:
+	case hasDCGMCode(err, -6, "not supported"), hasDCGMCode(err, -36, ""):
 		sentinel = dcgm.ErrNotSupported
-	case classify0(err, -12, "version mismatch") != nil:
+	case hasDCGMCode(err, -12, "version mismatch"):
 		sentinel = dcgm.ErrVersionMismatch
 	}
 	if sentinel != nil {
