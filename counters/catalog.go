@@ -77,6 +77,15 @@ func theFields() *catalog {
 	return theCatalog
 }
 
+// deprecatedNames are DCGM field names that newer go-dcgm releases keep as
+// aliases of a renamed field (go-dcgm pkg/dcgm/const_fields.go, "Deprecated
+// DCGM field aliases retained for source compatibility"), and that the
+// go-dcgm gpuscope builds with no longer lists; dcgm-exporter accepts them in
+// a counters file. Only the aliases of names this catalog knows are listed.
+var deprecatedNames = map[string]string{
+	"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+}
+
 func buildCatalog() *catalog {
 	current, legacy, exporter := fieldid.Current(), fieldid.Legacy(), fieldid.Exporter()
 	c := &catalog{
@@ -100,6 +109,21 @@ func buildCatalog() *catalog {
 			f.Kind, f.Type, f.Unit, f.Help = cur.kind, cur.typ, cur.unit, cur.help
 		}
 		add(f)
+	}
+	// Deprecated DCGM names that dcgm-exporter still accepts through
+	// go-dcgm's aliases: the field is read by its ID and exported under the
+	// name the counters file uses.
+	for old, cur := range deprecatedNames {
+		for _, g := range current {
+			if g.Name != cur {
+				continue
+			}
+			f := FieldInfo{Name: old, ID: g.ID, Legacy: true}
+			if m, ok := currentDescribed(current, g.ID); ok {
+				f.Kind, f.Type, f.Unit, f.Help = m.kind, m.typ, m.unit, m.help
+			}
+			add(f)
+		}
 	}
 	for _, e := range exporter {
 		f := FieldInfo{Name: e.Name, ID: e.ID}

@@ -3,6 +3,7 @@ package counters
 import (
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,7 @@ func TestCatalogHasEveryGeneratedName(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 624, current)
-	assert.Equal(t, 41, legacy)
+	assert.Equal(t, 41+len(deprecatedNames), legacy, "dcgm-exporter 1.x names and deprecated DCGM aliases")
 	assert.Equal(t, 4, exporter)
 }
 
@@ -163,4 +164,18 @@ func TestUnitsAgreeWithDCGM(t *testing.T) {
 		}
 	}
 	assert.Greater(t, checked, 10)
+}
+
+// dcgm-exporter accepts DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, which go-dcgm
+// keeps as an alias of DCGM_FI_DEV_CLOCKS_EVENT_REASONS (pkg/dcgm/
+// const_fields.go); the field is read by its ID and keeps the file's name.
+func TestDeprecatedDCGMNamesAreAccepted(t *testing.T) {
+	set, err := Parse("old.csv", strings.NewReader("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, gauge, Throttle reasons.\n"))
+	require.NoError(t, err)
+	require.Len(t, set.Fields, 1)
+	assert.Equal(t, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", set.Fields[0].Name)
+	assert.Equal(t, fieldid.ClocksEventReasons, set.Fields[0].ID)
+	cur, ok := ByID(fieldid.ClocksEventReasons)
+	require.True(t, ok)
+	assert.Equal(t, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", cur.Name, "the current name stays canonical")
 }
