@@ -285,9 +285,6 @@ func applyDCGMExporterFlags(c *cli.Context, cfg *dcgmExporterConfig) error {
 // accepted but changes nothing here, and why.
 func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 	warn := func(flag, why string) { log.WithField("flag", "--"+flag).Warn(why) }
-	if cfg.DRA {
-		warn(flagDRA, "pod attribution of GPUs allocated through DRA ResourceClaims is not implemented; those GPUs carry no pod labels")
-	}
 	if cfg.DisableStartup {
 		warn(flagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")
 	}

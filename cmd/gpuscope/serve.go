@@ -146,6 +146,9 @@ func serve(c *cli.Context) error {
 		return usage(fmt.Errorf("--%s %s: the window must be at least %s", flagWindow, c.Duration(flagWindow), counters.MinInterval))
 	}
 	warnUnsupported(log, dx)
+	if dx.DRA && !c.Bool(flagKubernetes) {
+		log.WithField("flag", "--"+flagDRA).Warn("DRA pod labels are part of the Kubernetes pod attribution; without --kubernetes they change nothing")
+	}
 	if n := c.Int(flagAPIMaxStreams); n < 1 {
 		return usage(fmt.Errorf("--%s %d: allow at least 1 stream", flagAPIMaxStreams, n))
 	}

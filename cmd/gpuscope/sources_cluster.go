@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/autosource"
+	"github.com/gpuscope/gpuscope/internal/draslices"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/labelbudget"
@@ -54,6 +55,11 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set
 		if pl, ok := src.(source.ProcessLister); ok {
 			cfg.Processes = pl.Processes
 		}
+		if c.Bool(flagDRA) {
+			if w := openDRASlices(ctx, c, log); w != nil {
+				cfg.DRA = w
+			}
+		}
 		if c.String(flagPodLabels) != "" {
 			w, err := openPodLabels(ctx, c, set, log, reg)
 			if err != nil {
@@ -87,6 +93,26 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set
 		out = append(out, hj)
 	}
 	return out, nil
+}
+
+// openDRASlices starts listing the NVIDIA DRA driver's ResourceSlices for
+// --kubernetes-enable-dra. As in dcgm-exporter (transformation/kubernetes.go,
+// NewPodMapper), a watcher that cannot start is a warning: the other pod
+// labels are still served. With the node name given (--hostname or
+// NODE_NAME, which the chart sets), only the node's slices are listed.
+func openDRASlices(ctx context.Context, c *cli.Context, log *logrus.Entry) *draslices.Watcher {
+	cfg := draslices.Config{Logger: log}
+	if c.IsSet(flagHostname) {
+		cfg.Node = c.String(flagHostname)
+	}
+	w, err := draslices.New(cfg)
+	if err != nil {
+		log.WithError(err).Warn("DRA pod labels are not available")
+		return nil
+	}
+	go w.Run(ctx)
+	log.WithField("node", cfg.Node).Info("Listing the gpu.nvidia.com ResourceSlices for DRA pod labels")
+	return w
 }
 
 // checkPodLabels rejects --kubernetes.pod-labels without --kubernetes or
@@ -154,6 +180,9 @@ func podLabelRoom(c *cli.Context, set *counters.Set) (int, error) {
 		shape.EnricherLabels += 3 // pod, namespace, container
 		if c.Bool(flagPodUID) {
 			shape.EnricherLabels++
+		}
+		if c.Bool(flagDRA) {
+			shape.EnricherLabels += len(podattr.DRALabels)
 		}
 	}
 	if c.String(flagHPCJobDir) != "" {

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpuscope/gpuscope/internal/draslices"
 	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -61,6 +62,18 @@ const (
 	// LabelVGPU names the replica of a shared GPU (--kubernetes-virtual-gpus).
 	LabelVGPU = "vgpu"
 )
+
+// DRALabels are added with Config.DRA, in this order: the claim and the
+// device a GPU series' pod holds it through, as dcgm-exporter names them
+// (internal/pkg/transformation/const.go).
+var DRALabels = []string{"dra_claim_name", "dra_claim_namespace", "dra_driver_name", "dra_pool_name",
+	"dra_device_name", "dra_mig_profile", "dra_mig_device_uuid"}
+
+// DRADevices maps a DRA claim's device, named by pool and device, to a GPU
+// (draslices.Watcher).
+type DRADevices interface {
+	Lookup(pool, device string) (draslices.Device, bool)
+}
 
 // Config configures the enricher. Zero values take the defaults.
 type Config struct {
@@ -105,6 +118,11 @@ type Config struct {
 	// replica of a time-sliced GPU), as dcgm-exporter's
 	// --kubernetes-virtual-gpus does.
 	VirtualGPUs bool
+	// DRA, when set, attributes GPUs allocated through DRA ResourceClaims
+	// (the kubelet's dynamic resources of driver gpu.nvidia.com): each GPU
+	// series is copied once per container whose claim holds the GPU, with
+	// the DRALabels, as dcgm-exporter's --kubernetes-enable-dra does.
+	DRA DRADevices
 	// Now is the clock of the grace period; time.Now when nil.
 	Now func() time.Time
 	// Logger receives the enricher's logs.
@@ -181,7 +199,10 @@ type snapshot struct {
 	values map[string][]string
 	// rows holds, with VirtualGPUs, one row of values per container
 	// holding the device, shared devices included.
-	rows         map[string][][]string
+	rows map[string][][]string
+	// draRows holds, with DRA, one row per container whose claim holds
+	// the GPU; keyed by the GPU's UUID key.
+	draRows      map[string][][]string
 	pods         int
 	shared       int
 	unknownIDs   int
@@ -239,6 +260,9 @@ func New(cfg Config) (*Enricher, error) {
 	}
 	if cfg.VirtualGPUs {
 		labels = append(labels, LabelVGPU)
+	}
+	if cfg.DRA != nil {
+		labels = append(labels, DRALabels...)
 	}
 	e := &Enricher{
 		cfg:       cfg,
@@ -475,6 +499,7 @@ func (e *Enricher) wanted(resource string) bool {
 func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapshot {
 	s := &snapshot{values: map[string][]string{}}
 	owners := map[string][]owner{}
+	var draHeld map[string][]draHolder
 	overflow := 0
 	for _, pod := range resp.GetPodResources() {
 		if pod == nil || pod.GetName() == "" || pod.GetNamespace() == "" {
@@ -526,6 +551,9 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 				}
 			}
 		}
+		if e.cfg.DRA != nil && e.draHolders(pod, &draHeld, &overflow) {
+			holdsGPU = true
+		}
 		if holdsGPU {
 			s.pods++
 		}
@@ -560,7 +588,7 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 					}
 					row = append(row, uid)
 				}
-				s.rows[key] = append(s.rows[key], append(row, o.VGPU))
+				s.rows[key] = append(s.rows[key], e.padDRA(append(row, o.VGPU)))
 			}
 		}
 	}
@@ -585,7 +613,10 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 		if e.cfg.VirtualGPUs {
 			v = append(v, ows[0].VGPU)
 		}
-		s.values[key] = v
+		s.values[key] = e.padDRA(v)
+	}
+	if e.cfg.DRA != nil {
+		s.draRows = e.draRows(draHeld, logs)
 	}
 
 	if e.cfg.SharedGPUAttribution && e.cfg.Processes != nil {
@@ -645,7 +676,7 @@ func samePod(ows []owner) bool {
 // publish swaps in s, bumping the generation when the labels changed.
 func (e *Enricher) publish(s *snapshot) {
 	old := e.snap.Swap(s)
-	if !sameValues(old.values, s.values) || !sameRows(old.rows, s.rows) {
+	if !sameValues(old.values, s.values) || !sameRows(old.rows, s.rows) || !sameRows(old.draRows, s.draRows) {
 		e.gen.Add(1)
 	}
 }
@@ -668,14 +699,24 @@ func sameRows(a, b map[string][][]string) bool {
 	return true
 }
 
-// ValueRows implements enrich.RowValuer: with VirtualGPUs, one row per
+// ValueRows implements enrich.RowValuer: with DRA, one row per container
+// whose ResourceClaim holds the GPU; with VirtualGPUs, one row per
 // container holding the entity's device, shared devices included, as
-// dcgm-exporter copies each metric per pod under --kubernetes-virtual-gpus
-// (internal/pkg/transformation/kubernetes.go). A device no pod holds keeps
-// its one series.
+// dcgm-exporter copies each metric per pod under --kubernetes-enable-dra and
+// --kubernetes-virtual-gpus (internal/pkg/transformation/kubernetes.go,
+// where the DRA copies replace the others). A device no pod holds keeps its
+// one series.
 func (e *Enricher) ValueRows(ent *source.Entity) [][]string {
 	s := e.snap.Load()
-	if len(s.rows) == 0 || ent == nil {
+	if ent == nil {
+		return nil
+	}
+	if ent.Kind == source.GPU && len(s.draRows) > 0 && ent.UUID != "" {
+		if rows := s.draRows[keyUUID+normUUID(ent.UUID)]; rows != nil {
+			return rows
+		}
+	}
+	if len(s.rows) == 0 {
 		return nil
 	}
 	return lookupKeys(ent, func(k string) [][]string { return s.rows[k] })

@@ -303,6 +303,24 @@ func TestOptions(t *testing.T) {
 			assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.clusterRoles[0].Name}, b.RoleRef)
 			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: pod.ServiceAccountName, Namespace: "monitoring"}}, b.Subjects)
 		}},
+		// dcgm-exporter's chart (deployment/templates/clusterrole.yaml,
+		// daemonset.yaml): kubernetesDRA.enabled sets KUBERNETES_ENABLE_DRA,
+		// mounts the token and grants get, list and watch on resourceslices.
+		{"kubernetesDRA brings read-only RBAC on resourceslices and the token", []string{"kubernetesDRA.enabled=true"}, func(t *testing.T, r rendered) {
+			pod := r.daemonSet.Spec.Template.Spec
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Env, corev1.EnvVar{Name: "KUBERNETES_ENABLE_DRA", Value: "true"})
+			assert.True(t, *pod.AutomountServiceAccountToken)
+			require.Len(t, r.clusterRoles, 1)
+			assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"get", "list", "watch"}}},
+				r.clusterRoles[0].Rules)
+			require.Len(t, r.roleBindings, 1)
+			assert.Equal(t, r.clusterRoles[0].Name, r.roleBindings[0].RoleRef.Name)
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: pod.ServiceAccountName, Namespace: "monitoring"}}, r.roleBindings[0].Subjects)
+		}},
+		{"kubernetesDRA off: no resourceslices access", nil, func(t *testing.T, r rendered) {
+			assert.Empty(t, r.clusterRoles)
+			assert.False(t, *r.daemonSet.Spec.Template.Spec.AutomountServiceAccountToken)
+		}},
 		{"pod labels with an existing service account", []string{"kubernetes.podLabels.allowlist=team", "serviceAccount.create=false", "serviceAccount.name=gpu-reader"}, func(t *testing.T, r rendered) {
 			assert.Empty(t, r.serviceAccounts)
 			assert.Equal(t, "gpu-reader", r.daemonSet.Spec.Template.Spec.ServiceAccountName)

@@ -22,10 +22,28 @@ type Device struct {
 	IDs      []string `json:"ids"`
 }
 
+// Claim is one DRA ResourceClaim a container uses, with the devices the
+// kubelet lists for it (PodResources v1 DynamicResource).
+type Claim struct {
+	Name      string        `json:"name"`
+	Namespace string        `json:"namespace"`
+	Devices   []ClaimDevice `json:"devices"`
+}
+
+// ClaimDevice is one allocated device of a claim (ClaimResource): the
+// driver, pool and device triplet names it; CDI names the CDI devices.
+type ClaimDevice struct {
+	Driver string   `json:"driver"`
+	Pool   string   `json:"pool"`
+	Device string   `json:"device"`
+	CDI    []string `json:"cdi,omitempty"`
+}
+
 // Container is one container of a pod.
 type Container struct {
 	Name    string   `json:"name"`
 	Devices []Device `json:"devices"`
+	Claims  []Claim  `json:"claims,omitempty"`
 }
 
 // Pod is one pod as the kubelet lists it.
@@ -155,6 +173,17 @@ func ToResponse(pods []Pod) *podresourcesv1.ListPodResourcesResponse {
 				cr.Devices = append(cr.Devices, &podresourcesv1.ContainerDevices{
 					ResourceName: d.Resource, DeviceIds: d.IDs,
 				})
+			}
+			for _, cl := range c.Claims {
+				dr := &podresourcesv1.DynamicResource{ClaimName: cl.Name, ClaimNamespace: cl.Namespace}
+				for _, d := range cl.Devices {
+					res := &podresourcesv1.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
+					for _, name := range d.CDI {
+						res.CdiDevices = append(res.CdiDevices, &podresourcesv1.CDIDevice{Name: name})
+					}
+					dr.ClaimResources = append(dr.ClaimResources, res)
+				}
+				cr.DynamicResources = append(cr.DynamicResources, dr)
 			}
 			pr.Containers = append(pr.Containers, cr)
 		}

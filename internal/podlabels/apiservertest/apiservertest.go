@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +29,23 @@ type Pod struct {
 	Labels                map[string]string
 }
 
+// SliceDevice is one device of a ResourceSlice, with the attributes the
+// NVIDIA DRA driver publishes (type "gpu" or "mig", uuid, parentUUID,
+// profile); only string attributes are served.
+type SliceDevice struct {
+	Name       string
+	Attributes map[string]string
+}
+
+// ResourceSlice is one resource.k8s.io ResourceSlice.
+type ResourceSlice struct {
+	Name, Driver, Pool, Node string
+	Devices                  []SliceDevice
+}
+
 // Request is one request the server received.
 type Request struct {
+	Path  string
 	Query url.Values
 	Token string
 	Watch bool
@@ -62,6 +78,9 @@ type Server struct {
 	watchers map[chan event]struct{}
 	token    string
 	requests []Request
+	slices   map[string]ResourceSlice
+	// sliceVersions are the resource.k8s.io versions served.
+	sliceVersions []string
 }
 
 // Start starts a server whose token is "token-1" and registers its stop with
@@ -239,9 +258,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	watch := q.Get("watch") == "1" || q.Get("watch") == "true"
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Query: q, Token: tok, Watch: watch})
+	s.requests = append(s.requests, Request{Path: r.URL.Path, Query: q, Token: tok, Watch: watch})
 	want := s.token
 	s.mu.Unlock()
+	if v, ok := strings.CutPrefix(r.URL.Path, "/apis/resource.k8s.io/"); ok && strings.HasSuffix(v, "/resourceslices") {
+		if tok != want {
+			writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+			return
+		}
+		s.serveSlices(w, strings.TrimSuffix(v, "/resourceslices"), q)
+		return
+	}
 	switch {
 	case r.URL.Path != "/api/v1/pods":
 		writeStatus(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource")
@@ -378,4 +405,84 @@ func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1",
 		"status": "Failure", "message": msg, "reason": reason, "code": code})
+}
+
+// SetResourceSlice adds or replaces a ResourceSlice, by name.
+func (s *Server) SetResourceSlice(rs ResourceSlice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slices == nil {
+		s.slices = map[string]ResourceSlice{}
+	}
+	s.slices[rs.Name] = rs
+}
+
+// DeleteResourceSlice removes a ResourceSlice.
+func (s *Server) DeleteResourceSlice(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.slices, name)
+}
+
+// ServeSliceVersions sets the resource.k8s.io versions whose resourceslices
+// are served (v1beta1 and v1 by default); the others answer 404, as on a
+// cluster that no longer serves them.
+func (s *Server) ServeSliceVersions(versions ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sliceVersions = append([]string{}, versions...)
+}
+
+// serveSlices lists ResourceSlices in the shape of the version asked for:
+// v1beta1 nests a device's attributes under "basic", v1 does not. The
+// fieldSelector spec.driver=... and spec.nodeName=... filters apply.
+func (s *Server) serveSlices(w http.ResponseWriter, version string, q url.Values) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	versions := s.sliceVersions
+	if versions == nil {
+		versions = []string{"v1beta1", "v1"}
+	}
+	if !slices.Contains(versions, version) {
+		writeStatus(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource")
+		return
+	}
+	want := map[string]string{}
+	if fs := q.Get("fieldSelector"); fs != "" {
+		for _, term := range strings.Split(fs, ",") {
+			k, v, _ := strings.Cut(term, "=")
+			want[k] = v
+		}
+	}
+	items := []any{}
+	for _, rs := range s.slices {
+		if d, ok := want["spec.driver"]; ok && rs.Driver != d {
+			continue
+		}
+		if n, ok := want["spec.nodeName"]; ok && rs.Node != n {
+			continue
+		}
+		devs := []any{}
+		for _, d := range rs.Devices {
+			attrs := map[string]any{}
+			for k, v := range d.Attributes {
+				attrs[k] = map[string]any{"string": v}
+			}
+			dev := map[string]any{"name": d.Name}
+			if version == "v1beta1" {
+				dev["basic"] = map[string]any{"attributes": attrs}
+			} else {
+				dev["attributes"] = attrs
+			}
+			devs = append(devs, dev)
+		}
+		items = append(items, map[string]any{
+			"metadata": map[string]any{"name": rs.Name},
+			"spec": map[string]any{"driver": rs.Driver, "nodeName": rs.Node,
+				"pool": map[string]any{"name": rs.Pool, "generation": 1, "resourceSliceCount": 1}, "devices": devs},
+		})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/" + version,
+		"metadata": map[string]any{"resourceVersion": strconv.Itoa(s.rv)}, "items": items})
 }
