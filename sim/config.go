@@ -41,6 +41,12 @@ type Config struct {
 	// process holds a CUDA context and nothing else, the waste that
 	// "allocated but idle" views look for.
 	IdleGPUs []int
+	// FreeGPUs are indexes of GPUs no pod holds: no process, no memory in
+	// use, idle power.
+	FreeGPUs []int
+	// LightGPUs are indexes of GPUs an interactive pod (a notebook) holds:
+	// its process keeps a third of the memory and runs little.
+	LightGPUs []int
 	// Workloads picks each GPU's workload (ParseWorkloads reads the flag);
 	// empty runs the node-wide DataParallel job on every GPU. An IdleGPUs
 	// entry wins over the GPU's workload.
@@ -115,6 +121,21 @@ func resolve(cfg Config) (*resolved, error) {
 	}
 	if r.SharedGPUs > 0 && len(mig) > 0 {
 		return nil, fmt.Errorf("sim: SharedGPUs %d with MIG %q: MIG already gives each pod its own instance", cfg.SharedGPUs, cfg.MIG)
+	}
+	role := map[int]string{}
+	for _, l := range []struct {
+		name string
+		idx  []int
+	}{{"FreeGPUs", r.FreeGPUs}, {"LightGPUs", r.LightGPUs}} {
+		for _, i := range l.idx {
+			if i < 0 || i >= r.GPUs {
+				return nil, fmt.Errorf("sim: %s: index %d out of range 0..%d", l.name, i, r.GPUs-1)
+			}
+			if prev, ok := role[i]; ok {
+				return nil, fmt.Errorf("sim: %s: GPU %d is already in %s", l.name, i, prev)
+			}
+			role[i] = l.name
+		}
 	}
 	seen := make(map[int]bool, len(r.IdleGPUs))
 	for _, i := range r.IdleGPUs {

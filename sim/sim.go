@@ -71,6 +71,9 @@ type gpuSim struct {
 	idx  int
 	ent  *source.Entity
 	idle bool // allocated, running nothing
+	free bool // no pod holds it: no process at all
+	// light is a GPU an interactive pod holds: memory held, little work.
+	light bool
 	// unplugged GPUs give no samples; listed ones are among the entities.
 	unplugged, listed bool
 	// kind is the GPU's workload when it runs one of Kinds, nil for the
@@ -182,6 +185,12 @@ func New(cfg Config) (*Source, error) {
 		}
 		for _, k := range r.IdleGPUs {
 			g.idle = g.idle || k == i
+		}
+		for _, k := range r.FreeGPUs {
+			g.free = g.free || (k == i && !g.idle)
+		}
+		for _, k := range r.LightGPUs {
+			g.light = g.light || (k == i && !g.idle && !g.free)
 		}
 		if len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
 			kj := newKindJob(r.Workloads[i], s.seed, uint64(5000+i), r.StepJitter)
@@ -521,7 +530,24 @@ const (
 // idleActivity is a GPU with a CUDA context and no kernels.
 var idleActivity = activity{intensity: 0.15, idle: true}
 
+// freeActivity is a GPU without any process.
+var freeActivity = activity{intensity: 0.1, idle: true}
+
+// lightActivity is a notebook: a few small kernels now and then, a little
+// host traffic.
+var lightActivity = activity{gr: 0.05, sm: 0.04, occ: 0.02, tensor: 0.01, dram: 0.03, fp32: 0.02, pcieTX: 0.01, pcieRX: 0.02, intensity: 0.3}
+
 func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
+	if g.free || g.light {
+		a := freeActivity
+		if g.light {
+			a = lightActivity
+		}
+		for _, gi := range g.gis {
+			gi.act = a
+		}
+		return a
+	}
 	if g.idle {
 		for _, gi := range g.gis {
 			gi.act = idleActivity
@@ -548,6 +574,21 @@ func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
 // fbUsed returns the GPU's used framebuffer (MiB) tsec after the start and
 // updates its MIG instances' share.
 func (s *Source) fbUsed(g *gpuSim, tsec float64) int64 {
+	if g.free || g.light {
+		share := 0.0
+		if g.light {
+			share = lightMemShare
+		}
+		var sum int64
+		for _, gi := range g.gis {
+			gi.fbUsed = int64(share * float64(gi.fbTotal))
+			sum += gi.fbUsed
+		}
+		if len(g.gis) == 0 {
+			sum = int64(share * float64(s.cfg.model.fbTotal-s.cfg.model.fbReserved))
+		}
+		return sum
+	}
 	if g.idle {
 		var sum int64
 		for _, gi := range g.gis {
@@ -570,6 +611,9 @@ func (s *Source) fbUsed(g *gpuSim, tsec float64) int64 {
 	}
 	return sum
 }
+
+// lightMemShare is the part of the framebuffer a notebook holds.
+const lightMemShare = 0.35
 
 // power returns the board power (W) for an activity and whether the power
 // limit capped it.
@@ -612,7 +656,7 @@ func (s *Source) Processes() []source.Process {
 	}
 	var out []source.Process
 	for _, g := range s.gpus {
-		if g.unplugged {
+		if g.unplugged || g.free {
 			continue
 		}
 		used := s.fbUsed(g, tsec)
@@ -621,6 +665,9 @@ func (s *Source) Processes() []source.Process {
 				a := gi.job.at(tsec)
 				if g.idle {
 					a = idleActivity
+				}
+				if g.light {
+					a = lightActivity
 				}
 				out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
 					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: math.Round(a.sm * 100)})
@@ -633,6 +680,9 @@ func (s *Source) Processes() []source.Process {
 		}
 		if g.idle {
 			util = 0
+		}
+		if g.light {
+			util = math.Round(lightActivity.sm * 100)
 		}
 		if g.idx < s.cfg.SharedGPUs {
 			first := used * 55 / 100

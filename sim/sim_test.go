@@ -580,3 +580,39 @@ func TestHealthIsOneResultPerWatch(t *testing.T) {
 	assert.Equal(t, source.HealthResult{Watch: "ALL", ErrorCode: "DCGM_FR_XID_ERROR", Result: 20}, got["ALL"])
 	assert.Equal(t, 0, got["MEM"].Result)
 }
+
+// With --sim-pods the GPUs do what their pods do: the training job's GPUs
+// train near the power limit with most of the memory; a GPU no pod holds
+// has no process, no memory in use and idle power; the notebook's GPU holds
+// a third of the memory and runs little. HBM sits a few degrees above the
+// die, and PCIe traffic follows activity.
+func TestGPUsDoWhatTheirPodsDo(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EventRate = 0
+	cfg.IdleGPUs, cfg.LightGPUs, cfg.FreeGPUs = []int{5}, []int{4}, []int{6, 7}
+	s, c := newSim(t, cfg, fieldid.PowerUsage, fieldid.FBUsed, fieldid.ProfSMActive, fieldid.GPUTemp, fieldid.MemoryTemp, fieldid.ProfPCIeRXBytes)
+	rec := newRec()
+	run(t, s, c, rec, time.Second, 3*time.Minute)
+	gpus := gpuEntities(s)
+	m := s.cfg.model
+	usable := float64(m.fbTotal - m.fbReserved)
+
+	train, light, free := gpus[0], gpus[4], gpus[6]
+	assert.Greater(t, rec.last(t, train, fieldid.PowerUsage), 0.6*m.limitW, "training near the limit")
+	assert.Greater(t, rec.last(t, train, fieldid.FBUsed), 0.7*usable)
+	assert.Less(t, rec.last(t, free, fieldid.PowerUsage), m.idleW*1.2, "a free GPU idles")
+	assert.Zero(t, rec.last(t, free, fieldid.FBUsed), "and holds no memory")
+	assert.Zero(t, rec.last(t, free, fieldid.ProfPCIeRXBytes), "nor moves data")
+	assert.InDelta(t, lightMemShare*usable, rec.last(t, light, fieldid.FBUsed), 2)
+	assert.Less(t, rec.last(t, light, fieldid.ProfSMActive), 0.1, "the notebook does little")
+	assert.Less(t, rec.last(t, light, fieldid.PowerUsage), 0.3*m.limitW)
+	assert.Greater(t, rec.last(t, train, fieldid.ProfPCIeRXBytes), rec.last(t, light, fieldid.ProfPCIeRXBytes), "PCIe follows activity")
+	for _, g := range []*source.Entity{train, free} {
+		margin := rec.last(t, g, fieldid.MemoryTemp) - rec.last(t, g, fieldid.GPUTemp)
+		assert.GreaterOrEqual(t, margin, 2.0, "HBM above the die on GPU %d", g.GPU)
+		assert.LessOrEqual(t, margin, 12.0, "by a realistic margin on GPU %d", g.GPU)
+	}
+	for _, p := range s.Processes() {
+		assert.NotEqual(t, free.UUID, p.UUID, "no process on a free GPU")
+	}
+}

@@ -84,13 +84,16 @@ func (s *Source) start(tick int64) {
 	idle := m.idleW / m.limitW
 	for _, g := range s.gpus {
 		g.temp = g.ambient + m.tempRise*idle
-		g.memTemp = g.ambient + 6 + 0.8*m.tempRise*idle
+		g.memTemp = g.ambient + m.tempRise*idle + hbmMargin
 		g.powerAvg = m.idleW
 		uptime := (1 + 29*fraction(hash4(s.seed, uint64(g.idx), tagEnergy, 0))) * 86400
 		g.energy = math.Floor(uptime * m.idleW * 1.5 * 1000)
 		g.eccSBEAgg = math.Floor(4 * fraction(hash4(s.seed, uint64(g.idx), tagEnergy, 1)))
 	}
 }
+
+// hbmMargin is how far (C) the HBM stacks sit above the die at rest.
+const hbmMargin = 4.0
 
 // step advances one GPU by one tick.
 func (s *Source) step(g *gpuSim, t int64, tsec float64) {
@@ -101,9 +104,10 @@ func (s *Source) step(g *gpuSim, t int64, tsec float64) {
 	g.powerAvg += (p - g.powerAvg) * 0.1
 	frac := p / m.limitW
 	// First-order lags: the die follows power within tens of seconds, the
-	// memory stacks a little slower.
+	// memory stacks a little slower. HBM runs a few degrees above the die,
+	// more when the memory is busy.
 	g.temp += (g.ambient + m.tempRise*frac - g.temp) * (tickSec / 25)
-	g.memTemp += (g.ambient + 6 + 0.8*m.tempRise*frac + 10*a.dram - g.memTemp) * (tickSec / 40)
+	g.memTemp += (g.ambient + m.tempRise*frac + hbmMargin + 6*a.dram - g.memTemp) * (tickSec / 40)
 	const dt = float64(tickNS)
 	if capped {
 		g.viol[violPower] += dt

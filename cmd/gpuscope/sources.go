@@ -59,6 +59,10 @@ func openSim(c *cli.Context, hostname string) (source.Source, error) {
 	cfg.BindUnbindPoll = bindUnbindPoll(c)
 	if c.Bool(flagSimPods) {
 		cfg.IdleGPUs = simpods.IdleGPUs(cfg.GPUs)
+		// Only the training job's GPUs run it; the others do what their
+		// pod (or the lack of one) does.
+		cfg.FreeGPUs = simpods.FreeGPUs(cfg.GPUs)
+		cfg.LightGPUs = simpods.NotebookGPUs(cfg.GPUs)
 	}
 	// MIG instances each run their own training job; the kinds are for
 	// whole GPUs.

@@ -50,6 +50,30 @@ func IdleGPUs(n int) []int {
 	return nil
 }
 
+// FreeGPUs are the GPUs no simulated pod holds.
+func FreeGPUs(n int) []int {
+	var out []int
+	for i, p := range Assign(n) {
+		if p == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// NotebookGPUs are the notebook's GPUs that hold its memory and run its
+// little work: all of them but the one it leaves idle.
+func NotebookGPUs(n int) []int {
+	idle := IdleGPUs(n)
+	var out []int
+	for i, p := range Assign(n) {
+		if p == &Notebook && (len(idle) == 0 || i != idle[0]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Enricher labels GPU series with the simulated pods.
 type Enricher struct {
 	pods [][]string

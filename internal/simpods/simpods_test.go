@@ -23,3 +23,10 @@ func TestLayoutOfEightGPUs(t *testing.T) {
 	assert.Equal(t, []int{5}, IdleGPUs(8), "the notebook's last GPU idles")
 	assert.Nil(t, IdleGPUs(1), "one GPU: it trains")
 }
+
+func TestFreeAndNotebookGPUs(t *testing.T) {
+	// 8 GPUs: 0-3 training, 4-5 notebook (5 left idle), 6-7 free.
+	assert.Equal(t, []int{6, 7}, FreeGPUs(8))
+	assert.Equal(t, []int{4}, NotebookGPUs(8))
+	assert.Equal(t, []int{5}, IdleGPUs(8))
+}
