@@ -55,7 +55,17 @@ const (
 	// EntityLink is an NvSwitch port (DCGM's FE_LINK with a switch parent).
 	EntityLink
 	EntitySwitch
+	// EntityCPU is a Grace CPU; EntityCPUCore one of its cores.
+	EntityCPU
+	EntityCPUCore
 )
+
+// CPUInfo is one CPU and the IDs of its cores, as the host engine's CPU
+// hierarchy lists them.
+type CPUInfo struct {
+	ID    uint
+	Cores []uint
+}
 
 // EntityRef names one DCGM entity.
 type EntityRef struct {
@@ -155,6 +165,8 @@ type Client interface {
 	MIGHierarchy() ([]MIGInfo, error)
 	SwitchLinks() ([]LinkInfo, error)
 	Switches() ([]uint, error)
+	// CPUs lists the CPUs DCGM monitors (Grace); none elsewhere.
+	CPUs() ([]CPUInfo, error)
 
 	CreateGroup(name string, entities []EntityRef) (Handle, error)
 	DestroyGroup(h Handle) error

@@ -90,6 +90,7 @@ func (d *deadlineClient) SwitchLinks() ([]LinkInfo, error) {
 	return call(d, "SwitchLinks", d.c.SwitchLinks)
 }
 func (d *deadlineClient) Switches() ([]uint, error) { return call(d, "Switches", d.c.Switches) }
+func (d *deadlineClient) CPUs() ([]CPUInfo, error)  { return call(d, "CPUs", d.c.CPUs) }
 func (d *deadlineClient) CreateGroup(name string, entities []EntityRef) (Handle, error) {
 	return call(d, "CreateGroup", func() (Handle, error) { return d.c.CreateGroup(name, entities) })
 }

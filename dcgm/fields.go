@@ -16,6 +16,8 @@ const (
 	levelGPU level = iota
 	levelSwitch
 	levelLink
+	levelCPU
+	levelCPUCore
 	// levelExporter fields are not DCGM fields: the source derives them.
 	levelExporter
 )
@@ -32,6 +34,10 @@ func fieldLevel(id uint16) level {
 		return levelLink
 	case fieldid.LevelNvSwitch:
 		return levelSwitch
+	case fieldid.LevelCPU:
+		return levelCPU
+	case fieldid.LevelCPUCore:
+		return levelCPUCore
 	}
 	return levelGPU
 }
@@ -54,6 +60,10 @@ func applies(l level, k source.EntityKind) bool {
 		return k == source.NvSwitch
 	case levelLink:
 		return k == source.NVLink
+	case levelCPU:
+		return k == source.CPU
+	case levelCPUCore:
+		return k == source.CPUCore
 	}
 	return false
 }

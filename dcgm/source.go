@@ -83,6 +83,7 @@ type connState struct {
 	migs     []MIGInfo
 	switches []uint
 	links    []LinkInfo
+	cpus     []CPUInfo
 	gpuEnt   map[uint]*source.Entity
 	// migOf lists the MIG entities of each physical GPU.
 	migOf map[uint][]EntityRef
@@ -241,6 +242,20 @@ func (s *Source) discover() (*connState, error) {
 		e := source.Entity{Kind: source.NvSwitch, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: -1, Switch: int(id), CPU: -1, CPUCore: -1}
 		c.add(EntityRef{EntitySwitch, id}, &e)
 	}
+	cpus, err := s.client.CPUs()
+	if err != nil {
+		s.log.WithError(err).Warn("cannot read the CPU hierarchy; CPU fields are not sampled")
+		cpus = nil
+	}
+	for _, cpu := range cpus {
+		e := source.NewCPU(int(cpu.ID), -1)
+		c.add(EntityRef{EntityCPU, cpu.ID}, &e)
+		for _, core := range cpu.Cores {
+			ce := source.NewCPU(int(cpu.ID), int(core))
+			c.add(EntityRef{EntityCPUCore, core}, &ce)
+		}
+	}
+	c.cpus = cpus
 	links, err := s.client.SwitchLinks()
 	if err != nil {
 		s.log.WithError(err).Warn("cannot list NvSwitch links; link fields are not sampled")
@@ -278,6 +293,14 @@ func (s *Source) Entities() []*source.Entity {
 			}
 		case source.NVLink:
 			if !s.conn.wantLevels[levelLink] {
+				continue
+			}
+		case source.CPU:
+			if !s.conn.wantLevels[levelCPU] {
+				continue
+			}
+		case source.CPUCore:
+			if !s.conn.wantLevels[levelCPUCore] {
 				continue
 			}
 		}
@@ -435,7 +458,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 }
 
 func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*watchedGroup, error) {
-	var gpuIDs, switchIDs, linkIDs []uint16
+	var gpuIDs, switchIDs, linkIDs, cpuIDs, coreIDs []uint16
 	for _, id := range ids {
 		switch fieldLevel(id) {
 		case levelGPU:
@@ -444,6 +467,10 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 			switchIDs = append(switchIDs, id)
 		case levelLink:
 			linkIDs = append(linkIDs, id)
+		case levelCPU:
+			cpuIDs = append(cpuIDs, id)
+		case levelCPUCore:
+			coreIDs = append(coreIDs, id)
 		}
 	}
 	var watched []*watchedGroup
@@ -521,6 +548,19 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 		return nil, err
 	}
 	if err := add(linkIDs, ln); err != nil {
+		return nil, err
+	}
+	var cpus, cores []EntityRef
+	for _, cpu := range c.cpus {
+		cpus = append(cpus, EntityRef{EntityCPU, cpu.ID})
+		for _, core := range cpu.Cores {
+			cores = append(cores, EntityRef{EntityCPUCore, core})
+		}
+	}
+	if err := add(cpuIDs, cpus); err != nil {
+		return nil, err
+	}
+	if err := add(coreIDs, cores); err != nil {
 		return nil, err
 	}
 	return watched, nil

@@ -610,3 +610,34 @@ func TestTooManyValuesMovesTheReadPositionOn(t *testing.T) {
 	got := rec.Values(fieldid.GPUTemp)[before:]
 	assert.Len(t, got, 20, "the samples since the skip, and only those")
 }
+
+// CPU fields (DCGM_FI_DEV_CPU_*, 11xx) are CPU or CPU-core fields in DCGM's
+// field table: they are read on the CPUs and cores of the CPU hierarchy, as
+// dcgm-exporter watches them (-p), and never on GPUs. CPU entities exist only
+// while a CPU field is watched.
+func TestCPUFieldsAreReadOnCPUs(t *testing.T) {
+	f, clk := newFake(dcgmfake.WithCPUs(dcgm.CPUInfo{ID: 0, Cores: []uint{0, 1}}, dcgm.CPUInfo{ID: 1, Cores: []uint{72}}))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
+	for _, e := range s.Entities() {
+		assert.Equal(t, source.GPU, e.Kind, "no CPU fields, no CPU entities")
+	}
+	require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldid.GPUTemp, fieldid.CPUPowerUtilCurrent, fieldid.CPUClockCurrent)}))
+	kinds := map[source.EntityKind]int{}
+	for _, e := range s.Entities() {
+		kinds[e.Kind]++
+	}
+	assert.Equal(t, map[source.EntityKind]int{source.GPU: 2, source.CPU: 2, source.CPUCore: 3}, kinds)
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, clk, s, 0, rec, func() bool {
+		return len(rec.Values(fieldid.CPUPowerUtilCurrent)) > 0 && len(rec.Values(fieldid.CPUClockCurrent)) > 0
+	})
+	for _, v := range rec.Values(fieldid.CPUPowerUtilCurrent) {
+		assert.True(t, strings.HasPrefix(v.Key, "cpu/"), "CPU field on %s", v.Key)
+	}
+	for _, v := range rec.Values(fieldid.CPUClockCurrent) {
+		assert.True(t, strings.HasPrefix(v.Key, "cpucore/"), "core field on %s", v.Key)
+	}
+	for _, v := range rec.Values(fieldid.GPUTemp) {
+		assert.True(t, strings.HasPrefix(v.Key, "gpu/"), "GPU field on %s", v.Key)
+	}
+}

@@ -292,7 +292,7 @@ func warnUnsupported(log *logrus.Entry, cfg *dcgmExporterConfig) {
 		warn(flagComputeInstances, "compute instances are exported with -d f only: g and i select GPUs and GPU instances, as in dcgm-exporter")
 	}
 	if len(cfg.Devices.CPUs.Major)+len(cfg.Devices.CPUs.Minor) > 0 || cfg.Devices.CPUs.AllMajor || cfg.Devices.CPUs.AllMinor {
-		warn(flagCPUDevices, "no gpuscope source reads CPUs or CPU cores yet (DCGM's FE_CPU, FE_CPU_CORE); the selection applies to them once one does")
+		warn(flagCPUDevices, "only the DCGM source reads CPUs and CPU cores (when the counters file has CPU fields); with NVML or the sim there is nothing to select")
 	}
 }
 

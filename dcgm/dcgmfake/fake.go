@@ -40,6 +40,7 @@ type Fake struct {
 	gpus     []dcgm.GPUInfo
 	migs     []dcgm.MIGInfo
 	switches []uint
+	cpus     []dcgm.CPUInfo
 	links    []dcgm.LinkInfo
 	// profFields lists the profiling fields each GPU supports; a GPU
 	// missing from the map supports none.
@@ -111,6 +112,9 @@ func WithGPUs(g ...dcgm.GPUInfo) Option { return func(f *Fake) { f.gpus = g } }
 
 // WithMIG sets the MIG hierarchy.
 func WithMIG(m ...dcgm.MIGInfo) Option { return func(f *Fake) { f.migs = m } }
+
+// WithCPUs sets the CPU hierarchy; by default there is none.
+func WithCPUs(c ...dcgm.CPUInfo) Option { return func(f *Fake) { f.cpus = c } }
 
 // WithSwitches sets NvSwitches and their links.
 func WithSwitches(ids []uint, links []dcgm.LinkInfo) Option {
@@ -425,6 +429,17 @@ func (f *Fake) Switches() ([]uint, error) {
 		return nil, err
 	}
 	return slices.Clone(f.switches), nil
+}
+
+// CPUs implements dcgm.Client.
+func (f *Fake) CPUs() ([]dcgm.CPUInfo, error) {
+	f.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.cpus), nil
 }
 
 // CreateGroup implements dcgm.Client.

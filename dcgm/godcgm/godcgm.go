@@ -172,6 +172,10 @@ func toRef(p nvdcgm.GroupEntityPair) dcgm.EntityRef {
 		g = dcgm.EntityLink
 	case nvdcgm.FE_SWITCH:
 		g = dcgm.EntitySwitch
+	case nvdcgm.FE_CPU:
+		g = dcgm.EntityCPU
+	case nvdcgm.FE_CPU_CORE:
+		g = dcgm.EntityCPUCore
 	}
 	return dcgm.EntityRef{Group: g, ID: p.EntityId}
 }
@@ -188,6 +192,10 @@ func toFE(g dcgm.EntityGroup) nvdcgm.Field_Entity_Group {
 		return nvdcgm.FE_LINK
 	case dcgm.EntitySwitch:
 		return nvdcgm.FE_SWITCH
+	case dcgm.EntityCPU:
+		return nvdcgm.FE_CPU
+	case dcgm.EntityCPUCore:
+		return nvdcgm.FE_CPU_CORE
 	}
 	return nvdcgm.FE_NONE
 }
@@ -282,6 +290,33 @@ func (c *Client) Switches() ([]uint, error) {
 		return nil, wrap("listing NvSwitches", err)
 	}
 	return ids, nil
+}
+
+// CPUs implements dcgm.Client: the CPU hierarchy, with each CPU's cores
+// from its OwnedCores bitmask. A host engine without CPU support (no Grace)
+// answers with an error, which means no CPUs.
+func (c *Client) CPUs() ([]dcgm.CPUInfo, error) {
+	if !c.connected {
+		return nil, errNotConnected
+	}
+	h, err := nvdcgm.GetCPUHierarchy()
+	if err != nil {
+		return nil, wrap("reading the CPU hierarchy", err)
+	}
+	n := min(h.NumCPUs, uint(len(h.CPUs)))
+	out := make([]dcgm.CPUInfo, 0, n)
+	for i := range n {
+		cpu := dcgm.CPUInfo{ID: h.CPUs[i].CPUID}
+		for w, bits := range h.CPUs[i].OwnedCores {
+			for b := range 64 {
+				if bits&(1<<b) != 0 {
+					cpu.Cores = append(cpu.Cores, uint(w*64+b))
+				}
+			}
+		}
+		out = append(out, cpu)
+	}
+	return out, nil
 }
 
 // CreateGroup implements dcgm.Client.

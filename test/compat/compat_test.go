@@ -40,6 +40,9 @@ var (
 	switchLayout = []string{"nvswitch", "Hostname"}
 	// linkMetricsFormat with toSwitchMetric: no GPU labels.
 	switchLinkLayout = []string{"nvlink", "nvswitch", "Hostname"}
+	// cpuMetricsFormat and cpuCoreMetricsFormat with toCPUMetric.
+	cpuLayout     = []string{"cpu", "Hostname"}
+	cpuCoreLayout = []string{"cpucore", "cpu", "Hostname"}
 )
 
 // notIdentity are the labels that are not part of an entity's identity:
@@ -97,6 +100,10 @@ func checkLayouts(t *testing.T, mfs map[string]*dto.MetricFamily) map[string]int
 			var want []string
 			var kind string
 			switch {
+			case vals["cpucore"] != "":
+				want, kind = cpuCoreLayout, "CPU core"
+			case vals["cpu"] != "":
+				want, kind = cpuLayout, "CPU"
 			case vals["nvlink"] != "":
 				want, kind = switchLinkLayout, "switch link"
 			case vals["nvswitch"] != "":
@@ -152,18 +159,22 @@ func TestNVMLSeriesHaveDCGMExportersLayouts(t *testing.T) {
 	assert.Equal(t, 8*4, seen["GPU"], "four families on 8 GPUs")
 }
 
-// DCGM over its fake, with an NvSwitch and its links: each kind in its own
-// layout (switchMetricsFormat, linkMetricsFormat), GPU labels on none.
+// DCGM over its fake, with an NvSwitch and its links and a CPU with two
+// cores: each kind in its own layout (switchMetricsFormat,
+// linkMetricsFormat, cpuMetricsFormat, cpuCoreMetricsFormat), GPU labels on
+// none of them.
 func TestDCGMSeriesHaveDCGMExportersLayouts(t *testing.T) {
 	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
 	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x104, Switch: 0, Index: 2, Up: true}}
-	fake := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links), dcgmfake.WithClock(clk))
+	fake := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links), dcgmfake.WithClock(clk),
+		dcgmfake.WithCPUs(dcgm.CPUInfo{ID: 0, Cores: []uint{0, 1}}))
 	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second, Log: quietLog(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
-	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT, gauge, s\nDCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, l\n", clk)
+	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT, gauge, s\nDCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, l\n"+
+		"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT, gauge, c\nDCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, k\n", clk)
 	seen := checkLayouts(t, mfs)
-	assert.Equal(t, map[string]int{"GPU": 2, "switch": 1, "switch link": 2}, seen)
+	assert.Equal(t, map[string]int{"GPU": 2, "switch": 1, "switch link": 2, "CPU": 1, "CPU core": 2}, seen)
 }
 
 func labelOf(m *dto.Metric, name string) string {
