@@ -47,9 +47,11 @@ fi
 
 # Every process this script starts, by PID; stopped on every exit path.
 PIDS=()
+NAP=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	if [ -n "$NAP" ]; then kill -TERM "$NAP" 2>/dev/null || true; fi
 	if [ ${#PIDS[@]} -gt 0 ]; then
 		echo "fleet: stopping ${#PIDS[@]} processes" >&2
 		for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -65,6 +67,14 @@ cleanup() {
 	exit $rc
 }
 trap cleanup EXIT
+# nap waits in the background, so that a signal runs the trap at once
+# instead of after the sleep.
+nap() {
+	sleep "$1" &
+	NAP=$!
+	wait "$NAP" || true
+	NAP=
+}
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -199,11 +209,11 @@ rss_kib() {
 # The first minute is start-up; CPU is measured over the rest of the run.
 say "running for ${DURATION}s (scrape and rules every $SCRAPE)"
 prom_started=$(date +%s)
-sleep 60
+nap 60
 t0=$(date +%s) c0=$(cpu_ticks)
 rss_max=0
 while [ "$(date +%s)" -lt $((prom_started + DURATION)) ]; do
-	sleep 30
+	nap 30
 	kill -0 "$PROM_PID" 2>/dev/null || die "prometheus exited; see $OUT/logs/prometheus.log"
 	r=$(rss_kib)
 	[ "$r" -gt "$rss_max" ] && rss_max=$r
