@@ -155,10 +155,12 @@ func scrapeLoop(ctx context.Context, client *http.Client, target string, pause t
 			rec.ok(clk.Now().Sub(start), n)
 		}
 		if pause > 0 {
+			t := clk.NewTimer(pause)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(pause):
+			case <-t.C():
 			}
 		}
 	}
@@ -185,16 +187,25 @@ func scrapeOnce(ctx context.Context, client *http.Client, target string) (int64,
 }
 
 // runLoad starts c scrapers against target for d and returns their stats;
-// clk times each scrape. With gz the scrapers ask for gzip and decompress,
+// clk times each scrape, each pause and the run itself. With gz the scrapers ask for gzip and decompress,
 // as Prometheus does.
 func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.Duration, gz bool, clk clock.Clock) loadStats {
 	rec := newRecorder(maxLatencies)
-	ctx, cancel := context.WithTimeout(ctx, d)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	end := clk.NewTimer(d)
+	defer end.Stop()
+	go func() {
+		select {
+		case <-end.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	tr := &http.Transport{MaxIdleConnsPerHost: max(c, 2), MaxConnsPerHost: max(c, 1), DisableCompression: !gz}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: timeout}
-	start := time.Now()
+	start := clk.Now()
 	var wg sync.WaitGroup
 	for i := 0; i < c; i++ {
 		wg.Add(1)
@@ -204,7 +215,7 @@ func runLoad(ctx context.Context, target string, c int, d, pause, timeout time.D
 		}()
 	}
 	wg.Wait()
-	st := rec.stats(time.Since(start))
+	st := rec.stats(clk.Now().Sub(start))
 	st.concurrency = c
 	return st
 }

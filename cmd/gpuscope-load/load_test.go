@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 )
 
 func TestPercentile(t *testing.T) {
@@ -127,8 +128,9 @@ func TestRunLoadCountsScrapesAndErrors(t *testing.T) {
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
+	// The run lasts 300ms of the scrapers' clock: 150 answers of 2ms.
 	st := runLoad(context.Background(), srv.URL, 4, 300*time.Millisecond, 0, time.Second, false, clk)
-	require.Greater(t, st.scrapes, uint64(20))
+	require.Greater(t, st.scrapes, uint64(100))
 	assert.Equal(t, 4, st.concurrency)
 	assert.InDelta(t, float64(st.scrapes)/3, float64(st.errors), float64(st.scrapes)/6+2, "about one scrape in four fails")
 	assert.ErrorContains(t, st.firstErr, "500")
@@ -137,6 +139,9 @@ func TestRunLoadCountsScrapesAndErrors(t *testing.T) {
 	assert.Equal(t, 5.0, st.meanBytes)
 }
 
+// TestRunLoadHonoursThePause drives the scrapers' clock by hand: each
+// scraper scrapes, then waits out its pause, so every 100ms of the run adds
+// exactly one scrape per scraper.
 func TestRunLoadHonoursThePause(t *testing.T) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -144,11 +149,31 @@ func TestRunLoadHonoursThePause(t *testing.T) {
 		_, _ = w.Write([]byte("up 1\n"))
 	}))
 	defer srv.Close()
-	st := runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second, true, clock.Real)
-	// Two scrapers, each scraping then pausing 100ms, for 450ms: 4 or 5
-	// scrapes each.
-	assert.InDelta(t, 9, float64(st.scrapes), 1.5)
+	clk := clock.NewFake(time.Unix(1_750_000_000, 0))
+	done := make(chan loadStats, 1)
+	go func() {
+		done <- runLoad(context.Background(), srv.URL, 2, 450*time.Millisecond, 100*time.Millisecond, time.Second, true, clk)
+	}()
+	// The run's own timer and one pause per scraper.
+	for step := 1; step <= 4; step++ {
+		require.True(t, clk.WaitForTimers(3, testwait.Timeout), "both scrapers pausing before step %d", step)
+		assert.Equal(t, int64(2*step), n.Load(), "one scrape per scraper per pause, step %d", step)
+		clk.Add(100 * time.Millisecond)
+	}
+	require.True(t, clk.WaitForTimers(3, testwait.Timeout), "both scrapers pausing at the end")
+	assert.Equal(t, int64(10), n.Load(), "no scrape before the pause is over")
+	clk.Add(50 * time.Millisecond)
+	var st loadStats
+	select {
+	case st = <-done:
+	case <-time.After(testwait.Timeout):
+		t.Fatal("the run did not end when its 450ms had passed")
+	}
+	// Scrapes at 0, 100, 200, 300 and 400ms, none after 450ms.
+	assert.Equal(t, uint64(10), st.scrapes)
+	assert.Equal(t, int64(10), n.Load())
 	assert.Zero(t, st.errors)
+	assert.Equal(t, 450*time.Millisecond, st.elapsed)
 }
 
 func TestParseStatCPU(t *testing.T) {
@@ -203,11 +228,16 @@ func TestReadProcOfThisProcess(t *testing.T) {
 	}
 	a, err := readProc("/proc", os.Getpid())
 	require.NoError(t, err)
-	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
-	}
-	b, err := readProc("/proc", os.Getpid())
-	require.NoError(t, err)
-	assert.Greater(t, b.cpuTicks, a.cpuTicks, "100ms of spinning shows in utime")
+	// Spin until the CPU time read from /proc grows: on a loaded machine a
+	// fixed spell of wall time may not earn the process a single tick.
+	var b procSample
+	testwait.For(t, "spinning to show in the CPU time", func() bool {
+		for end := time.Now().Add(10 * time.Millisecond); time.Now().Before(end); {
+		}
+		b, err = readProc("/proc", os.Getpid())
+		require.NoError(t, err)
+		return b.cpuTicks > a.cpuTicks
+	})
 	assert.Greater(t, b.rssKiB, uint64(1024), "a Go test binary holds more than 1 MiB")
 	assert.Greater(t, b.anonKiB, uint64(0))
 	assert.Less(t, b.anonKiB, b.rssKiB)
