@@ -52,7 +52,8 @@ const (
 	EntityGPU EntityGroup = iota + 1
 	EntityGPUInstance
 	EntityComputeInstance
-	// EntityLink is an NvSwitch port (DCGM's FE_LINK with a switch parent).
+	// EntityLink is one NVLink (DCGM's FE_LINK): an NvSwitch port or a
+	// GPU's link, told apart by the parent encoded in the link ID.
 	EntityLink
 	EntitySwitch
 	// EntityCPU is a Grace CPU; EntityCPUCore one of its cores.
@@ -105,6 +106,16 @@ type LinkInfo struct {
 	Switch uint
 	Index  uint
 	Up     bool
+}
+
+// GPULinkInfo is one NVLink of a GPU (DCGM's FE_LINK with a GPU parent).
+type GPULinkInfo struct {
+	// ID is the raw DCGM link entity ID.
+	ID uint
+	// GPU is the DCGM ID of the parent GPU; Index the link's index on it.
+	GPU   uint
+	Index uint
+	Up    bool
 }
 
 // ValueKind is the type of a sampled value.
@@ -164,6 +175,8 @@ type Client interface {
 	GPUs() ([]GPUInfo, error)
 	MIGHierarchy() ([]MIGInfo, error)
 	SwitchLinks() ([]LinkInfo, error)
+	// GPULinks lists the NVLinks of every GPU, up or not.
+	GPULinks() ([]GPULinkInfo, error)
 	Switches() ([]uint, error)
 	// CPUs lists the CPUs DCGM monitors (Grace); none elsewhere.
 	CPUs() ([]CPUInfo, error)

@@ -89,6 +89,10 @@ func (d *deadlineClient) MIGHierarchy() ([]MIGInfo, error) {
 func (d *deadlineClient) SwitchLinks() ([]LinkInfo, error) {
 	return call(d, "SwitchLinks", d.c.SwitchLinks)
 }
+
+func (d *deadlineClient) GPULinks() ([]GPULinkInfo, error) {
+	return call(d, "GPULinks", d.c.GPULinks)
+}
 func (d *deadlineClient) Switches() ([]uint, error) { return call(d, "Switches", d.c.Switches) }
 func (d *deadlineClient) CPUs() ([]CPUInfo, error)  { return call(d, "CPUs", d.c.CPUs) }
 func (d *deadlineClient) CreateGroup(name string, entities []EntityRef) (Handle, error) {

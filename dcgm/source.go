@@ -83,6 +83,7 @@ type connState struct {
 	migs     []MIGInfo
 	switches []uint
 	links    []LinkInfo
+	gpuLinks []GPULinkInfo
 	cpus     []CPUInfo
 	gpuEnt   map[uint]*source.Entity
 	// migOf lists the MIG entities of each physical GPU.
@@ -268,7 +269,34 @@ func (s *Source) discover() (*connState, error) {
 		c.add(EntityRef{EntityLink, l.ID}, &e)
 		c.links = append(c.links, l)
 	}
+	s.discoverGPULinks(c)
 	return c, nil
+}
+
+// discoverGPULinks adds the NVLinks of each GPU that are up as link entities
+// with the GPU's identity, which dcgm-exporter's link template shows
+// (internal/pkg/deviceinfo/device_info.go fills each GPU's NvLinks from
+// GetNvLinkLinkStatus; internal/pkg/devicemonitoring/device_monitoring.go,
+// monitorAllGPUNvLinks, monitors only those in state LS_UP). The link
+// keeps DCGM's own index as its nvlink label: see docs/metrics.md for how
+// dcgm-exporter numbers them.
+func (s *Source) discoverGPULinks(c *connState) {
+	links, err := s.client.GPULinks()
+	if err != nil {
+		s.log.WithError(err).Warn("cannot list GPU NVLinks; per-link fields are not sampled on GPUs")
+		return
+	}
+	for _, l := range links {
+		gpu := c.gpuEnt[l.GPU]
+		if !l.Up || gpu == nil {
+			continue
+		}
+		e := *gpu
+		e.Kind = source.NVLink
+		e.Link = int(l.Index)
+		c.add(EntityRef{EntityLink, l.ID}, &e)
+		c.gpuLinks = append(c.gpuLinks, l)
+	}
 }
 
 func (c *connState) add(r EntityRef, e *source.Entity) {
@@ -277,7 +305,8 @@ func (c *connState) add(r EntityRef, e *source.Entity) {
 }
 
 // Entities implements source.Source: GPUs and MIG instances always, NvSwitches
-// and their links only while a watched field asks for them.
+// and the links of GPUs and NvSwitches only while a watched field asks for
+// them.
 func (s *Source) Entities() []*source.Entity {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -540,6 +569,12 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 	var sw, ln []EntityRef
 	for _, id := range c.switches {
 		sw = append(sw, EntityRef{EntitySwitch, id})
+	}
+	// dcgm-exporter watches link-level fields on GPU links and NvSwitch
+	// ports alike (internal/pkg/devicewatcher/device_watcher.go,
+	// createNVLinkGroups).
+	for _, l := range c.gpuLinks {
+		ln = append(ln, EntityRef{EntityLink, l.ID})
 	}
 	for _, l := range c.links {
 		ln = append(ln, EntityRef{EntityLink, l.ID})

@@ -345,6 +345,63 @@ func TestNvSwitchEntitiesOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// gpuLinkID encodes a GPU's link as go-dcgm's AddLinkEntityToGroup does
+// (entity group FE_GPU = 1, 16-bit index, parent ID).
+func gpuLinkID(gpu, index uint) uint { return 1 | index<<8 | gpu<<24 }
+
+// dcgm-exporter watches link-level fields (PPCNT counters among them) on
+// each GPU's NVLinks as FE_LINK entities with the GPU as parent
+// (internal/pkg/devicewatcher/device_watcher.go, createNVLinkGroups), and
+// exports only the links in state LS_UP, each with its GPU's identity
+// (internal/pkg/devicemonitoring/device_monitoring.go, monitorAllGPUNvLinks;
+// internal/pkg/collector/gpu_collector.go, toGPUNvLinkMetric). GPU fields
+// stay on the GPUs.
+func TestGPULinksCarryLinkFieldsWithTheirGPU(t *testing.T) {
+	links := []dcgm.GPULinkInfo{
+		{ID: gpuLinkID(0, 0), GPU: 0, Index: 0, Up: true},
+		{ID: gpuLinkID(0, 1), GPU: 0, Index: 1, Up: false},
+		{ID: gpuLinkID(1, 3), GPU: 1, Index: 3, Up: true},
+	}
+	f, clk := newFake(dcgmfake.WithGPULinks(links...))
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
+	for _, e := range s.Entities() {
+		assert.Equal(t, source.GPU, e.Kind, "no link field, no link entities")
+	}
+	require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fieldid.GPUTemp, fieldid.NVLinkPPCNTPhysicalLinkDownCounter)}))
+	var got []source.Entity
+	for _, e := range s.Entities() {
+		if e.Kind == source.NVLink {
+			got = append(got, *e)
+		}
+	}
+	gpus := map[int]source.Entity{}
+	for _, e := range s.Entities() {
+		if e.Kind == source.GPU {
+			gpus[e.GPU] = *e
+		}
+	}
+	require.Equal(t, "GPU-11111111-1111-1111-1111-111111111111", gpus[1].UUID)
+	want0, want1 := gpus[0], gpus[1]
+	want0.Kind, want0.Link = source.NVLink, 0
+	want1.Kind, want1.Link = source.NVLink, 3
+	assert.Equal(t, []source.Entity{want0, want1}, got, "up links only, each with its GPU's identity and DCGM's link index")
+
+	rec := &dcgmfake.Recorder{}
+	collectUntil(t, clk, s, 0, rec, func() bool {
+		keys := map[string]bool{}
+		for _, v := range rec.Values(fieldid.NVLinkPPCNTPhysicalLinkDownCounter) {
+			keys[v.Key] = true
+		}
+		return len(keys) == 2 && len(rec.Values(fieldid.GPUTemp)) > 0
+	})
+	for _, v := range rec.Values(fieldid.NVLinkPPCNTPhysicalLinkDownCounter) {
+		assert.Contains(t, []string{"link/GPU-00000000-0000-0000-0000-000000000000/0", "link/GPU-11111111-1111-1111-1111-111111111111/3"}, v.Key)
+	}
+	for _, v := range rec.Values(fieldid.GPUTemp) {
+		assert.True(t, strings.HasPrefix(v.Key, "gpu/"), "GPU fields only on GPUs: %s", v.Key)
+	}
+}
+
 // dcgm-exporter (internal/pkg/collector/gpu_health_collector.go) reports,
 // for each GPU, one result per watch of gpuHealthChecks: PASS with DCGM_FR_OK
 // unless an incident of that watch says otherwise; watch and error code are

@@ -194,16 +194,30 @@ func Support() counters.Support {
 	for id, note := range unreadNotes {
 		table[id] = note
 	}
+	for _, e := range fieldid.Current() {
+		if fieldid.Of(e.ID).Level == fieldid.LevelLink {
+			table[e.ID] = linkFieldNote
+		}
+	}
 	for id := range fieldMap {
 		table[id] = ""
 	}
 	return counters.SupportTable("nvml", table)
 }
 
+// linkFieldNote is why the NVML source reads no field that DCGM keeps per
+// NVLink entity (the PPCNT port counters, the link state): it has no link
+// entities, and a per-link value summed or picked into a GPU series would
+// not be the value dcgm-exporter shows per link.
+const linkFieldNote = "per-link NVLink fields (NVLink5 PPCNT counters, NvSwitch ports) live on DCGM's link entities; the NVML source does not read them, use --source=dcgm"
+
 // unsupportedReason is why a field outside fieldMap is absent.
 func unsupportedReason(id uint16) string {
 	if reason := unreadNotes[id]; reason != "" {
 		return reason
+	}
+	if fieldid.Of(id).Level == fieldid.LevelLink {
+		return linkFieldNote
 	}
 	return fmt.Sprintf("field %d has no NVML equivalent", id)
 }

@@ -461,3 +461,24 @@ func TestGPMStatePerFieldGroupAndNaNLeftOut(t *testing.T) {
 	assert.False(t, ok, "a NaN metric is left out")
 	assert.Empty(t, sink.fails[sample{gpu0.Key(), fieldid.ProfDRAMActive}], "and is no failure")
 }
+
+// DCGM keeps the NVLink5 PPCNT counters per link entity, which dcgm-exporter
+// exports in its link layout (internal/pkg/collector/gpu_collector.go,
+// toGPUNvLinkMetric). The NVML source has no link entities: it says so on
+// each GPU, once, and the support table says why.
+func TestPerLinkFieldsAreUnsupportedWithAReason(t *testing.T) {
+	s := open(t, nvmlfake.New(nvmlfake.DGXH100), time.Second, fieldid.NVLinkPPCNTPhysicalLinkDownCounter, fieldid.GPUTemp)
+	sink := newSink()
+	for range 2 {
+		require.NoError(t, s.Collect(context.Background(), 0, sink))
+	}
+	gpu0 := gpuEntity(t, s, 0)
+	assert.Equal(t, []string{linkFieldNote}, sink.unsupported[sample{gpu0.Key(), fieldid.NVLinkPPCNTPhysicalLinkDownCounter}])
+	_, ok := sink.value(gpu0, fieldid.NVLinkPPCNTPhysicalLinkDownCounter)
+	assert.False(t, ok, "no value invented")
+	_, ok = sink.value(gpu0, fieldid.GPUTemp)
+	assert.True(t, ok)
+	ok, note := Support().Reads(fieldid.NVLinkPPCNTPhysicalLinkDownCounter)
+	assert.False(t, ok)
+	assert.Equal(t, linkFieldNote, note)
+}

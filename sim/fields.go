@@ -171,11 +171,21 @@ func engineDerived(id uint16) bool {
 	return derived
 }
 
+// linkFieldNote is why the sim produces no field that DCGM keeps per NVLink
+// entity (the PPCNT port counters, the link state): it simulates no link
+// entities, and invents no per-link values.
+const linkFieldNote = "per-link NVLink fields (NVLink5 PPCNT counters, NvSwitch ports) live on DCGM's link entities; the sim does not simulate them"
+
 // Support is the sim source's account of the fields it reads, for the
 // catalog's users: exactly those it produces.
 func Support() counters.Support {
 	return counters.Support{Source: "sim", Reads: func(id uint16) (bool, string) {
-		_, ok := fieldsByID[id]
-		return ok, ""
+		if _, ok := fieldsByID[id]; ok {
+			return true, ""
+		}
+		if fieldid.Of(id).Level == fieldid.LevelLink {
+			return false, linkFieldNote
+		}
+		return false, ""
 	}}
 }

@@ -53,9 +53,11 @@ type recSink struct {
 	values map[key][]sample
 	texts  map[key]string
 	unsup  map[key]int
-	fails  int
-	xids   []xidRec
-	health map[string][]source.HealthResult
+	// reasons holds the latest reason given for each unsupported series.
+	reasons map[key]string
+	fails   int
+	xids    []xidRec
+	health  map[string][]source.HealthResult
 }
 
 func newRec() *recSink {
@@ -67,8 +69,12 @@ func (r *recSink) Value(e *source.Entity, f uint16, ts int64, v float64) {
 	r.values[k] = append(r.values[k], sample{ts, v})
 }
 func (r *recSink) Text(e *source.Entity, f uint16, s string) { r.texts[key{e.Key(), f}] = s }
-func (r *recSink) Unsupported(e *source.Entity, f uint16, _ string) {
+func (r *recSink) Unsupported(e *source.Entity, f uint16, reason string) {
 	r.unsup[key{e.Key(), f}]++
+	if r.reasons == nil {
+		r.reasons = map[key]string{}
+	}
+	r.reasons[key{e.Key(), f}] = reason
 }
 func (r *recSink) Fail(*source.Entity, uint16, error) { r.fails++ }
 func (r *recSink) XID(e *source.Entity, x uint64, ts int64) {

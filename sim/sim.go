@@ -356,6 +356,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		}
 	}
 	switch {
+	case info == nil && fieldid.Of(id).Level == fieldid.LevelLink:
+		unsup(linkFieldNote)
+		return
 	case info == nil:
 		unsup("field not simulated")
 		return

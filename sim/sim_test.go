@@ -616,3 +616,28 @@ func TestGPUsDoWhatTheirPodsDo(t *testing.T) {
 		assert.NotEqual(t, free.UUID, p.UUID, "no process on a free GPU")
 	}
 }
+
+// DCGM keeps the NVLink5 PPCNT counters per link entity, which dcgm-exporter
+// exports in its link layout (internal/pkg/collector/gpu_collector.go,
+// toGPUNvLinkMetric). The sim has no link entities, so it says so, for each
+// GPU, and the catalog's table says why, rather than invent values.
+func TestPerLinkFieldsAreUnsupportedWithAReason(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GPUs = 2
+	s, c := newSim(t, cfg, fieldid.NVLinkPPCNTPhysicalLinkDownCounter, fieldid.GPUTemp)
+	rec := newRec()
+	run(t, s, c, rec, time.Second, 3*time.Second)
+	for _, e := range s.Entities() {
+		k := key{e.Key(), fieldid.NVLinkPPCNTPhysicalLinkDownCounter}
+		assert.Equal(t, 1, rec.unsup[k], e.Key())
+		assert.Contains(t, rec.reasons[k], "PPCNT")
+		assert.Empty(t, rec.values[k])
+		assert.NotEmpty(t, rec.values[key{e.Key(), fieldid.GPUTemp}])
+	}
+	ok, note := Support().Reads(fieldid.NVLinkPPCNTPhysicalLinkDownCounter)
+	assert.False(t, ok)
+	assert.Equal(t, linkFieldNote, note)
+	ok, note = Support().Reads(9999)
+	assert.False(t, ok)
+	assert.Empty(t, note, "an unknown field gets no link note")
+}

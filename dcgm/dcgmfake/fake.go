@@ -42,6 +42,7 @@ type Fake struct {
 	switches []uint
 	cpus     []dcgm.CPUInfo
 	links    []dcgm.LinkInfo
+	gpuLinks []dcgm.GPULinkInfo
 	// profFields lists the profiling fields each GPU supports; a GPU
 	// missing from the map supports none.
 	profFields map[uint][]uint16
@@ -120,6 +121,9 @@ func WithCPUs(c ...dcgm.CPUInfo) Option { return func(f *Fake) { f.cpus = c } }
 func WithSwitches(ids []uint, links []dcgm.LinkInfo) Option {
 	return func(f *Fake) { f.switches, f.links = ids, links }
 }
+
+// WithGPULinks sets the GPUs' NVLinks.
+func WithGPULinks(l ...dcgm.GPULinkInfo) Option { return func(f *Fake) { f.gpuLinks = l } }
 
 // WithProfiling sets the profiling fields each GPU supports.
 func WithProfiling(m map[uint][]uint16) Option { return func(f *Fake) { f.profFields = m } }
@@ -418,6 +422,17 @@ func (f *Fake) SwitchLinks() ([]dcgm.LinkInfo, error) {
 		return nil, err
 	}
 	return slices.Clone(f.links), nil
+}
+
+// GPULinks implements dcgm.Client.
+func (f *Fake) GPULinks() ([]dcgm.GPULinkInfo, error) {
+	f.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.gpuLinks), nil
 }
 
 // Switches implements dcgm.Client.

@@ -251,7 +251,7 @@ func (c *Client) MIGHierarchy() ([]dcgm.MIGInfo, error) {
 	return out, nil
 }
 
-// linkID encodes a switch port as DCGM's dcgm_link_t (little-endian:
+// linkID encodes a switch port or a GPU's link as DCGM's dcgm_link_t (little-endian:
 // entity group, 16-bit index, parent ID), as go-dcgm's AddLinkEntityToGroup.
 func linkID(parent nvdcgm.Field_Entity_Group, parentID, index uint) uint {
 	b := make([]byte, 4)
@@ -276,6 +276,28 @@ func (c *Client) SwitchLinks() ([]dcgm.LinkInfo, error) {
 			continue
 		}
 		out = append(out, dcgm.LinkInfo{ID: linkID(nvdcgm.FE_SWITCH, l.ParentId, l.Index), Switch: l.ParentId, Index: l.Index, Up: l.State == nvdcgm.LS_UP})
+	}
+	return out, nil
+}
+
+// GPULinks implements dcgm.Client. The IDs are the entities dcgm-exporter
+// adds with AddLinkEntityToGroup(group, index, FE_GPU, gpu) and reads with
+// LinkGetLatestValues (internal/pkg/devicewatcher/device_watcher.go,
+// createNVLinkGroups).
+func (c *Client) GPULinks() ([]dcgm.GPULinkInfo, error) {
+	if !c.connected {
+		return nil, errNotConnected
+	}
+	st, err := nvdcgm.GetNvLinkLinkStatus()
+	if err != nil {
+		return nil, wrap("reading NvLink status", err)
+	}
+	var out []dcgm.GPULinkInfo
+	for _, l := range st {
+		if l.ParentType != nvdcgm.FE_GPU {
+			continue
+		}
+		out = append(out, dcgm.GPULinkInfo{ID: linkID(nvdcgm.FE_GPU, l.ParentId, l.Index), GPU: l.ParentId, Index: l.Index, Up: l.State == nvdcgm.LS_UP})
 	}
 	return out, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/dcgm"
 	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/internal/engine"
@@ -40,6 +41,10 @@ var (
 	switchLayout = []string{"nvswitch", "Hostname"}
 	// linkMetricsFormat with toSwitchMetric: no GPU labels.
 	switchLinkLayout = []string{"nvlink", "nvswitch", "Hostname"}
+	// linkMetricsFormat with toGPUNvLinkMetric
+	// (internal/pkg/collector/gpu_collector.go): the parent GPU's index,
+	// UUID, PCI bus ID, device and model, no nvswitch.
+	gpuLinkLayout = []string{"nvlink", "gpu", "gpu_uuid", "pci_bus_id", "device", "model_name", "Hostname"}
 	// cpuMetricsFormat and cpuCoreMetricsFormat with toCPUMetric.
 	cpuLayout     = []string{"cpu", "Hostname"}
 	cpuCoreLayout = []string{"cpucore", "cpu", "Hostname"}
@@ -104,6 +109,8 @@ func checkLayouts(t *testing.T, mfs map[string]*dto.MetricFamily) map[string]int
 				want, kind = cpuCoreLayout, "CPU core"
 			case vals["cpu"] != "":
 				want, kind = cpuLayout, "CPU"
+			case vals["nvlink"] != "" && vals["gpu_uuid"] != "":
+				want, kind = gpuLinkLayout, "GPU link"
 			case vals["nvlink"] != "":
 				want, kind = switchLinkLayout, "switch link"
 			case vals["nvswitch"] != "":
@@ -159,22 +166,63 @@ func TestNVMLSeriesHaveDCGMExportersLayouts(t *testing.T) {
 	assert.Equal(t, 8*4, seen["GPU"], "four families on 8 GPUs")
 }
 
-// DCGM over its fake, with an NvSwitch and its links and a CPU with two
-// cores: each kind in its own layout (switchMetricsFormat,
-// linkMetricsFormat, cpuMetricsFormat, cpuCoreMetricsFormat), GPU labels on
-// none of them.
+// DCGM over its fake, with an NvSwitch and its links, NVLinks on the GPUs
+// and a CPU with two cores: each kind in its own layout
+// (switchMetricsFormat, linkMetricsFormat, cpuMetricsFormat,
+// cpuCoreMetricsFormat), GPU labels on none but the GPU links, which carry
+// their GPU's as toGPUNvLinkMetric writes them.
 func TestDCGMSeriesHaveDCGMExportersLayouts(t *testing.T) {
 	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
-	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x104, Switch: 0, Index: 2, Up: true}}
-	fake := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links), dcgmfake.WithClock(clk),
-		dcgmfake.WithCPUs(dcgm.CPUInfo{ID: 0, Cores: []uint{0, 1}}))
+	// Link IDs as go-dcgm's AddLinkEntityToGroup encodes them: the parent's
+	// entity group (FE_SWITCH 3, FE_GPU 1), the index, the parent.
+	links := []dcgm.LinkInfo{{ID: 0x103, Switch: 0, Index: 1, Up: true}, {ID: 0x203, Switch: 0, Index: 2, Up: true}}
+	// Link 1 of GPU 0 is down: dcgm-exporter
+	// monitors LS_UP links only (devicemonitoring.monitorAllGPUNvLinks).
+	gpuLinks := []dcgm.GPULinkInfo{
+		{ID: 0x00000001, GPU: 0, Index: 0, Up: true},
+		{ID: 0x00000101, GPU: 0, Index: 1, Up: false},
+		{ID: 0x01000001, GPU: 1, Index: 0, Up: true},
+		{ID: 0x01000101, GPU: 1, Index: 1, Up: true},
+	}
+	// DCGM watches link fields on every link (devicewatcher's
+	// createNVLinkGroups), but answers NvSwitch port fields on ports only
+	// and the GPU's PPCNT counters on GPU links only.
+	gen := func(e dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
+		onGPU := e.Group == dcgm.EntityLink && e.ID&0xff == 1
+		onSwitch := e.Group == dcgm.EntityLink && e.ID&0xff == 3
+		if (field == fieldid.NVLinkPPCNTPhysicalLinkDownCounter && onSwitch) || (field == fieldid.NVSwitchLinkThroughputTX && onGPU) {
+			return dcgm.Value{}, false
+		}
+		return dcgmfake.DefaultGen(e, field, seq)
+	}
+	fake := dcgmfake.New(dcgmfake.WithSwitches([]uint{0}, links), dcgmfake.WithGPULinks(gpuLinks...), dcgmfake.WithClock(clk),
+		dcgmfake.WithCPUs(dcgm.CPUInfo{ID: 0, Cores: []uint{0, 1}}), dcgmfake.WithGen(gen))
 	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second, Log: quietLog(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT, gauge, s\nDCGM_FI_DEV_NVSWITCH_LINK_THROUGHPUT_TX, counter, l\n"+
-		"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT, gauge, c\nDCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, k\n", clk)
+		"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT, gauge, c\nDCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, k\n"+
+		"DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER, counter, d\n", clk)
 	seen := checkLayouts(t, mfs)
-	assert.Equal(t, map[string]int{"GPU": 2, "switch": 1, "switch link": 2, "CPU": 1, "CPU core": 2}, seen)
+	assert.Equal(t, map[string]int{"GPU": 2, "switch": 1, "switch link": 2, "GPU link": 3, "CPU": 1, "CPU core": 2}, seen)
+
+	gpus := map[string]*dto.Metric{}
+	for _, m := range mfs["DCGM_FI_DEV_GPU_TEMP"].Metric {
+		gpus[labelOf(m, "gpu")] = m
+	}
+	var got []string
+	for _, m := range mfs["DCGM_FI_DEV_NVLINK_PPCNT_PHYSICAL_LINK_DOWN_COUNTER"].Metric {
+		g := gpus[labelOf(m, "gpu")]
+		require.NotNil(t, g, "a GPU link's gpu label names an exported GPU")
+		// toGPUNvLinkMetric: gpu_uuid, pci_bus_id and model_name are the
+		// parent GPU's UUID, PCI bus ID and model (the GPU's UUID and
+		// modelName labels).
+		assert.Equal(t, labelOf(g, "UUID"), labelOf(m, "gpu_uuid"))
+		assert.Equal(t, labelOf(g, "pci_bus_id"), labelOf(m, "pci_bus_id"))
+		assert.Equal(t, labelOf(g, "modelName"), labelOf(m, "model_name"))
+		got = append(got, labelOf(m, "gpu")+"/"+labelOf(m, "nvlink"))
+	}
+	assert.ElementsMatch(t, []string{"0/0", "1/0", "1/1"}, got, "up links only")
 }
 
 func labelOf(m *dto.Metric, name string) string {
