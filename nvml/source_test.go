@@ -13,6 +13,7 @@ import (
 
 	timesource "github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/testwait"
 	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -335,15 +336,34 @@ func TestLostGPURetryBacksOff(t *testing.T) {
 	assert.Len(t, f.DeviceGetHandleByUUIDCalls(), 2)
 }
 
+// TestSlowGPUDoesNotStallOthers holds one GPU's reads until the end: a
+// collection that waited on it would never return.
 func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
-	s := open(t, f, 100*time.Millisecond, fieldid.GPUTemp)
-	f.Update(5, func(g *nvmlfake.GPU) { g.Delay = 600 * time.Millisecond })
+	// The interval bounds the first collection, which waits it out for the
+	// held GPU: generous, so that the other GPUs answer in time however
+	// loaded the machine.
+	s := open(t, f, 2*time.Second, fieldid.GPUTemp)
+	hold := make(chan struct{})
+	f.Update(5, func(g *nvmlfake.GPU) { g.Hold = hold })
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	t.Cleanup(release)
 	sink := newSink()
 	for round := 0; round < 2; round++ {
-		start := time.Now()
-		require.NoError(t, s.Collect(context.Background(), 0, sink))
-		assert.Less(t, time.Since(start), 400*time.Millisecond, "round %d waited on the slow GPU", round)
+		done := make(chan error, 1)
+		go func() { done <- s.Collect(context.Background(), 0, sink) }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(testwait.Timeout):
+			t.Fatalf("round %d waited on the held GPU", round)
+		}
 	}
 	for i := range f.GPUs {
 		_, ok := sink.value(gpuEntity(t, s, i), fieldid.GPUTemp)
@@ -354,13 +374,16 @@ func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 	for _, err := range slowFails {
 		assert.True(t, errors.Is(err, ErrReadTimeout), err)
 	}
+	assert.ErrorContains(t, slowFails[0], "after 2s")
+	assert.ErrorContains(t, slowFails[1], "since an earlier collection")
 
-	f.Update(5, func(g *nvmlfake.GPU) { g.Delay = 0 })
-	require.Eventually(t, func() bool {
+	f.Update(5, func(g *nvmlfake.GPU) { g.Hold = nil })
+	release()
+	testwait.For(t, "the released GPU to be read again", func() bool {
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
 		_, ok := sink.value(gpuEntity(t, s, 5), fieldid.GPUTemp)
 		return ok
-	}, 5*time.Second, 50*time.Millisecond)
+	})
 }
 
 func TestProcessesFromSnapshot(t *testing.T) {

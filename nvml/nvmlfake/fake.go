@@ -82,7 +82,11 @@ type GPU struct {
 	Errs map[string]gonvml.Return
 	// Delay is slept in every scripted call.
 	Delay time.Duration
-	Lost  bool
+	// Hold, when not nil, makes every scripted call wait until it is
+	// closed: a GPU that hangs for as long as the test wants, however slow
+	// the machine running it.
+	Hold chan struct{}
+	Lost bool
 	// Unbound takes the GPU away from its driver: NVML no longer counts,
 	// indexes or finds it, and its old handle answers GPU_IS_LOST. The
 	// bound GPUs are indexed from 0 in slot order, as NVML re-enumerates.
@@ -198,11 +202,14 @@ func BusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)
 // call applies the script's delay, loss and injected error to one method.
 func (g *GPU) call(name string) gonvml.Return {
 	g.f.mu.Lock()
-	delay, lost := g.Delay, g.Lost || g.Unbound
+	delay, hold, lost := g.Delay, g.Hold, g.Lost || g.Unbound
 	ret, injected := g.Errs[name]
 	g.f.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		<-hold
 	}
 	switch {
 	case lost:
