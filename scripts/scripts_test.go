@@ -20,8 +20,9 @@ func stub(t *testing.T, dir, name, body string) {
 }
 
 // TestInstallTestDepsEndsOnlyWhatItStarted runs install-test-deps.sh on a
-// machine without Prometheus, with apt-get, pkill, killall and systemctl
-// replaced by recorders: installing the package must not end or stop any
+// machine without Prometheus, with apt-get and every tool that ends processes
+// by name or stops services (testdata/process-enders.txt) replaced by
+// recorders: installing the package must not end or stop any
 // process, and the policy-rc.d hook that keeps the package's service from
 // starting is there during the install and gone afterwards.
 func TestInstallTestDepsEndsOnlyWhatItStarted(t *testing.T) {
@@ -47,7 +48,8 @@ func TestInstallTestDepsEndsOnlyWhatItStarted(t *testing.T) {
   printf '#!/bin/sh\n' > "$STUB_BIN/prometheus"; chmod 755 "$STUB_BIN/prometheus"
   printf '#!/bin/sh\n' > "$STUB_BIN/promtool"; chmod 755 "$STUB_BIN/promtool";;
 esac`)
-	for _, name := range []string{"pkill", "killall", "systemctl", "kill"} {
+	enders := processEnders(t)
+	for _, name := range enders {
 		stub(t, bin, name, "exit 0")
 	}
 	scripts := filepath.Join(dir, "scripts")
@@ -67,10 +69,25 @@ esac`)
 	got := string(calls)
 	assert.Regexp(t, `(?m)^apt-get .*install .*prometheus`, got, "the package is installed")
 	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
-		for _, ender := range []string{"pkill", "killall", "kill ", "systemctl"} {
-			assert.False(t, strings.HasPrefix(line, ender), "the script ran %q: it must end only what it started", line)
+		for _, ender := range enders {
+			assert.False(t, line == ender || strings.HasPrefix(line, ender+" "), "the script ran %q: it must end only what it started", line)
 		}
 	}
 	assert.Contains(t, got, "policy-rc.d exit 101", "services are forbidden to start while the package installs")
 	assert.NoFileExists(t, policy, "the hook the script added is removed")
+}
+
+// processEnders lists the tools the script must not call, one a line.
+func processEnders(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "process-enders.txt"))
+	require.NoError(t, err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
 }
