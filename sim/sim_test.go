@@ -641,3 +641,26 @@ func TestPerLinkFieldsAreUnsupportedWithAReason(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, note, "an unknown field gets no link note")
 }
+
+// TestTrainingMemoryStaysUnderTheNearFullAlert: a healthy simulated fleet
+// holds most of its memory but no GPU or MIG instance crosses the 90% at
+// which GPUFramebufferNearlyFull warns (used / (used + free), as the rule
+// computes it), whatever the seed.
+func TestTrainingMemoryStaysUnderTheNearFullAlert(t *testing.T) {
+	for _, tc := range []struct{ name, mig string }{{"whole GPUs", ""}, {"MIG all", "all"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 40; seed++ {
+				cfg := DefaultConfig()
+				cfg.Seed, cfg.MIG = seed, tc.mig
+				s, c := newSim(t, cfg, fieldid.FBUsed, fieldid.FBFree)
+				rec := newRec()
+				run(t, s, c, rec, time.Minute, 15*time.Minute)
+				for _, e := range s.Entities() {
+					used, free := rec.last(t, e, fieldid.FBUsed), rec.last(t, e, fieldid.FBFree)
+					require.Less(t, used/(used+free), 0.9, "seed %d, GPU %d instance %d", seed, e.GPU, e.GPUInstanceID)
+					require.Greater(t, used/(used+free), 0.6, "seed %d, GPU %d instance %d: a training job holds most of its memory", seed, e.GPU, e.GPUInstanceID)
+				}
+			}
+		})
+	}
+}
