@@ -6,24 +6,19 @@ package configmap
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
+
+	"github.com/gpuscope/gpuscope/internal/kubeapi"
 )
 
 // In-cluster defaults, as every pod sees them.
 const (
-	DefaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-	DefaultCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	DefaultTokenFile = kubeapi.DefaultTokenFile
+	DefaultCAFile    = kubeapi.DefaultCAFile
 	// maxBody bounds what is read: a ConfigMap holds at most 1 MiB.
 	maxBody = 2 << 20
 )
@@ -45,33 +40,9 @@ type Client struct {
 	Timeout   time.Duration
 }
 
-func (c Client) withDefaults() (Client, error) {
-	if c.TokenFile == "" {
-		c.TokenFile = DefaultTokenFile
-	}
-	if c.CAFile == "" {
-		c.CAFile = DefaultCAFile
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 30 * time.Second
-	}
-	if c.Server == "" {
-		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
-		if host == "" || port == "" {
-			return c, errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: a ConfigMap is read from inside a Kubernetes pod")
-		}
-		c.Server = "https://" + net.JoinHostPort(host, port)
-	}
-	return c, nil
-}
-
 // Get returns the value of ref's key. Errors name the ConfigMap and say
 // what failed (no access, not found, no such key).
 func (c Client) Get(ctx context.Context, ref Ref) (string, error) {
-	c, err := c.withDefaults()
-	if err != nil {
-		return "", fmt.Errorf("ConfigMap %s: %w", ref, err)
-	}
 	value, err := c.get(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("ConfigMap %s: %w", ref, err)
@@ -80,52 +51,34 @@ func (c Client) Get(ctx context.Context, ref Ref) (string, error) {
 }
 
 func (c Client) get(ctx context.Context, ref Ref) (string, error) {
-	pem, err := os.ReadFile(c.CAFile)
+	api, err := kubeapi.New(c.Server, c.TokenFile, c.CAFile)
 	if err != nil {
-		return "", fmt.Errorf("reading the API server CA: %w", err)
+		return "", fmt.Errorf("%w: a ConfigMap is read from inside a Kubernetes pod", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return "", fmt.Errorf("API server CA %s: no PEM certificate in the file", c.CAFile)
+	// The counters are read once, at start: no connection is kept.
+	defer api.CloseIdleConnections()
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
 	}
-	token, err := os.ReadFile(c.TokenFile)
-	if err != nil {
-		return "", fmt.Errorf("reading the service-account token: %w", err)
-	}
-	u := strings.TrimRight(c.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ref.Namespace) + "/configmaps/" + url.PathEscape(ref.Name)
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-	req.Header.Set("Accept", "application/json")
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return "", errors.New("not found")
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return "", fmt.Errorf("the API server answered %s: the service account needs get on configmaps in %s", resp.Status, ref.Namespace)
-	default:
-		return "", fmt.Errorf("the API server answered %s", resp.Status)
-	}
 	var cm struct {
 		Data map[string]string `json:"data"`
 	}
-	if err := json.Unmarshal(body, &cm); err != nil {
-		return "", fmt.Errorf("decoding the ConfigMap: %w", err)
+	path := "/api/v1/namespaces/" + url.PathEscape(ref.Namespace) + "/configmaps/" + url.PathEscape(ref.Name)
+	err = api.GetJSON(ctx, path, maxBody, &cm)
+	var se *kubeapi.StatusError
+	switch {
+	case err == nil:
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		return "", errors.New("not found")
+	case errors.As(err, &se) && se.Forbidden():
+		return "", fmt.Errorf("the API server answered %s: the service account needs get on configmaps in %s", se.Status, ref.Namespace)
+	case errors.As(err, &se):
+		return "", fmt.Errorf("the API server answered %s", se.Status)
+	default:
+		return "", err
 	}
 	v, ok := cm.Data[ref.Key]
 	if !ok {

@@ -9,23 +9,17 @@ package draslices
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/kubeapi"
 	"github.com/gpuscope/gpuscope/internal/logonce"
 )
 
@@ -35,8 +29,8 @@ const Driver = "gpu.nvidia.com"
 
 // Defaults of Config.
 const (
-	DefaultTokenFile  = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-	DefaultCAFile     = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	DefaultTokenFile  = kubeapi.DefaultTokenFile
+	DefaultCAFile     = kubeapi.DefaultCAFile
 	DefaultInterval   = 30 * time.Second
 	DefaultMaxDevices = 4096
 	// maxBody bounds one answer: thousands of devices fit in a few MiB.
@@ -80,10 +74,10 @@ type Watcher struct {
 	devices atomic.Pointer[map[string]Device]
 	up      atomic.Bool
 
+	api *kubeapi.Client
+
 	mu      sync.Mutex
 	version string // the version that answered last
-	client  *http.Client
-	caPEM   []byte
 }
 
 // New checks the configuration; Run starts listing.
@@ -104,13 +98,14 @@ func New(cfg Config) (*Watcher, error) {
 		cfg.Logger = logrus.StandardLogger()
 	}
 	if cfg.Server == "" {
-		host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
-		if host == "" || port == "" {
-			return nil, errors.New("--kubernetes-enable-dra: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: ResourceSlices are read through the API server, from inside a pod")
+		s, err := kubeapi.InClusterServer()
+		if err != nil {
+			return nil, fmt.Errorf("--kubernetes-enable-dra: %w: ResourceSlices are read through the API server, from inside a pod", err)
 		}
-		cfg.Server = "https://" + net.JoinHostPort(host, port)
+		cfg.Server = s
 	}
-	w := &Watcher{cfg: cfg, log: cfg.Logger.WithField("component", "draslices"), logged: logonce.New(256)}
+	w := &Watcher{cfg: cfg, log: cfg.Logger.WithField("component", "draslices"), logged: logonce.New(256),
+		api: &kubeapi.Client{Server: cfg.Server, TokenFile: cfg.TokenFile, CAFile: cfg.CAFile, MaxIdleConns: 1}}
 	empty := map[string]Device{}
 	w.devices.Store(&empty)
 	return w, nil
@@ -262,75 +257,24 @@ func (w *Watcher) list(ctx context.Context) (*sliceList, error) {
 var errNotServed = errors.New("not served")
 
 func (w *Watcher) listVersion(ctx context.Context, version string) (*sliceList, error) {
-	client, err := w.httpClient()
-	if err != nil {
-		return nil, err
-	}
-	token, err := os.ReadFile(w.cfg.TokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the service-account token: %w", err)
-	}
 	sel := "spec.driver=" + Driver
 	if w.cfg.Node != "" {
 		sel += ",spec.nodeName=" + w.cfg.Node
 	}
-	u := strings.TrimRight(w.cfg.Server, "/") + "/apis/resource.k8s.io/" + version + "/resourceslices?fieldSelector=" + url.QueryEscape(sel)
+	path := "/apis/resource.k8s.io/" + version + "/resourceslices?fieldSelector=" + url.QueryEscape(sel)
 	ctx, cancel := context.WithTimeout(ctx, min(w.cfg.Interval, 30*time.Second))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
+	var list sliceList
+	err := w.api.GetJSON(ctx, path, maxBody, &list)
+	var se *kubeapi.StatusError
+	switch {
+	case err == nil:
+		return &list, nil
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		return nil, fmt.Errorf("resource.k8s.io/%s resourceslices: %w by the API server", version, errNotServed)
+	case errors.As(err, &se) && se.Forbidden():
+		return nil, fmt.Errorf("the API server answered %s: the service account needs list on resourceslices (resource.k8s.io); the chart grants it with kubernetesDRA.enabled", se.Status)
+	default:
 		return nil, fmt.Errorf("listing resourceslices (resource.k8s.io/%s): %w", version, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, fmt.Errorf("reading the resourceslices answer: %w", err)
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return nil, fmt.Errorf("resource.k8s.io/%s resourceslices: %w by the API server", version, errNotServed)
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return nil, fmt.Errorf("the API server answered %s: the service account needs list on resourceslices (resource.k8s.io); the chart grants it with kubernetesDRA.enabled", resp.Status)
-	default:
-		return nil, fmt.Errorf("listing resourceslices (resource.k8s.io/%s): the API server answered %s", version, resp.Status)
-	}
-	var list sliceList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("decoding the resourceslices: %w", err)
-	}
-	return &list, nil
-}
-
-// httpClient trusts the CA file's current content, re-read at every
-// listing so that a rotated bundle is picked up.
-func (w *Watcher) httpClient() (*http.Client, error) {
-	pem, err := os.ReadFile(w.cfg.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server CA: %w", err)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.client != nil && string(pem) == string(w.caPEM) {
-		return w.client, nil
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("API server CA %s: no PEM certificate in the file", w.cfg.CAFile)
-	}
-	if w.client != nil {
-		w.client.CloseIdleConnections()
-	}
-	w.client = &http.Client{Transport: &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second, MaxIdleConnsPerHost: 1,
-	}}
-	w.caPEM = pem
-	return w.client, nil
 }

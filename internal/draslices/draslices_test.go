@@ -102,7 +102,7 @@ func TestSliceChangesAndNodeScope(t *testing.T) {
 	api.SetResourceSlice(gpuSlice())
 	bad := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(bad, []byte("not-the-token"), 0o600))
-	w.cfg.TokenFile = bad
+	w.api.TokenFile = bad
 	err := w.Refresh(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs list on resourceslices")

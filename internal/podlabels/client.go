@@ -1,10 +1,7 @@
 package podlabels
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +9,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gpuscope/gpuscope/internal/kubeapi"
 )
 
 // errGone is a 410 from the API server: the resourceVersion is too old to
@@ -49,95 +46,25 @@ type watchEvent struct {
 	Object podObject `json:"object"`
 }
 
-// httpClient returns a client trusting the CA file's current content. The
-// file is re-read so that a rotated CA bundle is picked up at the next
-// LIST; the transport (and its connections) is kept while it is unchanged.
-func (w *Watcher) httpClient() (*http.Client, error) {
-	pem, err := os.ReadFile(w.cfg.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server CA: %w", err)
-	}
-	w.httpMu.Lock()
-	defer w.httpMu.Unlock()
-	if w.client != nil && bytes.Equal(pem, w.caPEM) {
-		return w.client, nil
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("API server CA %s: no PEM certificate in the file", w.cfg.CAFile)
-	}
-	if w.client != nil {
-		w.client.CloseIdleConnections()
-	}
-	w.client = &http.Client{Transport: &http.Transport{
-		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   2,
-	}}
-	w.caPEM = pem
-	return w.client, nil
-}
-
-// token reads the service-account token; the kubelet rotates the file, so
-// it is read for every request.
-func (w *Watcher) token() (string, error) {
-	b, err := os.ReadFile(w.cfg.TokenFile)
-	if err != nil {
-		return "", fmt.Errorf("reading the service-account token: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("service-account token %s is empty", w.cfg.TokenFile)
-	}
-	return tok, nil
-}
-
-func (w *Watcher) podsURL(q url.Values) string {
+func (w *Watcher) podsPath(q url.Values) string {
 	q.Set("fieldSelector", "spec.nodeName="+w.cfg.NodeName)
-	return strings.TrimSuffix(w.cfg.Server, "/") + "/api/v1/pods?" + q.Encode()
+	return "/api/v1/pods?" + q.Encode()
 }
 
-// get sends an authenticated GET and checks the status.
-func (w *Watcher) get(ctx context.Context, u string) (*http.Response, error) {
-	client, err := w.httpClient()
-	if err != nil {
-		return nil, err
+// get sends an authenticated GET; a 410 becomes errGone and a refusal names
+// the permissions the watch needs.
+func (w *Watcher) get(ctx context.Context, path string) (*http.Response, error) {
+	resp, err := w.api.Get(ctx, path)
+	var se *kubeapi.StatusError
+	if errors.As(err, &se) {
+		if se.Code == http.StatusGone {
+			return nil, fmt.Errorf("GET %s: %s: %w", se.URL, se.Message, errGone)
+		}
+		if se.Forbidden() {
+			return nil, fmt.Errorf("%w (the service account needs get, list and watch on pods: see docs/kubernetes.md)", err)
+		}
 	}
-	tok, err := w.token()
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "gpuscope")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var st podObject
-	msg := strings.TrimSpace(string(body))
-	if json.Unmarshal(body, &st) == nil && st.Message != "" {
-		msg = st.Message
-	}
-	if resp.StatusCode == http.StatusGone {
-		return nil, fmt.Errorf("GET %s: %s: %w", u, msg, errGone)
-	}
-	hint := ""
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		hint = " (the service account needs get, list and watch on pods: see docs/kubernetes.md)"
-	}
-	return nil, fmt.Errorf("GET %s: %s: %s%s", u, resp.Status, msg, hint)
+	return resp, err
 }
 
 // list replaces the pods with those of a LIST and returns its
@@ -145,14 +72,15 @@ func (w *Watcher) get(ctx context.Context, u string) (*http.Response, error) {
 func (w *Watcher) list(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	u := w.podsURL(url.Values{})
-	resp, err := w.get(ctx, u)
+	path := w.podsPath(url.Values{})
+	u := w.api.URL(path)
+	resp, err := w.get(ctx, path)
 	if err != nil {
 		return "", fmt.Errorf("listing pods: %w", err)
 	}
 	defer resp.Body.Close()
 	var l podList
-	if err := json.NewDecoder(&boundedReader{r: resp.Body, left: maxListBytes}).Decode(&l); err != nil {
+	if err := json.NewDecoder(kubeapi.NewBoundedReader(resp.Body, maxListBytes)).Decode(&l); err != nil {
 		return "", fmt.Errorf("listing pods: decoding the answer of GET %s: %w", u, err)
 	}
 	if l.Metadata.ResourceVersion == "" {
@@ -177,18 +105,19 @@ func (w *Watcher) watch(ctx context.Context, rv string, established func()) (str
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("resourceVersion", rv)
 	q.Set("timeoutSeconds", strconv.Itoa(int(timeout/time.Second)))
-	u := w.podsURL(q)
-	resp, err := w.get(ctx, u)
+	path := w.podsPath(q)
+	u := w.api.URL(path)
+	resp, err := w.get(ctx, path)
 	if err != nil {
 		return rv, fmt.Errorf("watching pods: %w", err)
 	}
 	defer resp.Body.Close()
 	established()
 	started := time.Now()
-	br := &boundedReader{r: resp.Body}
+	br := kubeapi.NewBoundedReader(resp.Body, maxEventBytes)
 	dec := json.NewDecoder(br)
 	for {
-		br.left = maxEventBytes
+		br.Left = maxEventBytes
 		var ev watchEvent
 		if err := dec.Decode(&ev); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -219,23 +148,4 @@ func (w *Watcher) watch(ctx context.Context, rv string, established func()) (str
 			rv = v
 		}
 	}
-}
-
-// boundedReader fails once more than left bytes are read, so that a broken
-// or hostile answer cannot grow memory without bound.
-type boundedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *boundedReader) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errors.New("answer exceeds the size bound")
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
 }

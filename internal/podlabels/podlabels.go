@@ -14,9 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"os"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -26,13 +23,14 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/kubeapi"
 	"github.com/gpuscope/gpuscope/internal/logonce"
 )
 
 // Defaults of Config.
 const (
-	DefaultTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-	DefaultCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+	DefaultTokenFile = kubeapi.DefaultTokenFile
+	DefaultCAFile    = kubeapi.DefaultCAFile
 	// DefaultMaxPods bounds the pods kept. The kubelet's default limit is
 	// 110 pods per node; large nodes are configured for a few hundred.
 	DefaultMaxPods = 1024
@@ -108,15 +106,6 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// inClusterServer is the API server address a pod sees.
-func inClusterServer() (string, error) {
-	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
-	if host == "" || port == "" {
-		return "", errors.New("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: pod labels need gpuscope to run in a Kubernetes pod")
-	}
-	return "https://" + net.JoinHostPort(host, port), nil
-}
-
 type podKey struct{ namespace, name string }
 
 // Watcher keeps the selected labels of the pods of one node. Labels and
@@ -133,9 +122,7 @@ type Watcher struct {
 	logged *logonce.Set
 	down   bool
 
-	httpMu sync.Mutex // guards client, caPEM
-	client *http.Client
-	caPEM  []byte
+	api *kubeapi.Client
 
 	apiErrors        prometheus.Counter
 	upDesc, podsDesc *prometheus.Desc
@@ -153,14 +140,15 @@ func New(cfg Config) (*Watcher, error) {
 		return nil, errors.New("pod labels: the node name is unknown (set --hostname or NODE_NAME to the Kubernetes node name)")
 	}
 	if cfg.Server == "" {
-		s, err := inClusterServer()
+		s, err := kubeapi.InClusterServer()
 		if err != nil {
-			return nil, fmt.Errorf("pod labels: %w", err)
+			return nil, fmt.Errorf("pod labels: %w: pod labels need gpuscope to run in a Kubernetes pod", err)
 		}
 		cfg.Server = s
 	}
 	return &Watcher{
 		cfg:    cfg,
+		api:    &kubeapi.Client{Server: cfg.Server, TokenFile: cfg.TokenFile, CAFile: cfg.CAFile},
 		log:    cfg.Logger.WithField("component", "podlabels"),
 		pods:   map[podKey][]enrich.Label{},
 		logged: logonce.New(maxLogged),
