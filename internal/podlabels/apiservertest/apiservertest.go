@@ -229,6 +229,12 @@ func (s *Server) Expire() {
 	s.expired = s.rv
 	s.history = nil
 	s.broadcastLocked(event{typ: "ERROR", rv: s.rv})
+	// The ERROR ends those watches: they no longer count as open, even
+	// before their handlers have sent it, so that Watchers tells a client's
+	// new watch from the one that just ended.
+	for ch := range s.watchers {
+		delete(s.watchers, ch)
+	}
 }
 
 func (s *Server) emitLocked(typ string, p Pod) {
