@@ -204,7 +204,7 @@ func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64
 		}
 		// One interval of slack: a source may stamp the fields of one read
 		// a little apart.
-		w.ts[i], w.vals[i] = es.vals[si].ring.Since(since-int64(p.slots[si].interval), w.ts[i], w.vals[i])
+		w.ts[i], w.vals[i] = es.vals[si].ring.AppendSince(since-int64(p.slots[si].interval), w.ts[i], w.vals[i])
 	}
 	ref := w.ts[0]
 	interval := p.slots[smSlot].interval

@@ -1,7 +1,8 @@
 package window
 
 // AppendSince appends the samples with timestamps after since, oldest
-// first, to ts and vals, and returns them grown.
+// first, to ts and vals, and returns them grown; a caller that keeps them
+// copies without allocating.
 func (r *Ring) AppendSince(since int64, ts []int64, vals []float64) ([]int64, []float64) {
 	for i := 0; i < r.n; i++ {
 		j := (r.head - r.n + i + 2*len(r.ts)) % len(r.ts)

@@ -228,21 +228,6 @@ func insertionSort(a []float64) {
 	}
 }
 
-// Since appends the samples with timestamps in (since, +inf) to ts and vals,
-// oldest first, and returns them grown; a caller that keeps them copies
-// without allocating.
-func (r *Ring) Since(since int64, ts []int64, vals []float64) ([]int64, []float64) {
-	for i := 0; i < r.n; i++ {
-		j := (r.head - r.n + i + 2*len(r.ts)) % len(r.ts)
-		if r.ts[j] <= since {
-			continue
-		}
-		ts = append(ts, r.ts[j])
-		vals = append(vals, r.vals[j])
-	}
-	return ts, vals
-}
-
 // Newest returns the timestamp of the latest sample, and false when the ring
 // is empty.
 func (r *Ring) Newest() (int64, bool) {
