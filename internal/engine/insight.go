@@ -8,37 +8,37 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/insight"
 	"github.com/gpuscope/gpuscope/source"
 )
 
-// The fields the insight metrics read. They are resolved by name from the
-// catalog, so the IDs come from the generated field table.
+// The fields the insight metrics read, by their generated ID constants: a
+// field renamed or dropped from the table fails to compile here.
 var (
-	insSM     = mustField("DCGM_FI_PROF_SM_ACTIVE")
-	insTensor = mustField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
-	insDRAM   = mustField("DCGM_FI_PROF_DRAM_ACTIVE")
-	insFP64   = mustField("DCGM_FI_PROF_PIPE_FP64_ACTIVE")
-	insFP32   = mustField("DCGM_FI_PROF_PIPE_FP32_ACTIVE")
-	insFP16   = mustField("DCGM_FI_PROF_PIPE_FP16_ACTIVE")
-	insPCIeTX = mustField("DCGM_FI_PROF_PCIE_TX_BYTES")
-	insPCIeRX = mustField("DCGM_FI_PROF_PCIE_RX_BYTES")
-	insNVLTX  = mustField("DCGM_FI_PROF_NVLINK_TX_BYTES")
-	insNVLRX  = mustField("DCGM_FI_PROF_NVLINK_RX_BYTES")
+	insSM     = insightField(fieldid.ProfSMActive)
+	insTensor = insightField(fieldid.ProfPipeTensorActive)
+	insDRAM   = insightField(fieldid.ProfDRAMActive)
+	insFP64   = insightField(fieldid.ProfPipeFP64Active)
+	insFP32   = insightField(fieldid.ProfPipeFP32Active)
+	insFP16   = insightField(fieldid.ProfPipeFP16Active)
+	insPCIeTX = insightField(fieldid.ProfPCIeTXBytes)
+	insPCIeRX = insightField(fieldid.ProfPCIeRXBytes)
+	insNVLTX  = insightField(fieldid.ProfNVLinkTXBytes)
+	insNVLRX  = insightField(fieldid.ProfNVLinkRXBytes)
 )
 
-// insightRequired are the fields without which a GPU gets no insight series:
-// the SM signal, one pipe, the memory interface and both PCIe directions.
-// The FP pipes and NVLink are optional: a GPU without NVLink moves nothing
-// over it.
 var insightRequired = []counters.FieldInfo{insSM, insTensor, insDRAM, insPCIeTX, insPCIeRX}
 
 var insightFields = []counters.FieldInfo{insSM, insTensor, insDRAM, insFP64, insFP32, insFP16, insPCIeTX, insPCIeRX, insNVLTX, insNVLRX}
 
-func mustField(name string) counters.FieldInfo {
-	f, ok := counters.Lookup(name)
+// insightField returns the catalog entry of a generated ID. The catalog is
+// built from the same generated table, so a miss is a broken build of the
+// table, caught by every engine test at package initialisation.
+func insightField(id uint16) counters.FieldInfo {
+	f, ok := counters.ByID(id)
 	if !ok {
-		panic("engine: field " + name + " is not in the catalog")
+		panic("engine: field " + strconv.Itoa(int(id)) + " is not in the catalog")
 	}
 	return f
 }
