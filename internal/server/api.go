@@ -99,17 +99,28 @@ func queryError(w http.ResponseWriter, err error) {
 	apiError(w, http.StatusInternalServerError, err.Error())
 }
 
-func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
+// samplesQuery checks what /api/v1/samples and /api/v1/stream both need
+// (a GET, a server holding samples, a valid query) and answers the error
+// itself when one is missing.
+func (s *Server) samplesQuery(w http.ResponseWriter, r *http.Request) (samples.Query, bool) {
 	if !onlyGet(w, r) {
-		return
+		return samples.Query{}, false
 	}
 	if s.opts.Samples == nil {
 		apiError(w, http.StatusNotImplemented, "this server holds no samples")
-		return
+		return samples.Query{}, false
 	}
 	q, err := samples.ParseQuery(r.URL.Query())
 	if err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
+		return samples.Query{}, false
+	}
+	return q, true
+}
+
+func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
+	q, ok := s.samplesQuery(w, r)
+	if !ok {
 		return
 	}
 	res, err := s.opts.Samples.Samples(q)
@@ -140,16 +151,8 @@ func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
 // collection with the samples each series gained since the last event. The
 // rings are the buffer: a stream keeps only a cursor per series.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
-	if !onlyGet(w, r) {
-		return
-	}
-	if s.opts.Samples == nil {
-		apiError(w, http.StatusNotImplemented, "this server holds no samples")
-		return
-	}
-	q, err := samples.ParseQuery(r.URL.Query())
-	if err != nil {
-		apiError(w, http.StatusBadRequest, err.Error())
+	q, ok := s.samplesQuery(w, r)
+	if !ok {
 		return
 	}
 	sinceGiven := r.URL.Query().Get("since") != ""
