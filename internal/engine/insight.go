@@ -309,38 +309,33 @@ func (e *Engine) renderInsight(buf []byte, now int64) []byte {
 	live := func(es *entityState) bool {
 		return es.ent.Kind == source.GPU && es.ins.has && es.ins.at >= oldest
 	}
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_seconds",
+	// perGPU writes a family of one sample per live GPU; value says whether
+	// the GPU has one.
+	perGPU := func(buf []byte, name, help, typ string, value func(es *entityState) (float64, bool)) []byte {
+		return appendFamily(buf, e.order, name, help, typ,
+			func(b []byte, es *entityState, labels string) []byte {
+				if !live(es) {
+					return b
+				}
+				v, ok := value(es)
+				if !ok {
+					return b
+				}
+				return appendSample(b, name, labels, "} ", v)
+			})
+	}
+	buf = perGPU(buf, "gpuscope_gpu_step_period_seconds",
 		"Dominant period of SM activity (the training step) over the insight window, by autocorrelation; absent when the window shows no clear periodicity.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
-			if !live(es) || es.ins.res.Period <= 0 {
-				return b
-			}
-			return appendSample(b, "gpuscope_gpu_step_period_seconds", labels, "} ", es.ins.res.Period)
-		})
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_step_period_confidence",
+		func(es *entityState) (float64, bool) { return es.ins.res.Period, es.ins.res.Period > 0 })
+	buf = perGPU(buf, "gpuscope_gpu_step_period_confidence",
 		"Autocorrelation of SM activity at the step period (0..1); the period is reported from 0.5.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
-			if !live(es) {
-				return b
-			}
-			return appendSample(b, "gpuscope_gpu_step_period_confidence", labels, "} ", round4(es.ins.res.Confidence))
-		})
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_stall_ratio",
+		func(es *entityState) (float64, bool) { return round4(es.ins.res.Confidence), true })
+	buf = perGPU(buf, "gpuscope_gpu_stall_ratio",
 		"Share of the busy span of the insight window in which SM activity fell below 0.1 between busy phases (data-loader and synchronisation stalls).", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
-			if !live(es) {
-				return b
-			}
-			return appendSample(b, "gpuscope_gpu_stall_ratio", labels, "} ", round4(es.ins.res.StallRatio))
-		})
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_stalls_total",
+		func(es *entityState) (float64, bool) { return round4(es.ins.res.StallRatio), true })
+	buf = perGPU(buf, "gpuscope_gpu_stalls_total",
 		"Stall episodes (SM activity below 0.1 for at least 200 ms between busy phases) since gpuscope started.", "counter",
-		func(b []byte, es *entityState, labels string) []byte {
-			if !live(es) {
-				return b
-			}
-			return appendSample(b, "gpuscope_gpu_stalls_total", labels, "} ", float64(es.ins.stallsTotal))
-		})
+		func(es *entityState) (float64, bool) { return float64(es.ins.stallsTotal), true })
 	buf = appendFamily(buf, e.order, "gpuscope_gpu_bound_ratio",
 		"Share of the insight window's samples bound by each class (compute, memory, communication, input, idle), by the rules of docs/insight.md.", "gauge",
 		func(b []byte, es *entityState, labels string) []byte {
