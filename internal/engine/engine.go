@@ -174,7 +174,7 @@ func New(opts Options) (*Engine, error) {
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
 	}
-	if err := checkWindow(e.plan, opts.Window); err != nil {
+	if err := checkWindow(e.plan, opts.Window, opts.ClockEventsWindow); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -196,21 +196,40 @@ func (e *Engine) checkLabelBudget(p *plan) error {
 	return nil
 }
 
-// checkWindow refuses a window that a field's ring cannot hold: a ring
-// keeps at most window.MaxCapacity samples, so --window 24h at 100 ms would
-// cover 409.4 s while the HELP text says 24h. The error names the field,
-// its line and the largest window that fits.
-func checkWindow(p *plan, win time.Duration) error {
+// checkWindow refuses a window that a ring cannot hold: a field's window
+// ring keeps at most window.MaxCapacity samples, so --window 24h at 100 ms
+// would cover 409.4 s while the HELP text says 24h. The clock-event samples
+// that DCGM_EXP_CLOCK_EVENTS_COUNT counts are bounded the same way, and its
+// window_size_in_ms label would overstate the span just as HELP would. The
+// error names the flag, the field, its line and the largest window that fits.
+func checkWindow(p *plan, win, clockWin time.Duration) error {
 	for _, m := range p.metrics {
 		if m.windowHeader == "" {
 			continue
 		}
-		iv := p.slots[m.slot].interval
-		if need := int(win/iv) + 2; need > window.MaxCapacity {
-			fits := time.Duration(window.MaxCapacity-2) * iv
-			return fmt.Errorf("%s:%d: %s: a --window of %s at its %s watch interval needs %d samples per series, more than the %d a window holds; use --window %s or less, or a longer watch interval for this field",
-				p.set.File, m.field.Line, m.field.Name, win, iv, need, window.MaxCapacity, fits)
+		if err := windowFits(p, m.field, "--window", win, p.slots[m.slot].interval, window.MaxCapacity, "series"); err != nil {
+			return err
 		}
+	}
+	if f := p.expClock; f != nil {
+		// The samples counted are those of the clock-event reasons field,
+		// watched at the shortest interval any line asks of it.
+		iv := p.slots[p.slotOf[fieldid.ClocksEventReasons]].interval
+		if err := windowFits(p, *f, "--clock-events-count-window-size", clockWin, iv, maxClockSamples, "GPU"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// windowFits is checkWindow's test for one field: a window of win at a watch
+// interval of iv needs int(win/iv)+2 samples (the ring's sizing), at most
+// capacity.
+func windowFits(p *plan, f counters.Field, flag string, win, iv time.Duration, capacity int, per string) error {
+	if need := int(win/iv) + 2; need > capacity {
+		fits := time.Duration(capacity-2) * iv
+		return fmt.Errorf("%s:%d: %s: a %s of %s at its %s watch interval needs %d samples per %s, more than the %d a window holds; use %s %s or less, or a longer watch interval for this field",
+			p.set.File, f.Line, f.Name, flag, win, iv, need, per, capacity, flag, fits)
 	}
 	return nil
 }
@@ -249,7 +268,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	if err := e.checkLabelBudget(np); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if err := checkWindow(np, e.opts.Window); err != nil {
+	if err := checkWindow(np, e.opts.Window, e.opts.ClockEventsWindow); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	e.stopLoops()

@@ -930,3 +930,63 @@ func TestWindowsCutShortAreRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reload: test.csv:2: DCGM_FI_PROF_SM_ACTIVE: a --window of 1h0m0s")
 }
+
+// TestClockEventsWindowsCutShortAreRefused: DCGM_EXP_CLOCK_EVENTS_COUNT
+// counts the clock-event reason samples of its window, and a GPU keeps at
+// most 4096 of them, so a --clock-events-count-window-size longer than
+// 4096 samples at the reasons' watch interval would count over less time
+// than its window_size_in_ms label says. Start and reload refuse it, naming
+// the flag, the field, its line, its interval and the largest window that
+// fits. DCGM_EXP_XID_ERRORS_COUNT keeps XID events, not samples, so its
+// window is not bounded by a watch interval.
+func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
+	const (
+		temp      = "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+		clock     = "DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c\n"
+		clockFast = "DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c, 100ms\n"
+		reasons   = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, r, 100ms\n"
+		xidFast   = "DCGM_EXP_XID_ERRORS_COUNT, gauge, x, 100ms\n"
+	)
+	opts := func(csv string, clockWin, xidWin time.Duration) Options {
+		clk := newClock()
+		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
+		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second,
+			ClockEventsWindow: clockWin, XIDWindow: xidWin, Now: clk.Now, Log: quietLog()}
+	}
+	for _, tc := range []struct {
+		name             string
+		csv              string
+		clockWin, xidWin time.Duration
+		want             string // "" when the engine starts
+	}{
+		{name: "default 5m at the default 1s", csv: temp + clock, clockWin: 5 * time.Minute},
+		{name: "default 5m at 100ms", csv: temp + clockFast, clockWin: 5 * time.Minute},
+		{name: "largest window that fits at 100ms", csv: temp + clockFast, clockWin: 409400 * time.Millisecond},
+		{name: "10m at 100ms", csv: temp + clockFast, clockWin: 10 * time.Minute,
+			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field"},
+		{name: "reasons watched at 100ms by another line", csv: clock + reasons, clockWin: 10 * time.Minute,
+			want: "test.csv:1: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field"},
+		{name: "2h at the default 1s", csv: temp + clock, clockWin: 2 * time.Hour,
+			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 2h0m0s at its 1s watch interval needs 7202 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 1h8m14s or less, or a longer watch interval for this field"},
+		{name: "long window without the family", csv: temp + reasons, clockWin: 2 * time.Hour},
+		{name: "XID window counts events, not samples", csv: temp + xidFast, xidWin: time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(opts(tc.csv, tc.clockWin, tc.xidWin))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+
+	t.Run("reload", func(t *testing.T) {
+		e, err := New(opts(temp+clock, 10*time.Minute, 0))
+		require.NoError(t, err, "10m at 1s fits")
+		err = e.Reload(parseSet(t, temp+clockFast))
+		require.Error(t, err)
+		assert.Equal(t, "reload: test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field", err.Error())
+	})
+}

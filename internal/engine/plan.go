@@ -69,7 +69,7 @@ type plan struct {
 
 // maxClockSamples bounds the clock-event reason samples kept per GPU for
 // DCGM_EXP_CLOCK_EVENTS_COUNT. The default window (5 min) at a 100 ms watch
-// interval needs 3002.
+// interval needs 3002; a window that needs more is refused (checkWindow).
 const maxClockSamples = 4096
 
 // neverStale says whether a field is an event field: DCGM writes it only when
