@@ -26,8 +26,8 @@ func fieldsOf(ids ...uint16) []counters.Field {
 }
 
 func nameOf(id uint16) string {
-	if f := fieldsByID[id]; f != nil {
-		return f.name
+	if f, ok := counters.ByID(id); ok {
+		return f.Name
 	}
 	return "UNKNOWN"
 }

@@ -136,8 +136,8 @@ func TestCompatFilesAreProduced(t *testing.T) {
 		"DCGM_EXP_XID_ERRORS_COUNT":   fieldid.ExpXIDErrorsCount,
 		"DCGM_EXP_CLOCK_EVENTS_COUNT": fieldid.ExpClockEventsCount,
 	}
-	for id, f := range fieldsByID {
-		byName[f.name] = id
+	for id := range fieldsByID {
+		byName[nameOf(id)] = id
 	}
 	resolve := func(name string) (uint16, bool) {
 		if full, ok := legacyNames[name]; ok {
