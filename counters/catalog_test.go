@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/compattest"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 )
 
 func compatDir(t *testing.T) string { return compattest.Dir(t) }

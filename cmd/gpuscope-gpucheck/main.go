@@ -1,5 +1,5 @@
 // Command gpuscope-gpucheck judges a scrape of gpuscope taken on a GPU
-// machine (see internal/gpucheck and scripts/gpu-check.sh). It prints one line
+// machine (see internal/client/gpucheck and scripts/gpu-check.sh). It prints one line
 // per finding and a summary, and exits 1 when any check fails.
 package main
 
@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/gpucheck"
+	"github.com/gpuscope/gpuscope/internal/client/gpucheck"
 )
 
 func main() {

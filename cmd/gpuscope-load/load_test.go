@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/clock"
-	"github.com/gpuscope/gpuscope/internal/testwait"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 )
 
 func TestPercentile(t *testing.T) {

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/server"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
 )
 
 const flagAPIMaxStreams = "api-max-streams"

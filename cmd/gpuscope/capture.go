@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/capture"
+	"github.com/gpuscope/gpuscope/internal/client/capture"
 	"github.com/gpuscope/gpuscope/internal/samples"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/server"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
 )
 
 func countersCommand() *cli.Command {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/nvml"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // checkCounters loads each counters file and prints every problem and

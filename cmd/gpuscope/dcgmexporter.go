@@ -13,9 +13,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/devsel"
-	"github.com/gpuscope/gpuscope/internal/dump"
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/engine/devsel"
+	"github.com/gpuscope/gpuscope/internal/serve/dump"
 )
 
 // dcgm-exporter's flags that have no gpuscope flag of the same meaning.

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/compattest"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 )
 
 // flagRow is one line of flags.tsv: dcgm-exporter's flag list at d5e5f51.

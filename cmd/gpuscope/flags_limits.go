@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/internal/server"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
+	"github.com/gpuscope/gpuscope/source/dcgm"
 )
 
 // Flags of the server's protections and grace periods, kept apart from

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/compattest"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 )
 
 // run runs the CLI with args and returns its output and error.

@@ -22,10 +22,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
-	"github.com/gpuscope/gpuscope/internal/configmap"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/reload"
-	"github.com/gpuscope/gpuscope/internal/server"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/internal/serve/reload"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/source"
 )
 

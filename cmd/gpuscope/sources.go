@@ -10,13 +10,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/simpods"
-	"github.com/gpuscope/gpuscope/nvml"
-	"github.com/gpuscope/gpuscope/sim"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/dcgm/godcgm"
+	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/sim"
+	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 // openSource opens the source --source names. auto tries DCGM, then NVML;

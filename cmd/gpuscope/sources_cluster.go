@@ -10,20 +10,20 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/autosource"
-	"github.com/gpuscope/gpuscope/internal/draslices"
+	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/hpcjob"
-	"github.com/gpuscope/gpuscope/internal/labelbudget"
-	"github.com/gpuscope/gpuscope/internal/podattr"
-	"github.com/gpuscope/gpuscope/internal/podlabels"
+	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/draslices"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/auto"
 )
 
 // openAuto serves DCGM when it connects and NVML otherwise, switching as the
 // host engine comes and goes.
 func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
-	s, err := autosource.New(
+	s, err := auto.New(
 		func() (source.Source, error) { return openDCGM(c, log) },
 		func() (source.Source, error) { return openNVML(c, log, hostname) },
 		log,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpuscope/gpuscope/internal/top"
+	"github.com/gpuscope/gpuscope/internal/client/top"
 )
 
 func topCommand() *cli.Command {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
-	"github.com/gpuscope/gpuscope/internal/window"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
+	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 

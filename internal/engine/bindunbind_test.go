@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // TestUnpluggedGPULeavesAndComesBack drives the engine over the sim with the

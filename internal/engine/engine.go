@@ -16,10 +16,10 @@ import (
 	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/engine/insight"
+	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/insight"
-	"github.com/gpuscope/gpuscope/internal/labelbudget"
-	"github.com/gpuscope/gpuscope/internal/window"
 	"github.com/gpuscope/gpuscope/source"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/hpcjob"
-	"github.com/gpuscope/gpuscope/internal/testwait"
+	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )

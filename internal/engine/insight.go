@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/insight"
+	"github.com/gpuscope/gpuscope/internal/engine/insight"
 	"github.com/gpuscope/gpuscope/source"
 )
 

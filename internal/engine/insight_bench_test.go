@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // BenchmarkInsight is the cost of one insight computation on an 8-GPU node

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/testwait"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // TestInsightIsComputedInTheBackground starts the engine with insight on

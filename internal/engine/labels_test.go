@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
 	"github.com/gpuscope/gpuscope/source"
 )
 

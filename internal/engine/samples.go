@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/internal/samples"
-	"github.com/gpuscope/gpuscope/internal/window"
 )
 
 // rawState is what the raw-sample API adds to the engine: the fields a

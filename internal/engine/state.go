@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/gpuscope/gpuscope/internal/gpuevents"
-	"github.com/gpuscope/gpuscope/internal/window"
+	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
 

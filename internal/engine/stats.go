@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/window"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
 )
 
 type statsView struct{ window.Stats }

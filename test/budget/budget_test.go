@@ -27,10 +27,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/compattest"
-	"github.com/gpuscope/gpuscope/internal/e2etest"
-	"github.com/gpuscope/gpuscope/internal/labelbudget"
-	"github.com/gpuscope/gpuscope/internal/testwait"
+	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite the budget table of docs/scale.md from this run")

@@ -21,13 +21,13 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/nvml"
-	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
-	"github.com/gpuscope/gpuscope/sim"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
 // TestCompatFieldsReachPrometheusForAllGPUs is the product's promise in one

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/compattest"
-	"github.com/gpuscope/gpuscope/internal/e2etest"
-	"github.com/gpuscope/gpuscope/internal/testwait"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 )
 
 // scrapeUntil fetches /metrics until family appears.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
 // TestGPUCheckScriptPassesOnTheSim runs scripts/gpu-check.sh end to end on

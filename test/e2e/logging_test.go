@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
 // TestOneLogFormatAndLevel starts the real binary with each log format and

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
-	"github.com/gpuscope/gpuscope/internal/testwait"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 )
 
 func metricsText(t *testing.T, base string) string {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
 // tmuxSession drives one program in a detached tmux session on a private

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.

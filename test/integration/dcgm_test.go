@@ -15,14 +15,14 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
-	"github.com/gpuscope/gpuscope/internal/autosource"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/testwait"
-	"github.com/gpuscope/gpuscope/nvml"
-	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/auto"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 )
 
 func parseCSV(t testing.TB, csv string) *counters.Set {
@@ -159,7 +159,7 @@ func TestAutoModeKeepsTheGPUsVisible(t *testing.T) {
 		}
 		return dcgm.Value{Kind: dcgm.KindInt64, Int: 1000 + seq}, true
 	}))
-	auto, err := autosource.New(
+	as, err := auto.New(
 		func() (source.Source, error) {
 			return dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second,
 				BackoffInitial: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Log: quietLog()})
@@ -167,11 +167,11 @@ func TestAutoModeKeepsTheGPUsVisible(t *testing.T) {
 		func() (source.Source, error) {
 			return nvml.New(nvml.Config{Lib: nvf, Logger: quietLog(), EventWait: 20 * time.Millisecond})
 		},
-		quietLog(), autosource.WithProbe(20*time.Millisecond, 100*time.Millisecond),
+		quietLog(), auto.WithProbe(20*time.Millisecond, 100*time.Millisecond),
 	)
 	require.NoError(t, err)
-	defer auto.Close()
-	e, err := engine.New(engine.Options{Source: auto, Counters: parseCSV(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 100ms\n"),
+	defer as.Close()
+	e, err := engine.New(engine.Options{Source: as, Counters: parseCSV(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 100ms\n"),
 		DefaultInterval: time.Second, Log: quietLog()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

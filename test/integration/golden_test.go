@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

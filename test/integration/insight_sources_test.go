@@ -10,10 +10,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/dcgm"
-	"github.com/gpuscope/gpuscope/dcgm/dcgmfake"
-	"github.com/gpuscope/gpuscope/nvml"
-	"github.com/gpuscope/gpuscope/nvml/nvmlfake"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 )
 
 // A scripted input-bound step: 12 samples (1.2 s) of which 8 compute and 4

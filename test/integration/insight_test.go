@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/e2etest"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // The tolerances the insight metrics promise on the simulated workloads

@@ -13,12 +13,12 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/podattr"
-	"github.com/gpuscope/gpuscope/internal/podattr/kubelettest"
-	"github.com/gpuscope/gpuscope/internal/podlabels"
-	"github.com/gpuscope/gpuscope/internal/podlabels/apiservertest"
-	"github.com/gpuscope/gpuscope/sim"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
+	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
+	"github.com/gpuscope/gpuscope/internal/testkit/apiservertest"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // TestPodLabelsOnTheSeriesOfAnAttributedGPU runs the engine over a simulated

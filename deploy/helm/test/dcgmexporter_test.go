@@ -14,7 +14,7 @@ import (
 )
 
 // dcgmExporterValues is dcgm-exporter's own chart values file, which lives
-// in ../shared beside the checkout. Like internal/compattest in the main
+// in ../shared beside the checkout. Like internal/testkit/compattest in the main
 // module (which this module cannot import): skipped where the folder is
 // missing, failed in CI.
 func dcgmExporterValues(t *testing.T) string {
