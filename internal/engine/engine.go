@@ -223,11 +223,11 @@ func checkWindow(p *plan, win, clockWin time.Duration) error {
 }
 
 // windowFits is checkWindow's test for one field: a window of win at a watch
-// interval of iv needs int(win/iv)+2 samples (the ring's sizing), at most
-// capacity.
+// interval of iv needs window.SamplesFor samples (the ring's sizing), at
+// most capacity.
 func windowFits(p *plan, f counters.Field, flag string, win, iv time.Duration, capacity int, per string) error {
-	if need := int(win/iv) + 2; need > capacity {
-		fits := time.Duration(capacity-2) * iv
+	if need := window.SamplesFor(win, iv); need > capacity {
+		fits := window.SpanOf(capacity, iv)
 		return fmt.Errorf("%s:%d: %s: a %s of %s at its %s watch interval needs %d samples per %s, more than the %d a window holds; use %s %s or less, or a longer watch interval for this field",
 			p.set.File, f.Line, f.Name, flag, win, iv, need, per, capacity, flag, fits)
 	}

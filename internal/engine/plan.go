@@ -141,7 +141,7 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			stale = 0
 		}
 		if id == fieldid.ClocksEventReasons && p.expClock != nil {
-			p.clockRingCap = min(int(clockWin/iv)+2, maxClockSamples)
+			p.clockRingCap = min(window.SamplesFor(clockWin, iv), maxClockSamples)
 		}
 		p.slotOf[id] = len(p.slots)
 		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})
@@ -162,9 +162,7 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			gpuLevel: lv == fieldid.LevelGPU || lv == fieldid.LevelNone}
 		if len(f.Stats) > 0 {
 			s := &p.slots[si]
-			if c := int(win/s.interval) + 2; c > s.ringCap {
-				s.ringCap = min(c, window.MaxCapacity)
-			}
+			s.ringCap = max(s.ringCap, window.CapacityFor(win, s.interval))
 			m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
 			for _, st := range f.Stats {
 				if st == counters.StatP50 || st == counters.StatP90 || st == counters.StatP99 {
@@ -179,9 +177,7 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 	if ins.on {
 		for _, f := range insightFields {
 			s := &p.slots[p.slotOf[f.ID]]
-			if c := int(ins.window/s.interval) + 2; c > s.ringCap {
-				s.ringCap = min(c, window.MaxCapacity)
-			}
+			s.ringCap = max(s.ringCap, window.CapacityFor(ins.window, s.interval))
 		}
 	}
 	// One group per distinct interval, shortest first, each field once.

@@ -39,11 +39,6 @@ func (e *Engine) Updated() <-chan struct{} {
 	return e.raw.updated
 }
 
-// ringCapFor is the ring a slot needs to hold the window.
-func ringCapFor(s *slot, win int64) int {
-	return min(int(win/int64(s.interval))+2, window.MaxCapacity)
-}
-
 // applyDemandLocked gives the fields clients asked samples of a ring in
 // plan p.
 func (e *Engine) applyDemandLocked(p *plan) {
@@ -54,7 +49,7 @@ func (e *Engine) applyDemandLocked(p *plan) {
 			continue
 		}
 		if s := &p.slots[si]; s.ringCap == 0 {
-			s.ringCap = ringCapFor(s, int64(e.opts.Window))
+			s.ringCap = window.CapacityFor(e.opts.Window, s.interval)
 		}
 	}
 }

@@ -5,12 +5,32 @@ package window
 import (
 	"math"
 	"sort"
+	"time"
 )
 
 // MaxCapacity bounds a ring whatever the configuration asks for: a 15 s
 // window at 100 ms needs 150 slots, so this leaves ample room while capping
 // memory at 16 bytes x MaxCapacity per series.
 const MaxCapacity = 4096
+
+// SamplesFor is the number of samples a ring needs to cover a window of win
+// at one sample every iv: one per interval, plus the sample just before the
+// window starts and the one just taken, so that a rate or a span over the
+// whole window has both ends. It is not clamped: callers that refuse a window
+// compare it with MaxCapacity, the others clamp it.
+func SamplesFor(win, iv time.Duration) int {
+	if iv <= 0 {
+		return MaxCapacity
+	}
+	return int(win/iv) + 2
+}
+
+// SpanOf is the longest window a ring of capacity samples covers at one
+// sample every iv: SamplesFor inverted.
+func SpanOf(capacity int, iv time.Duration) time.Duration { return time.Duration(capacity-2) * iv }
+
+// CapacityFor is SamplesFor clamped to MaxCapacity: the ring to allocate.
+func CapacityFor(win, iv time.Duration) int { return min(SamplesFor(win, iv), MaxCapacity) }
 
 // Ring holds the last Cap samples of a series, oldest overwritten first.
 // It is not safe for concurrent use; the engine guards it.

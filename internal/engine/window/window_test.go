@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,4 +224,26 @@ func TestSelectionMatchesASortedReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The ring sizing that the engine's plan, its window check and the samples
+// API share: one sample per interval plus both ends of the window.
+func TestSamplesForCoversTheWindowAndSpanOfInvertsIt(t *testing.T) {
+	tests := []struct {
+		win, iv      time.Duration
+		samples, cap int
+	}{
+		{15 * time.Second, 100 * time.Millisecond, 152, 152},
+		{5 * time.Minute, 100 * time.Millisecond, 3002, 3002},
+		{time.Second, 300 * time.Millisecond, 5, 5},
+		{24 * time.Hour, 100 * time.Millisecond, 864002, MaxCapacity},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.samples, SamplesFor(tt.win, tt.iv), "%s at %s", tt.win, tt.iv)
+		assert.Equal(t, tt.cap, CapacityFor(tt.win, tt.iv), "%s at %s", tt.win, tt.iv)
+		if tt.samples == tt.cap {
+			assert.Equal(t, tt.win.Truncate(tt.iv), SpanOf(tt.samples, tt.iv), "%s at %s", tt.win, tt.iv)
+		}
+	}
+	assert.Equal(t, 409400*time.Millisecond, SpanOf(MaxCapacity, 100*time.Millisecond))
 }
