@@ -25,7 +25,7 @@ func TestPodLabelsFlagIsOffByDefault(t *testing.T) {
 // flag, the counts and the counters file.
 func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
 	manyLabels := filepath.Join(t.TempDir(), "labels.csv")
-	csv := "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+	csv := "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_XID_ERRORS, gauge, x\n"
 	for _, f := range []string{"DCGM_FI_DRIVER_VERSION", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP",
 		"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_GPU_UTIL",
 		"DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_FREE"} {
@@ -40,14 +40,19 @@ func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
 		args []string
 		want string
 	}{
-		// Default counters: 8 identity + 1 label field + pod, namespace,
-		// container + 2 of a family + 4 added later leave 12.
+		// Default counters, on a MIG GPU instance: 8 identity + 1 label
+		// field + pod, namespace, container + 2 of a family + 4 added
+		// later leave 12.
 		{"thirteen named keys", []string{"--kubernetes.pod-labels", thirteen},
-			`--kubernetes.pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series already carries up to 18 of the 30 labels`},
+			`--kubernetes.pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series of a MIG GPU instance already carries 18 of the 30 labels`},
+		{"vgpu and compute instances take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes-virtual-gpus", "--mig-compute-instances"},
+			"matches up to 12 label keys but only 10 fit: a series of a MIG compute instance already carries 20 of the 30 labels"},
 		{"pod_uid and hpc_job take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes.pod-uid-label", "--hpc-job-mapping-dir", t.TempDir()},
 			"matches up to 12 label keys but only 10 fit"},
 		{"a counters file that leaves no room", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*"},
-			`--kubernetes.pod-labels "team.*": no room for pod labels: a series already carries up to 30 of the 30 labels Mimir and Cortex accept (13 label-type fields in ` + manyLabels},
+			`--kubernetes.pod-labels "team.*": no room for pod labels: a series of a MIG GPU instance already carries 30 of the 30 labels Mimir and Cortex accept (8 identity: gpu, UUID, pci_bus_id, device, modelName, GPU_I_PROFILE, GPU_I_ID, Hostname; 13 label-type fields of ` + manyLabels},
+		{"the advice names the options that add labels", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*", "--kubernetes.pod-uid-label"},
+			"to fit, drop --kubernetes.pod-uid-label (pod_uid) or list fewer label-type fields in " + manyLabels},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

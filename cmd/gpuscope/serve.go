@@ -214,6 +214,7 @@ func serve(c *cli.Context) error {
 		Hostname:          hostname,
 		HostnameLabel:     hostLabel,
 		Enrichers:         enrichers,
+		LabelOptions:      labelOptions(),
 		Log:               log.WithField("component", "engine"),
 		Select:            selectEntities(dx, log),
 		ComputeInstances:  dx.ComputeInstances,

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
@@ -18,6 +19,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/auto"
+	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 // openAuto serves DCGM when it connects and NVML otherwise, switching as the
@@ -168,53 +170,61 @@ func openPodLabels(ctx context.Context, c *cli.Context, set *counters.Set, log *
 
 // podLabelRoom is how many pod labels fit on the widest series beside the
 // identity, label-field and enricher labels this configuration puts there,
-// under the limit that Mimir and Cortex enforce. An allowlist that names
-// more keys than that, or a configuration that leaves no room, is an error
-// at startup rather than series refused later by the remote store.
+// under the limit that Mimir and Cortex enforce, counted by the engine's
+// own count. An allowlist that names more keys than that, or a
+// configuration that leaves no room, is an error at startup rather than
+// series refused later by the remote store.
 func podLabelRoom(c *cli.Context, set *counters.Set) (int, error) {
-	shape := labelbudget.Shape{LabelFields: countLabelFields(set)}
-	if c.Bool(flagSimPods) {
-		shape.EnricherLabels += 3
-	}
-	if c.Bool(flagKubernetes) {
-		shape.EnricherLabels += 3 // pod, namespace, container
-		if c.Bool(flagPodUID) {
-			shape.EnricherLabels++
-		}
-		if c.Bool(flagDRA) {
-			shape.EnricherLabels += len(podattr.DRALabels)
-		}
-	}
-	if c.String(flagHPCJobDir) != "" {
-		shape.EnricherLabels++
-	}
+	widest := seriesShape(c, set).Widest()
+	room := widest.Room()
 	expr := c.String(flagPodLabels)
-	room := shape.Room()
-	why := fmt.Sprintf("a series already carries up to %d of the %d labels Mimir and Cortex accept "+
-		"(%d label-type fields in %s, %d pod and job labels, the identity labels, and %d added by Prometheus and an external label)",
-		shape.Widest(), labelbudget.Limit, shape.LabelFields, set.File, shape.EnricherLabels, labelbudget.Reserved)
 	if room < 1 {
-		return 0, fmt.Errorf("--%s %q: no room for pod labels: %s; list fewer label-type fields", flagPodLabels, expr, why)
+		return 0, fmt.Errorf("--%s %q: no room for pod labels: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); %s",
+			flagPodLabels, expr, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), widest.Advice())
 	}
 	n, finite, err := labelbudget.AllowlistKeys(expr)
 	if err != nil {
 		return 0, fmt.Errorf("--%s: %w", flagPodLabels, err)
 	}
 	if finite && n > room {
-		return 0, fmt.Errorf("--%s %q matches up to %d label keys but only %d fit: %s; name at most %d keys",
-			flagPodLabels, expr, n, room, why, room)
+		return 0, fmt.Errorf("--%s %q matches up to %d label keys but only %d fit: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); name at most %d keys",
+			flagPodLabels, expr, n, room, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), room)
 	}
 	return min(room, podlabels.DefaultMaxLabelsPerPod), nil
 }
 
-// countLabelFields counts the distinct label-type fields of a counters set:
-// a field listed under two names labels the series once.
-func countLabelFields(set *counters.Set) int {
-	seen := map[uint16]bool{}
-	for _, f := range set.Fields {
-		if f.Type == counters.Label {
-			seen[f.ID] = true
-		}
+// seriesShape is what the flags put on the engine's series, before the
+// enrichers exist.
+func seriesShape(c *cli.Context, set *counters.Set) engine.SeriesShape {
+	shape := engine.SeriesShape{Counters: set, ComputeInstances: c.Bool(flagComputeInstances),
+		OldNamespace: c.Bool(flagOldNamespace), Insight: c.Bool(flagInsight), Options: labelOptions()}
+	if !c.Bool(flagNoHostname) {
+		shape.HostnameLabel = c.String(flagHostnameLabel)
 	}
-	return len(seen)
+	if c.Bool(flagSimPods) {
+		shape.EnricherLabels = append(shape.EnricherLabels, simpods.LabelNames...)
+	}
+	if c.Bool(flagKubernetes) {
+		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(c.Bool(flagPodUID), c.Bool(flagVirtualGPUs), c.Bool(flagDRA))...)
+	}
+	if c.String(flagHPCJobDir) != "" {
+		shape.EnricherLabels = append(shape.EnricherLabels, hpcjob.LabelJob)
+	}
+	return shape
+}
+
+// labelOptions names the option that adds each label a user can drop, for
+// the label-budget errors.
+func labelOptions() map[string]string {
+	m := map[string]string{
+		"GPU_CI_ID":             "--" + flagComputeInstances,
+		podattr.LabelPodUID:     "--" + flagPodUID,
+		podattr.LabelVGPU:       "--" + flagVirtualGPUs,
+		hpcjob.LabelJob:         "--" + flagHPCJobDir,
+		labelbudget.ExtraOption: "--" + flagPodLabels,
+	}
+	for _, l := range podattr.DRALabels {
+		m[l] = "--" + flagDRA
+	}
+	return m
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/insight"
-	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
@@ -50,6 +49,10 @@ type Options struct {
 	// Select keeps the entities the device options (-d, -s, -p) ask for;
 	// nil keeps all. Samples of the others are dropped.
 	Select func([]*source.Entity) []*source.Entity
+	// LabelOptions names, by label name, the option that adds the label
+	// (labelbudget.ExtraOption for the pod labels), so that a label-budget
+	// error says what to drop.
+	LabelOptions map[string]string
 	// NoHostname leaves the Hostname label out (dcgm-exporter's -n).
 	NoHostname bool
 	// OldNamespace uses dcgm-exporter 1.x label names (its -o): uuid for
@@ -183,17 +186,7 @@ func New(opts Options) (*Engine, error) {
 // checkLabelBudget refuses a plan whose widest series could carry more
 // labels than a remote store accepts, naming the counters file.
 func (e *Engine) checkLabelBudget(p *plan) error {
-	shape := labelbudget.Shape{LabelFields: len(p.labelFields)}
-	for _, en := range e.enr {
-		shape.EnricherLabels += len(en.names)
-		if xl, ok := en.e.(enrich.ExtraLabeler); ok {
-			shape.ExtraLabels += xl.MaxExtraLabels()
-		}
-	}
-	if err := shape.Check(); err != nil {
-		return fmt.Errorf("%s: %w; list fewer label-type fields", p.set.File, err)
-	}
-	return nil
+	return shapeOf(&e.opts, p.set, e.enr).Check()
 }
 
 // checkWindow refuses a window that a ring cannot hold: a field's window

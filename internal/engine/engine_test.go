@@ -821,7 +821,8 @@ func labelFieldsCSV(n int) string {
 		"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_RETIRED_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
 		"DCGM_FI_DEV_ROW_REMAP_PENDING"}
 	var b strings.Builder
-	b.WriteString("DCGM_FI_DEV_GPU_TEMP, gauge, t\n")
+	// The XID field's err_code and err_msg are the widest family.
+	b.WriteString("DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_XID_ERRORS, gauge, x\n")
 	for _, n := range names[:n] {
 		b.WriteString(n + ", label, l\n")
 	}
@@ -841,7 +842,8 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 		enrichers []enrich.Enricher
 		ok        bool
 	}{
-		// 8 identity + 16 + 2 of a family + 4 added later = 30.
+		// A MIG GPU instance: 8 identity + 16 + 2 of a family + 4 added
+		// later = 30.
 		{"16 label fields fit", 16, nil, true},
 		{"17 label fields do not", 17, nil, false},
 		// The pod enricher adds 2 names and up to 2 pod labels.
@@ -858,7 +860,8 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), "test.csv: series would carry up to 31 labels, over the limit of 30")
+			assert.Contains(t, err.Error(), "a series of a MIG GPU instance would carry up to 31 labels, over the limit of 30")
+			assert.Contains(t, err.Error(), "to fit, list fewer label-type fields in test.csv")
 		})
 	}
 
@@ -868,7 +871,7 @@ func TestLabelBudgetRefusesTooManyLabelFields(t *testing.T) {
 	e.baseCtx = context.Background()
 	err := e.Reload(parseSet(t, labelFieldsCSV(17)))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "reload: test.csv: series would carry up to 31 labels")
+	assert.Contains(t, err.Error(), "reload: a series of a MIG GPU instance would carry up to 31 labels")
 	collectAll(t, e)
 	assert.Len(t, series(scrape(t, e), "DCGM_FI_DEV_GPU_TEMP", nil), 1, "the previous set keeps running")
 }

@@ -90,65 +90,78 @@ func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, e
 // out, as every template writes it only when set.
 func identityLabels(b *strings.Builder, e *source.Entity, opts *Options) {
 	b.WriteByte('{')
-	switch {
-	case e.Kind == source.NvSwitch:
-		b.WriteString(`nvswitch="nvswitch`)
-		b.WriteString(strconv.Itoa(e.Switch))
-		b.WriteByte('"')
-	case e.Kind == source.NVLink && e.Switch >= 0:
-		b.WriteString(`nvlink="`)
-		b.WriteString(strconv.Itoa(e.Link))
-		b.WriteString(`",nvswitch="nvswitch`)
-		b.WriteString(strconv.Itoa(e.Switch))
-		b.WriteByte('"')
-	case e.Kind == source.NVLink:
-		b.WriteString(`nvlink="`)
-		b.WriteString(strconv.Itoa(e.Link))
-		b.WriteString(`",gpu="`)
-		b.WriteString(strconv.Itoa(e.GPU))
-		b.WriteByte('"')
-		writeLabel(b, "gpu_uuid", e.UUID)
-		writeLabel(b, "pci_bus_id", e.PCIBusID)
-		writeLabel(b, "device", e.Device)
-		// toGPUNvLinkMetric never replaces blanks in the model name.
-		writeLabel(b, "model_name", e.ModelName)
-	case e.Kind == source.CPU:
-		b.WriteString(`cpu="`)
-		b.WriteString(strconv.Itoa(e.CPU))
-		b.WriteByte('"')
-	case e.Kind == source.CPUCore:
-		b.WriteString(`cpucore="`)
-		b.WriteString(strconv.Itoa(e.CPUCore))
-		b.WriteString(`",cpu="`)
-		b.WriteString(strconv.Itoa(e.CPU))
-		b.WriteByte('"')
-	default:
-		b.WriteString(`gpu="`)
-		b.WriteString(strconv.Itoa(e.GPU))
-		b.WriteByte('"')
-		if opts.OldNamespace {
-			writeLabel(b, "uuid", e.UUID)
-		} else {
-			writeLabel(b, "UUID", e.UUID)
+	for i, l := range identityOf(e, opts.OldNamespace) {
+		if i > 0 {
+			b.WriteByte(',')
 		}
-		writeLabel(b, "pci_bus_id", e.PCIBusID)
-		writeLabel(b, "device", e.Device)
-		writeLabel(b, "modelName", modelName(e.ModelName, opts.ReplaceBlanksInModelName))
-		if e.GPUInstanceID >= 0 {
-			writeLabel(b, "GPU_I_PROFILE", e.GPUInstanceProfile)
-			b.WriteString(`,GPU_I_ID="`)
-			b.WriteString(strconv.Itoa(e.GPUInstanceID))
-			b.WriteByte('"')
-		}
-		if e.ComputeInstanceID >= 0 {
-			b.WriteString(`,GPU_CI_ID="`)
-			b.WriteString(strconv.Itoa(e.ComputeInstanceID))
-			b.WriteByte('"')
-		}
+		b.WriteString(l.name)
+		b.WriteString(`="`)
+		b.WriteString(escapeLabel(l.value(e, opts)))
+		b.WriteByte('"')
 	}
-	if !opts.NoHostname && opts.Hostname != "" {
+	if writesHostname(opts) {
 		writeLabel(b, opts.HostnameLabel, opts.Hostname)
 	}
+}
+
+// writesHostname says whether the host label is written.
+func writesHostname(opts *Options) bool { return !opts.NoHostname && opts.Hostname != "" }
+
+// identityLabel is one identity label: its name and the entity's value.
+type identityLabel struct {
+	name  string
+	value func(e *source.Entity, opts *Options) string
+}
+
+var (
+	gpuLabel      = identityLabel{"gpu", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.GPU) }}
+	uuidLabel     = identityLabel{"UUID", func(e *source.Entity, _ *Options) string { return e.UUID }}
+	oldUUIDLabel  = identityLabel{"uuid", uuidLabel.value}
+	linkUUIDLabel = identityLabel{"gpu_uuid", uuidLabel.value}
+	pciLabel      = identityLabel{"pci_bus_id", func(e *source.Entity, _ *Options) string { return e.PCIBusID }}
+	deviceLabel   = identityLabel{"device", func(e *source.Entity, _ *Options) string { return e.Device }}
+	modelLabel    = identityLabel{"modelName", func(e *source.Entity, o *Options) string {
+		return modelName(e.ModelName, o.ReplaceBlanksInModelName)
+	}}
+	// toGPUNvLinkMetric never replaces blanks in the model name.
+	linkModelLabel = identityLabel{"model_name", func(e *source.Entity, _ *Options) string { return e.ModelName }}
+	giProfileLabel = identityLabel{"GPU_I_PROFILE", func(e *source.Entity, _ *Options) string { return e.GPUInstanceProfile }}
+	giLabel        = identityLabel{"GPU_I_ID", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.GPUInstanceID) }}
+	ciLabel        = identityLabel{"GPU_CI_ID", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.ComputeInstanceID) }}
+	nvlinkLabel    = identityLabel{"nvlink", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.Link) }}
+	switchLabel    = identityLabel{"nvswitch", func(e *source.Entity, _ *Options) string { return "nvswitch" + strconv.Itoa(e.Switch) }}
+	cpuLabel       = identityLabel{"cpu", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.CPU) }}
+	coreLabel      = identityLabel{"cpucore", func(e *source.Entity, _ *Options) string { return strconv.Itoa(e.CPUCore) }}
+)
+
+// identityOf is the one list of an entity's identity labels, in the order
+// they are written, the host label aside: identityLabels writes them and
+// SeriesShape counts them.
+func identityOf(e *source.Entity, oldNamespace bool) []identityLabel {
+	switch {
+	case e.Kind == source.NvSwitch:
+		return []identityLabel{switchLabel}
+	case e.Kind == source.NVLink && e.Switch >= 0:
+		return []identityLabel{nvlinkLabel, switchLabel}
+	case e.Kind == source.NVLink:
+		return []identityLabel{nvlinkLabel, gpuLabel, linkUUIDLabel, pciLabel, deviceLabel, linkModelLabel}
+	case e.Kind == source.CPU:
+		return []identityLabel{cpuLabel}
+	case e.Kind == source.CPUCore:
+		return []identityLabel{coreLabel, cpuLabel}
+	}
+	uuid := uuidLabel
+	if oldNamespace {
+		uuid = oldUUIDLabel
+	}
+	out := []identityLabel{gpuLabel, uuid, pciLabel, deviceLabel, modelLabel}
+	if e.GPUInstanceID >= 0 {
+		out = append(out, giProfileLabel, giLabel)
+	}
+	if e.ComputeInstanceID >= 0 {
+		out = append(out, ciLabel)
+	}
+	return out
 }
 
 func writeLabel(b *strings.Builder, name, value string) {
@@ -162,14 +175,19 @@ func writeLabel(b *strings.Builder, name, value string) {
 // familyLabels are the labels that families add after an entity's label set.
 var familyLabels = []string{
 	"stat", "xid", "xid_description", "err_code", "err_msg", "clock_event", "window_size_in_ms",
-	"health_watch", "health_error_code", "field",
+	"health_watch", "health_error_code", "field", "bound",
 }
 
-// identityNames are the identity labels of every entity kind.
-var identityNames = []string{
-	"gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "GPU_CI_ID",
-	"nvlink", "nvswitch", "gpu_uuid", "model_name", "cpu", "cpucore", "Hostname", "hostname", "uuid",
-}
+// identityNames are the identity labels of every entity kind, and both
+// spellings of the host label.
+var identityNames = func() []string {
+	names := []string{"Hostname", "hostname"}
+	for _, l := range []identityLabel{gpuLabel, uuidLabel, oldUUIDLabel, linkUUIDLabel, pciLabel, deviceLabel, modelLabel,
+		linkModelLabel, giProfileLabel, giLabel, ciLabel, nvlinkLabel, switchLabel, cpuLabel, coreLabel} {
+		names = append(names, l.name)
+	}
+	return names
+}()
 
 // withoutTakenNames leaves out the extra labels (pod labels) whose name
 // gpuscope already sets: an identity label of any entity kind, a label-type

@@ -146,15 +146,13 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 		p.slotOf[id] = len(p.slots)
 		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})
 	}
+	p.labelFields = labelFieldsOf(set)
+	for i, f := range p.labelFields {
+		p.textOf[f.ID] = i
+	}
 	for _, f := range sourceFields {
 		si := p.slotOf[f.ID]
 		if f.Type == counters.Label {
-			// A field listed under two names (legacy and current) labels
-			// the series once, under the first.
-			if _, ok := p.textOf[f.ID]; !ok {
-				p.textOf[f.ID] = len(p.labelFields)
-				p.labelFields = append(p.labelFields, f)
-			}
 			continue
 		}
 		lv := fieldid.Of(f.ID).Level

@@ -27,6 +27,10 @@ type Source struct {
 	Values    ValueFunc
 	// Texts are the values of label-type fields, by field ID.
 	Texts map[uint16]string
+	// TextsEverywhere hands Texts to every entity, as DCGM does for a field
+	// whose level applies to switches and links too; by default only GPUs
+	// get them.
+	TextsEverywhere bool
 	// Now is the sample clock; time.Now when nil.
 	Now func() time.Time
 	// XIDs are handed to the sink at the next Collect of a group with
@@ -110,7 +114,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		for _, e := range s.Ents {
 			if t, ok := s.Texts[f.ID]; ok {
 				// Text fields describe the board, so only GPUs carry them.
-				if e.Kind == source.GPU {
+				if e.Kind == source.GPU || s.TextsEverywhere {
 					sink.Text(e, f.ID, t)
 				}
 				continue

@@ -27,10 +27,13 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
+	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
+	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 var update = flag.Bool("update", false, "rewrite the budget table of docs/scale.md from this run")
@@ -203,13 +206,9 @@ func measure(t *testing.T, v variant, jobs string) row {
 	// The label budget holds on what was measured: the widest series plus
 	// an external label (cluster) stays within the limit and within the
 	// bound that startup checks.
-	labelFields := map[uint16]bool{}
-	for _, f := range set.Fields {
-		if f.Type == counters.Label {
-			labelFields[f.ID] = true
-		}
-	}
-	bound := labelbudget.Shape{LabelFields: len(labelFields), EnricherLabels: 4}.Widest()
+	shape := engine.SeriesShape{Counters: set, HostnameLabel: engine.DefaultHostnameLabel,
+		EnricherLabels: append(append([]string(nil), simpods.LabelNames...), hpcjob.LabelJob)}
+	bound := shape.Widest().Stored()
 	require.LessOrEqual(t, widest+1, bound, "%s: the widest series (%d labels stored, plus cluster) exceeds the bound startup checks (%d)", name, widest, bound)
 	require.LessOrEqual(t, widest+1, labelbudget.Limit, "%s: the widest series exceeds %d labels", name, labelbudget.Limit)
 

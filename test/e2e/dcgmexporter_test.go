@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -60,4 +61,33 @@ func TestDCGMExporterCommandLine(t *testing.T) {
 	sort.Strings(gpus)
 	assert.Equal(t, []string{"0", "1"}, gpus)
 	assert.NotContains(t, mfs, "DCGM_FI_DEV_GPU_TEMP", "the 1.x file names the families")
+}
+
+// dcgm-exporter's own default counters file with --kubernetes
+// --kubernetes-virtual-gpus --kubernetes-enable-pod-labels starts and
+// serves, as dcgm-exporter does: the label budget counts the vgpu label
+// with every other label the engine writes, and caps the pod labels to
+// what is left, so no series crosses the 30 labels a remote store accepts.
+// The API server is away (nothing listens on its port): pod labels are
+// retried in the background, never fatal.
+func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.T) {
+	csv := filepath.Join(compattest.Dir(t), "default-counters.csv")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "1")
+	dir, err := os.MkdirTemp("", "kubelet")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	base, p := e2etest.GPUScope(t, "--fake-gpus", "-f", csv, "--kubernetes", "--kubernetes-virtual-gpus",
+		"--kubernetes-enable-pod-labels", "--kubernetes.pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
+	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
+	for name, mf := range mfs {
+		for _, m := range mf.Metric {
+			// __name__ and three labels Prometheus and the store add.
+			assert.LessOrEqual(t, len(m.Label)+4, 30, "%s %v", name, m.Label)
+		}
+	}
+	// A MIG GPU instance carries 8 identity labels, the driver version,
+	// pod, namespace, container and vgpu, 2 of a family and 4 added later:
+	// 11 pod labels fit.
+	assert.Contains(t, p.Output(), "max_pod_labels=11")
 }

@@ -20,50 +20,106 @@ const (
 	// job and instance target labels, and one more target or external
 	// label (cluster, or a replica label of an HA pair).
 	Reserved = 4
-	// Identity counts the identity labels of the widest entity: gpu, UUID,
-	// pci_bus_id, device, modelName and Hostname, plus GPU_I_PROFILE and
-	// GPU_I_ID on a MIG instance.
-	Identity = 8
-	// FamilyLabels is the most labels one family adds of its own:
-	// clock_event and window_size_in_ms on DCGM_EXP_CLOCK_EVENTS_COUNT
-	// (stat, xid or field on the others).
-	FamilyLabels = 2
+	// ExtraOption is the key of Count.Options that names what adds the
+	// labels learnt at run time (the pod labels).
+	ExtraOption = "*"
 )
 
-// Shape is what, besides the fixed parts, decides how wide a series gets.
-type Shape struct {
-	// LabelFields is the number of distinct label-type fields of the
-	// counters file; each is a label on every series of its entity.
-	LabelFields int
-	// EnricherLabels is the number of fixed enricher labels (pod,
-	// namespace, container, pod_uid, hpc_job).
-	EnricherLabels int
-	// ExtraLabels is the most labels an enricher adds under names it learns
-	// at run time (the pod labels of --kubernetes.pod-labels).
-	ExtraLabels int
+// Count is the labels one series carries once stored, by where they come
+// from. The engine fills it from the label names it writes
+// (engine.SeriesShape.Count); this package only adds them up and explains.
+type Count struct {
+	// Kind names the entity kind of the series ("MIG compute instance").
+	Kind string
+	// Identity are the identity labels of the kind, the host label included.
+	Identity []string
+	// LabelFields are the label-type fields of the counters file File.
+	LabelFields []string
+	File        string
+	// Enricher are the labels of the enrichers (pod, namespace, container,
+	// vgpu, pod_uid, the DRA labels, hpc_job).
+	Enricher []string
+	// Extra is the most labels enrichers add under names learnt at run time
+	// (the pod labels).
+	Extra int
+	// Family is the most labels a family adds of its own (stat, or
+	// clock_event and window_size_in_ms, err_code and err_msg, ...).
+	Family int
+	// Options names, by label name (ExtraOption for the run-time labels),
+	// the option that adds it, so that an error can say what to drop.
+	Options map[string]string
 }
 
-// Widest is the most labels any series of this shape carries once stored.
-func (s Shape) Widest() int {
-	return Identity + s.LabelFields + s.EnricherLabels + s.ExtraLabels + FamilyLabels + Reserved
+// Stored is the number of labels the series carries in the store,
+// __name__ and the target labels included.
+func (c Count) Stored() int {
+	return len(c.Identity) + len(c.LabelFields) + len(c.Enricher) + c.Extra + c.Family + Reserved
 }
 
-// Check fails when a series of this shape could exceed Limit, and says
-// where the labels come from.
-func (s Shape) Check() error {
-	if w := s.Widest(); w > Limit {
-		return fmt.Errorf("series would carry up to %d labels, over the limit of %d that Mimir and Cortex enforce by default "+
-			"(%d identity, %d label-type fields of the counters file, %d pod and job labels, %d pod labels, %d of a family, %d added by Prometheus and one external label)",
-			w, Limit, Identity, s.LabelFields, s.EnricherLabels, s.ExtraLabels, FamilyLabels, Reserved)
+// Room is how many run-time labels (pod labels) still fit on this series;
+// Extra is ignored.
+func (c Count) Room() int { return Limit - (c.Stored() - c.Extra) }
+
+// Check fails when the series exceeds Limit, saying where its labels come
+// from and which options add the ones that could be dropped.
+func (c Count) Check() error {
+	if n := c.Stored(); n > Limit {
+		return fmt.Errorf("a series of a %s would carry up to %d labels, over the limit of %d that Mimir and Cortex enforce by default (%s); %s",
+			c.Kind, n, Limit, c.Breakdown(), c.Advice())
 	}
 	return nil
 }
 
-// Room is how many run-time labels (pod labels) still fit on the widest
-// series of this shape; ExtraLabels is ignored.
-func (s Shape) Room() int {
-	s.ExtraLabels = 0
-	return Limit - s.Widest()
+// Breakdown lists the labels by origin, naming each.
+func (c Count) Breakdown() string {
+	parts := []string{fmt.Sprintf("%d identity: %s", len(c.Identity), strings.Join(c.Identity, ", "))}
+	if len(c.LabelFields) > 0 {
+		parts = append(parts, fmt.Sprintf("%d label-type fields of %s: %s", len(c.LabelFields), c.File, strings.Join(c.LabelFields, ", ")))
+	}
+	if len(c.Enricher) > 0 {
+		parts = append(parts, fmt.Sprintf("%d pod and job labels: %s", len(c.Enricher), strings.Join(c.Enricher, ", ")))
+	}
+	if c.Extra > 0 {
+		parts = append(parts, fmt.Sprintf("up to %d pod labels", c.Extra))
+	}
+	if c.Family > 0 {
+		parts = append(parts, fmt.Sprintf("%d of a family", c.Family))
+	}
+	parts = append(parts, fmt.Sprintf("%d added by Prometheus and one external label", Reserved))
+	return strings.Join(parts, "; ")
+}
+
+// Advice says what to drop to lose labels: the options that add them (each
+// once, in the order their labels are written), the run-time labels, then
+// the counters file's label-type fields.
+func (c Count) Advice() string {
+	var ways []string
+	seen := map[string]bool{}
+	add := func(label string) {
+		if o := c.Options[label]; o != "" && !seen[o] {
+			seen[o] = true
+			ways = append(ways, fmt.Sprintf("drop %s (%s)", o, label))
+		}
+	}
+	for _, l := range c.Identity {
+		add(l)
+	}
+	for _, l := range c.Enricher {
+		add(l)
+	}
+	if o := c.Options[ExtraOption]; o != "" && c.Extra > 0 {
+		ways = append(ways, fmt.Sprintf("let %s name fewer keys", o))
+	}
+	if len(c.LabelFields) > 0 {
+		ways = append(ways, fmt.Sprintf("list fewer label-type fields in %s", c.File))
+	}
+	switch len(ways) {
+	case 0:
+		return "nothing can be dropped"
+	case 1:
+		return "to fit, " + ways[0]
+	}
+	return "to fit, " + strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
 // maxCount stops counting the keys of a finite allowlist; anything larger

@@ -39,32 +39,36 @@ func TestAllowlistKeys(t *testing.T) {
 	assert.ErrorContains(t, err, `allowlist "team("`)
 }
 
-func TestShape(t *testing.T) {
+func TestCountAddsUpAndSaysWhatToDrop(t *testing.T) {
+	gi := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "Hostname"}
+	pods := []string{"pod", "namespace", "container", "vgpu"}
+	opts := map[string]string{"vgpu": "--kubernetes-virtual-gpus", ExtraOption: "--kubernetes.pod-labels"}
 	tests := []struct {
 		name   string
-		shape  Shape
-		widest int
+		count  Count
+		stored int
 		room   int
-		ok     bool
+		drop   string // "" when the count fits
 	}{
-		// The shipped counters files hold one label field (the driver
-		// version); Kubernetes adds pod, namespace and container.
-		{"kubernetes", Shape{LabelFields: 1, EnricherLabels: 3}, 18, 12, true},
-		{"kubernetes with pod_uid and hpc_job", Shape{LabelFields: 1, EnricherLabels: 5}, 20, 10, true},
-		{"pod labels filling the room", Shape{LabelFields: 1, EnricherLabels: 5, ExtraLabels: 10}, 30, 10, true},
-		{"one pod label too many", Shape{LabelFields: 1, EnricherLabels: 5, ExtraLabels: 11}, 31, 10, false},
-		{"label fields alone too many", Shape{LabelFields: 17}, 31, -1, false},
+		// dcgm-exporter's default counters hold one label field (the
+		// driver version); Kubernetes adds pod, namespace, container, vgpu.
+		{"kubernetes", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, Enricher: pods, Family: 2}, 19, 11, ""},
+		{"pod labels filling the room", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, Enricher: pods, Extra: 11, Family: 2}, 30, 11, ""},
+		{"one pod label too many", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, File: "c.csv", Enricher: pods, Extra: 12, Family: 2, Options: opts},
+			31, 11, "to fit, drop --kubernetes-virtual-gpus (vgpu), let --kubernetes.pod-labels name fewer keys or list fewer label-type fields in c.csv"},
+		{"nothing to drop", Count{Identity: make([]string, 27)}, 31, -1, "nothing can be dropped"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.widest, tt.shape.Widest())
-			assert.Equal(t, tt.room, tt.shape.Room())
-			err := tt.shape.Check()
-			if tt.ok {
+			assert.Equal(t, tt.stored, tt.count.Stored())
+			assert.Equal(t, tt.room, tt.count.Room())
+			err := tt.count.Check()
+			if tt.drop == "" {
 				assert.NoError(t, err)
-			} else {
-				assert.ErrorContains(t, err, "over the limit of 30")
+				return
 			}
+			assert.ErrorContains(t, err, "over the limit of 30")
+			assert.ErrorContains(t, err, tt.drop)
 		})
 	}
 }

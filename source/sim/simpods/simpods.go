@@ -97,7 +97,11 @@ func New(n int) *Enricher {
 	return e
 }
 
-func (e *Enricher) LabelNames() []string { return []string{"pod", "namespace", "container"} }
+// LabelNames implements enrich.Enricher.
+func (e *Enricher) LabelNames() []string { return LabelNames }
+
+// LabelNames are the labels the enricher writes.
+var LabelNames = []string{"pod", "namespace", "container"}
 
 func (e *Enricher) Values(ent *source.Entity) []string {
 	if ent.GPU < 0 || ent.GPU >= len(e.pods) {

@@ -69,6 +69,23 @@ const (
 var DRALabels = []string{"dra_claim_name", "dra_claim_namespace", "dra_driver_name", "dra_pool_name",
 	"dra_device_name", "dra_mig_profile", "dra_mig_device_uuid"}
 
+// LabelNames are the labels an enricher configured with PodUIDLabel,
+// VirtualGPUs and DRA writes, in order; startup counts them in the label
+// budget before the enricher exists.
+func LabelNames(podUID, virtualGPUs, dra bool) []string {
+	labels := []string{LabelPod, LabelNamespace, LabelContainer}
+	if podUID {
+		labels = append(labels, LabelPodUID)
+	}
+	if virtualGPUs {
+		labels = append(labels, LabelVGPU)
+	}
+	if dra {
+		labels = append(labels, DRALabels...)
+	}
+	return labels
+}
+
 // DRADevices maps a DRA claim's device, named by pool and device, to a GPU
 // (draslices.Watcher).
 type DRADevices interface {
@@ -254,16 +271,7 @@ func New(cfg Config) (*Enricher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	labels := []string{LabelPod, LabelNamespace, LabelContainer}
-	if cfg.PodUIDLabel {
-		labels = append(labels, LabelPodUID)
-	}
-	if cfg.VirtualGPUs {
-		labels = append(labels, LabelVGPU)
-	}
-	if cfg.DRA != nil {
-		labels = append(labels, DRALabels...)
-	}
+	labels := LabelNames(cfg.PodUIDLabel, cfg.VirtualGPUs, cfg.DRA != nil)
 	e := &Enricher{
 		cfg:       cfg,
 		log:       cfg.Logger.WithField("component", "podattr"),
