@@ -575,7 +575,7 @@ func (e *Engine) relabelLocked() {
 		}
 	}
 	for _, es := range e.order {
-		es.labels = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
+		es.labels, es.labelMap = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
 		es.enrichGen = gen
 	}
 }

@@ -16,92 +16,112 @@ const maxLabelCopies = 64
 // dcgm-exporter (up to 4.8.2) calls it Hostname.
 const DefaultHostnameLabel = "Hostname"
 
+// labelPair is one label of a series, its value not yet escaped.
+type labelPair struct{ name, value string }
+
 // buildLabels renders the label sets of an entity: its identity labels in
 // dcgm-exporter's layout for its kind, the label-type fields (taken from the
 // parent GPU for MIG instances and GPU links), and the enrichers' labels, one
-// set per combination of the enrichers' rows.
-func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, enr []enricherLabels) []string {
-	var b strings.Builder
-	e := &es.ent
-	identityLabels(&b, e, opts)
-	if e.Kind != source.CPU && e.Kind != source.CPUCore {
-		text := es.text
-		if parent != nil {
-			text = parent.text
-		}
-		for i, f := range p.labelFields {
-			if i < len(text) && text[i] != "" {
-				writeLabel(&b, f.Name, text[i])
-			}
-		}
-	}
-	sets := []string{b.String()}
+// set per combination of the enrichers' rows. It also returns the first
+// set's labels by name, which the samples API shows.
+func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, enr []enricherLabels) ([]string, map[string]string) {
+	sets := [][]labelPair{baseLabels(es, parent, p, opts)}
 	for _, el := range enr {
-		rows := [][]string{el.e.Values(e)}
-		if rv, ok := el.e.(enrich.RowValuer); ok {
-			if r := rv.ValueRows(e); len(r) > 0 {
-				rows = r
-			}
-		}
-		var extra []enrich.Label
-		if xl, ok := el.e.(enrich.ExtraLabeler); ok {
-			extra = xl.ExtraLabels(e)
-		}
-		if len(extra) > 0 {
-			extra = withoutTakenNames(extra, p, enr)
-		}
-		next := make([]string, 0, len(sets)*len(rows))
-		for _, set := range sets {
-			for _, vals := range rows {
-				if len(next) == maxLabelCopies {
-					break
-				}
-				b.Reset()
-				b.WriteString(set)
-				for i, name := range el.names {
-					if i < len(vals) && vals[i] != "" {
-						writeLabel(&b, name, vals[i])
-					}
-				}
-				for _, l := range extra {
-					if l.Value != "" {
-						writeLabel(&b, l.Name, l.Value)
-					}
-				}
-				next = append(next, b.String())
-			}
-		}
-		sets = next
+		sets = enrichedSets(sets, el, &es.ent, p, enr)
 	}
-	return sets
+	out := make([]string, len(sets))
+	for i, set := range sets {
+		out[i] = renderLabels(set)
+	}
+	first := make(map[string]string, len(sets[0]))
+	for _, l := range sets[0] {
+		first[l.name] = l.value
+	}
+	return out, first
 }
 
-// identityLabels writes the identity labels of an entity as dcgm-exporter's
-// render templates lay them out per entity kind
-// (internal/pkg/rendermetrics/render_metrics.go: gpuMetricsFormat,
-// linkMetricsFormat, switchMetricsFormat, cpuMetricsFormat,
-// cpuCoreMetricsFormat), and the values its collectors put in them
-// (internal/pkg/collector/gpu_collector.go: toMetric, toGPUNvLinkMetric,
-// toSwitchMetric, toCPUMetric).
-//
-// Under -o (OldNamespace) the GPU's UUID label is uuid; with
-// ReplaceBlanksInModelName the model name's blanks become dashes (toMetric,
-// getGPUModel); NoHostname (-n) or an empty host name leaves the host label
-// out, as every template writes it only when set.
-func identityLabels(b *strings.Builder, e *source.Entity, opts *Options) {
+// baseLabels are the labels of an entity before the enrichers': identity,
+// host and label-type fields.
+func baseLabels(es *entityState, parent *entityState, p *plan, opts *Options) []labelPair {
+	e := &es.ent
+	ids := identityOf(e, opts.OldNamespace)
+	out := make([]labelPair, 0, len(ids)+1+len(p.labelFields))
+	for _, l := range ids {
+		out = append(out, labelPair{l.name, l.value(e, opts)})
+	}
+	if writesHostname(opts) {
+		out = append(out, labelPair{opts.HostnameLabel, opts.Hostname})
+	}
+	if !writesLabelFields(e) {
+		return out
+	}
+	text := es.text
+	if parent != nil {
+		text = parent.text
+	}
+	for i, f := range p.labelFields {
+		if i < len(text) && text[i] != "" {
+			out = append(out, labelPair{f.Name, text[i]})
+		}
+	}
+	return out
+}
+
+// enrichedSets extends each label set with one enricher's labels: one copy
+// per row the enricher gives the entity, up to maxLabelCopies in all, each
+// with the enricher's run-time labels whose names are not taken.
+func enrichedSets(sets [][]labelPair, el enricherLabels, e *source.Entity, p *plan, enr []enricherLabels) [][]labelPair {
+	rows := [][]string{el.e.Values(e)}
+	if rv, ok := el.e.(enrich.RowValuer); ok {
+		if r := rv.ValueRows(e); len(r) > 0 {
+			rows = r
+		}
+	}
+	var extra []enrich.Label
+	if xl, ok := el.e.(enrich.ExtraLabeler); ok {
+		extra = xl.ExtraLabels(e)
+	}
+	if len(extra) > 0 {
+		extra = withoutTakenNames(extra, p, enr)
+	}
+	next := make([][]labelPair, 0, min(len(sets)*len(rows), maxLabelCopies))
+	for _, set := range sets {
+		for _, vals := range rows {
+			if len(next) == maxLabelCopies {
+				return next
+			}
+			out := append(make([]labelPair, 0, len(set)+len(el.names)+len(extra)), set...)
+			for i, name := range el.names {
+				if i < len(vals) && vals[i] != "" {
+					out = append(out, labelPair{name, vals[i]})
+				}
+			}
+			for _, l := range extra {
+				if l.Value != "" {
+					out = append(out, labelPair{l.Name, l.Value})
+				}
+			}
+			next = append(next, out)
+		}
+	}
+	return next
+}
+
+// renderLabels writes a label set as the exposition does, without its
+// closing brace: `{gpu="0",UUID="..."`.
+func renderLabels(set []labelPair) string {
+	var b strings.Builder
 	b.WriteByte('{')
-	for i, l := range identityOf(e, opts.OldNamespace) {
+	for i, l := range set {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(l.name)
 		b.WriteString(`="`)
-		b.WriteString(escapeLabel(l.value(e, opts)))
+		b.WriteString(escapeLabel(l.value))
 		b.WriteByte('"')
 	}
-	if writesHostname(opts) {
-		writeLabel(b, opts.HostnameLabel, opts.Hostname)
-	}
+	return b.String()
 }
 
 // writesHostname says whether the host label is written.
@@ -135,8 +155,18 @@ var (
 )
 
 // identityOf is the one list of an entity's identity labels, in the order
-// they are written, the host label aside: identityLabels writes them and
-// SeriesShape counts them.
+// they are written, the host label aside: baseLabels writes them and
+// SeriesShape counts them. They follow dcgm-exporter's render templates per
+// entity kind (internal/pkg/rendermetrics/render_metrics.go:
+// gpuMetricsFormat, linkMetricsFormat, switchMetricsFormat,
+// cpuMetricsFormat, cpuCoreMetricsFormat), and the values its collectors
+// put in them (internal/pkg/collector/gpu_collector.go: toMetric,
+// toGPUNvLinkMetric, toSwitchMetric, toCPUMetric).
+//
+// Under -o (OldNamespace) the GPU's UUID label is uuid; with
+// ReplaceBlanksInModelName the model name's blanks become dashes (toMetric,
+// getGPUModel); NoHostname (-n) or an empty host name leaves the host label
+// out (writesHostname), as every template writes it only when set.
 func identityOf(e *source.Entity, oldNamespace bool) []identityLabel {
 	switch {
 	case e.Kind == source.NvSwitch:
@@ -162,14 +192,6 @@ func identityOf(e *source.Entity, oldNamespace bool) []identityLabel {
 		out = append(out, ciLabel)
 	}
 	return out
-}
-
-func writeLabel(b *strings.Builder, name, value string) {
-	b.WriteByte(',')
-	b.WriteString(name)
-	b.WriteString(`="`)
-	b.WriteString(escapeLabel(value))
-	b.WriteByte('"')
 }
 
 // familyLabels are the labels that families add after an entity's label set.

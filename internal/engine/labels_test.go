@@ -76,7 +76,7 @@ func TestLabelLayoutPerEntityKind(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPlan(parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), time.Second, time.Second, time.Second, insightPlan{})
 			es := newEntityState(&tt.ent, p)
-			got := buildLabels(es, nil, p, &tt.opts, nil)
+			got, _ := buildLabels(es, nil, p, &tt.opts, nil)
 			require.Len(t, got, 1)
 			assert.Equal(t, tt.want, got[0])
 		})

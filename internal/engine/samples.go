@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"strings"
+	"maps"
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
@@ -170,45 +170,8 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 		// An entity exported in several copies (one per HPC job) shows the
 		// labels of its first.
 		res.Entities = append(res.Entities, samples.Entity{
-			Key: es.key, Kind: es.ent.Kind.String(), GPU: es.ent.GPU, Labels: parseLabels(es.labels[0]), Series: series,
+			Key: es.key, Kind: es.ent.Kind.String(), GPU: es.ent.GPU, Labels: maps.Clone(es.labelMap), Series: series,
 		})
 	}
 	return res, nil
-}
-
-// parseLabels reads the label set the engine renders, `{gpu="0",UUID="..."`
-// without its closing brace, back into a map. It follows whatever the
-// renderer writes, so the API shows the labels /metrics shows.
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	s = strings.TrimPrefix(s, "{")
-	for len(s) > 0 {
-		eq := strings.Index(s, `="`)
-		if eq < 0 {
-			break
-		}
-		name := strings.TrimPrefix(s[:eq], ",")
-		s = s[eq+2:]
-		var b strings.Builder
-		i := 0
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					b.WriteByte('\n')
-				default:
-					b.WriteByte(s[i])
-				}
-				continue
-			}
-			b.WriteByte(s[i])
-		}
-		out[name] = b.String()
-		if i >= len(s) {
-			break
-		}
-		s = s[i+1:]
-	}
-	return out
 }

@@ -203,17 +203,29 @@ func TestUpdatedIsClosedBySamples(t *testing.T) {
 	assert.NotEqual(t, ch, e.Updated(), "a new channel for the next samples")
 }
 
-func TestParseLabelsReadsTheRenderedSet(t *testing.T) {
-	tests := []struct {
-		in   string
-		want map[string]string
-	}{
-		{`{gpu="0",UUID="GPU-1"`, map[string]string{"gpu": "0", "UUID": "GPU-1"}},
-		{`{a="x\"y",b="back\\slash",c="new\nline"`, map[string]string{"a": `x"y`, "b": `back\slash`, "c": "new\nline"}},
-		{`{`, map[string]string{}},
-		{`{a="unterminated`, map[string]string{"a": "unterminated"}},
+// The samples API shows an entity's labels as /metrics shows them, values
+// with quotes, backslashes and newlines included: compared with what
+// Prometheus' own parser reads from the exposition.
+func TestSamplesShowTheLabelsMetricsShows(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(1, rampValues(clk.Now()))
+	src.Texts = map[uint16]string{fieldID(t, "DCGM_FI_DRIVER_VERSION"): "x\"y back\\slash new\nline"}
+	e := newTestEngine(t, samplesCSV, src, clk)
+	clk.Add(100 * time.Millisecond)
+	collectAll(t, e)
+	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	require.NoError(t, err)
+	require.Len(t, res.Entities, 1)
+	m := series(scrape(t, e), "DCGM_FI_PROF_SM_ACTIVE", nil)
+	require.Len(t, m, 1)
+	want := map[string]string{}
+	for _, l := range m[0].Label {
+		want[l.GetName()] = l.GetValue()
 	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, parseLabels(tt.in), tt.in)
-	}
+	assert.Equal(t, want, res.Entities[0].Labels)
+	assert.Equal(t, "x\"y back\\slash new\nline", res.Entities[0].Labels["DCGM_FI_DRIVER_VERSION"])
+	res.Entities[0].Labels["gpu"] = "changed"
+	res, err = e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	require.NoError(t, err)
+	assert.Equal(t, "0", res.Entities[0].Labels["gpu"], "a caller's change stays its own")
 }

@@ -124,6 +124,9 @@ type entityState struct {
 	// There is one set per copy of the entity's series: one unless an
 	// enricher gives the entity several rows (HPC jobs sharing a GPU).
 	labels []string
+	// labelMap is the first set's labels by name, values unescaped, for the
+	// samples API; read-only once built.
+	labelMap map[string]string
 	// enrichGen is the sum of the enrichers' generations labels was built
 	// with.
 	enrichGen uint64
