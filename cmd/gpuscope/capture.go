@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,6 +107,9 @@ func runCapture(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "capture: recording %d fields from %s for %s\n", len(fields), client.Base, d)
 	}
 	capt, err := capture.Record(ctx, client, q, c.Duration("duration"))
+	if errors.Is(err, capture.ErrTooLarge) {
+		err = fmt.Errorf("%w (--duration, --field, --gpu)", err)
+	}
 	if err != nil && capt == nil {
 		return fmt.Errorf("capture: %w", err)
 	}

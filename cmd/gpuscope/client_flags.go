@@ -3,25 +3,19 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/internal/client/top"
 	"github.com/gpuscope/gpuscope/internal/samples"
 )
 
-// stepFields are what `top` shows and `capture` records by default: the
-// activity of a training step, its traffic, power, heat and memory.
-var stepFields = []string{
-	"DCGM_FI_PROF_SM_ACTIVE",
-	"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-	"DCGM_FI_PROF_DRAM_ACTIVE",
-	"DCGM_FI_PROF_NVLINK_TX_BYTES",
-	"DCGM_FI_PROF_NVLINK_RX_BYTES",
-	"DCGM_FI_DEV_POWER_USAGE",
-	"DCGM_FI_DEV_GPU_TEMP",
-	"DCGM_FI_DEV_FB_USED",
-	"DCGM_FI_DEV_FB_TOTAL",
-}
+// stepFields are what `capture` records by default: the fields `top`
+// shows, the activity of a training step, its traffic, power, heat and
+// memory.
+var stepFields = top.Fields
 
 // clientFlags say where a running gpuscope is, for the commands that read
-// its raw-sample API. The variables are those of `gpuscope profiling`.
+// its raw-sample API (top, capture). GPUSCOPE_URL, GPUSCOPE_USERNAME and
+// GPUSCOPE_PASSWORD are shared with `gpuscope profiling`, whose flag for
+// the same URL is --url and whose TLS flags differ.
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "address", Value: "localhost:9400", EnvVars: env("GPUSCOPE_URL"),

@@ -37,8 +37,8 @@ func TestBindUnbindWatchReachesTheSources(t *testing.T) {
 			}
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, bindUnbindPoll(p.c))
-			assert.Equal(t, tt.want, dcgmConfig(p.c, logrus.NewEntry(logrus.New())).BindUnbindPoll)
+			assert.Equal(t, tt.want, p.cfg.Collection.BindUnbindPoll)
+			assert.Equal(t, tt.want, dcgmConfig(p.cfg, logrus.NewEntry(logrus.New())).BindUnbindPoll)
 		})
 	}
 }
@@ -63,7 +63,7 @@ func TestCPUDevicesSelectCPUs(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
-			sel := selectEntities(p.dx, logrus.NewEntry(logrus.New()))
+			sel := selectEntities(p.cfg.Collection.Devices, logrus.NewEntry(logrus.New()))
 			if tt.args == nil {
 				assert.Nil(t, sel, "the defaults select nothing away")
 				return

@@ -3,18 +3,21 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 )
 
@@ -50,37 +53,28 @@ func readFlagsTSV(t *testing.T) []flagRow {
 
 // parsed is what one run of the command line produced.
 type parsed struct {
-	c  *cli.Context
-	dx *dcgmExporterConfig
+	c   *cli.Context
+	cfg *config.Config
 }
 
-// parseArgs runs the app's flag parsing and the dcgm-exporter flag handling,
+// parseArgs runs the app's flag parsing and builds the configuration,
 // stopping before anything is opened.
 func parseArgs(t *testing.T, args ...string) (parsed, error) {
 	t.Helper()
-	app := newApp()
+	var p parsed
+	app := newAppWith(func(_ context.Context, cfg *config.Config) error { p.cfg = cfg; return nil })
 	var out bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &out
 	app.ExitErrHandler = func(*cli.Context, error) {}
-	var p parsed
-	app.Action = func(c *cli.Context) error {
-		dx, err := parseDCGMExporterFlags(c)
-		if err != nil {
-			return usage(err)
-		}
-		if err := applyDCGMExporterFlags(c, dx); err != nil {
-			return usage(err)
-		}
-		p = parsed{c: c, dx: dx}
-		return nil
-	}
-	err := app.Run(append([]string{"gpuscope"}, args...))
+	build := app.Action
+	app.Action = func(c *cli.Context) error { p.c = c; return build(c) }
+	err := runApp(app, append([]string{"gpuscope"}, args...))
 	assert.Empty(t, out.String(), "parsing prints nothing")
 	return p, err
 }
 
-func mustInterval(t *testing.T, flag, s string) string {
-	d, err := parseInterval(flag, s)
+func mustInterval(t *testing.T, s string) string {
+	d, err := counters.ParseInterval(s)
 	require.NoError(t, err)
 	return d.String()
 }
@@ -96,70 +90,50 @@ type flagCase struct {
 }
 
 func flagCases() map[string]flagCase {
-	str := func(name string) func(*testing.T, parsed) string {
-		return func(_ *testing.T, p parsed) string { return p.c.String(name) }
-	}
-	boolOf := func(f func(parsed) bool) func(*testing.T, parsed) string {
-		return func(_ *testing.T, p parsed) string {
-			if f(p) {
-				return "true"
-			}
-			return "false"
-		}
+	get := func(f func(*config.Config) any) func(*testing.T, parsed) string {
+		return func(_ *testing.T, p parsed) string { return fmt.Sprint(f(p.cfg)) }
 	}
 	return map[string]flagCase{
-		"collectors": {value: "/etc/dcgm-exporter/dcp-metrics-included.csv", got: str(flagCollectors), want: "/etc/dcgm-exporter/dcp-metrics-included.csv"},
-		"address":    {value: ":9500", got: str(flagAddress), want: ":9500"},
-		"collect-interval": {value: "20000", want: "20s", got: func(t *testing.T, p parsed) string {
-			return mustInterval(t, flagCollectInterval, p.c.String(flagCollectInterval))
-		}},
-		"kubernetes":        {value: "true", got: boolOf(func(p parsed) bool { return p.c.Bool(flagKubernetes) }), want: "true"},
-		"use-old-namespace": {value: "true", got: boolOf(func(p parsed) bool { return p.dx.OldNamespace }), want: "true"},
-		"cpu-devices":       {value: "g:0-1", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.CPUs.String() }, want: "g:0,1"},
-		"configmap-data": {value: "gpu-operator:exporter-metrics", want: "gpu-operator/exporter-metrics",
-			got: func(_ *testing.T, p parsed) string { return p.dx.ConfigMapNamespace + "/" + p.dx.ConfigMapName }},
-		"remote-hostengine-info": {value: "10.0.0.2:5555", want: "remote 10.0.0.2:5555", got: func(_ *testing.T, p parsed) string {
-			cfg := dcgmConfig(p.c, quietEntry())
-			return string(cfg.Mode) + " " + cfg.RemoteHostengine
-		}},
-		"kubernetes-enable-pod-labels": {value: "true", got: str(flagPodLabels), want: ".*"},
-		"kubernetes-enable-pod-uid":    {value: "true", got: boolOf(func(p parsed) bool { return p.c.Bool(flagPodUID) }), want: "true"},
-		"kubernetes-gpu-id-type":       {value: "device-name", got: func(_ *testing.T, p parsed) string { return p.dx.GPUIDType }, want: "device-name"},
+		"collectors":                   {value: "/etc/dcgm-exporter/dcp-metrics-included.csv", got: get(func(c *config.Config) any { return c.Counters.File }), want: "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+		"address":                      {value: ":9500", got: get(func(c *config.Config) any { return c.Web.Address }), want: ":9500"},
+		"collect-interval":             {value: "20000", want: "20s", got: get(func(c *config.Config) any { return c.Collection.DefaultInterval })},
+		"kubernetes":                   {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.Enabled }), want: "true"},
+		"use-old-namespace":            {value: "true", got: get(func(c *config.Config) any { return c.Labels.OldNamespace }), want: "true"},
+		"cpu-devices":                  {value: "g:0-1", got: get(func(c *config.Config) any { return c.Collection.Devices.CPUs.String() }), want: "g:0,1"},
+		"configmap-data":               {value: "gpu-operator:exporter-metrics", want: "gpu-operator/exporter-metrics", got: get(func(c *config.Config) any { return c.Counters.ConfigMap.String() })},
+		"remote-hostengine-info":       {value: "10.0.0.2:5555", want: "remote 10.0.0.2:5555", got: get(func(c *config.Config) any { return string(c.DCGM.Mode) + " " + c.DCGM.RemoteHostengine })},
+		"kubernetes-enable-pod-labels": {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodLabels.Expr }), want: ".*"},
+		"kubernetes-enable-pod-uid":    {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodUIDLabel }), want: "true"},
+		"kubernetes-gpu-id-type":       {value: "device-name", got: get(func(c *config.Config) any { return c.Kubernetes.GPUIDType }), want: "device-name"},
 		"kubernetes-pod-label-allowlist-regex": {value: "^team$,app", with: []string{"--kubernetes-enable-pod-labels"},
-			got: str(flagPodLabels), want: ".*(?:^team$).*|.*(?:app).*"},
-		"devices":         {value: "g:0,1", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.GPUs.String() }, want: "g:0,1"},
-		"no-hostname":     {value: "true", got: boolOf(func(p parsed) bool { return p.dx.NoHostname }), want: "true"},
-		"switch-devices":  {value: "i:3-4", got: func(_ *testing.T, p parsed) string { return p.dx.Devices.Switches.String() }, want: "i:3,4"},
-		"fake-gpus":       {value: "true", got: str(flagSource), want: "sim"},
-		"web-config-file": {value: "/etc/web.yml", got: str(flagWebConfig), want: "/etc/web.yml"},
-		"xid-count-window-size": {value: "60000", want: "1m0s", got: func(t *testing.T, p parsed) string {
-			return mustInterval(t, flagXIDWindow, p.c.String(flagXIDWindow))
-		}},
-		"replace-blanks-in-model-name": {value: "true", got: boolOf(func(p parsed) bool { return p.dx.ReplaceBlanksInModelName }), want: "true"},
-		"debug":                        {value: "true", got: str(flagLogLevel), want: "debug"},
-		"clock-events-count-window-size": {value: "120000", want: "2m0s", got: func(t *testing.T, p parsed) string {
-			return mustInterval(t, flagClockWindow, p.c.String(flagClockWindow))
-		}},
-		"enable-dcgm-log": {value: "true", want: "true -", got: func(_ *testing.T, p parsed) string {
-			return boolOf(func(p parsed) bool { return p.dx.EnableDCGMLog })(nil, p) + " " + os.Getenv("__DCGM_DBG_FILE")
-		}},
-		"dcgm-log-level":               {value: "DEBUG", got: func(_ *testing.T, p parsed) string { return p.dx.DCGMLogLevel }, want: "DEBUG"},
-		"log-format":                   {value: "json", got: str(flagLogFormat), want: "json"},
-		"pod-resources-kubelet-socket": {value: "/run/kubelet.sock", got: str(flagPodResources), want: "/run/kubelet.sock"},
-		"hpc-job-mapping-dir":          {value: "/var/run/jobs", got: str(flagHPCJobDir), want: "/var/run/jobs"},
+			got: get(func(c *config.Config) any { return c.Kubernetes.PodLabels.Expr }), want: ".*(?:^team$).*|.*(?:app).*"},
+		"devices":                        {value: "g:0,1", got: get(func(c *config.Config) any { return c.Collection.Devices.GPUs.String() }), want: "g:0,1"},
+		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return c.Labels.NoHostname }), want: "true"},
+		"switch-devices":                 {value: "i:3-4", got: get(func(c *config.Config) any { return c.Collection.Devices.Switches.String() }), want: "i:3,4"},
+		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.Source }), want: "sim"},
+		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},
+		"xid-count-window-size":          {value: "60000", want: "1m0s", got: get(func(c *config.Config) any { return c.Collection.XIDWindow })},
+		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Labels.ReplaceBlanksInModelName }), want: "true"},
+		"debug":                          {value: "true", got: get(func(c *config.Config) any { return c.Log.Level }), want: "debug"},
+		"clock-events-count-window-size": {value: "120000", want: "2m0s", got: get(func(c *config.Config) any { return c.Collection.ClockEventsWindow })},
+		"enable-dcgm-log":                {value: "true", want: "NONE", got: get(func(c *config.Config) any { return c.DCGM.HostEngineLogLevel })},
+		"dcgm-log-level":                 {value: "DEBUG", with: []string{"--enable-dcgm-log"}, got: get(func(c *config.Config) any { return c.DCGM.HostEngineLogLevel }), want: "DEBUG"},
+		"log-format":                     {value: "json", got: get(func(c *config.Config) any { return c.Log.Format }), want: "json"},
+		"pod-resources-kubelet-socket":   {value: "/run/kubelet.sock", got: get(func(c *config.Config) any { return c.Kubernetes.Socket }), want: "/run/kubelet.sock"},
+		"hpc-job-mapping-dir":            {value: "/var/run/jobs", got: get(func(c *config.Config) any { return c.HPCJobDir }), want: "/var/run/jobs"},
 		"nvidia-resource-names": {value: "nvidia.com/a100,nvidia.com/h100", want: "nvidia.com/a100 nvidia.com/h100",
-			got: func(_ *testing.T, p parsed) string { return strings.Join(p.c.StringSlice(flagResourceNames), " ") }},
-		"kubernetes-virtual-gpus":       {value: "true", got: boolOf(func(p parsed) bool { return p.dx.VirtualGPUs }), want: "true"},
-		"dump-enabled":                  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.Dump.Enabled }), want: "true"},
-		"dump-directory":                {value: "/var/tmp/dumps", got: func(_ *testing.T, p parsed) string { return p.dx.Dump.Directory }, want: "/var/tmp/dumps"},
-		"dump-retention":                {value: "48", got: func(_ *testing.T, p parsed) string { return time.Duration(p.dx.Dump.Retention).String() }, want: "48ns"},
-		"dump-compression":              {value: "false", got: boolOf(func(p parsed) bool { return p.dx.Dump.Compression }), want: "false"},
-		"kubernetes-enable-dra":         {value: "true", got: boolOf(func(p parsed) bool { return p.dx.DRA }), want: "true"},
-		"disable-startup-validate":      {value: "true", got: boolOf(func(p parsed) bool { return p.dx.DisableStartup }), want: "true"},
-		"enable-gpu-bind-unbind-watch":  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.BindUnbindWatch }), want: "true"},
-		"gpu-bind-unbind-poll-interval": {value: "250ms", got: func(_ *testing.T, p parsed) string { return p.dx.BindUnbindPoll.String() }, want: "250ms"},
-		"enable-pprof":                  {value: "true", got: boolOf(func(p parsed) bool { return p.dx.Pprof }), want: "true"},
-		"web-systemd-socket":            {value: "true", got: boolOf(func(p parsed) bool { return p.dx.SystemdSocket }), want: "true"},
+			got: get(func(c *config.Config) any { return strings.Join(c.Kubernetes.ResourceNames, " ") })},
+		"kubernetes-virtual-gpus":       {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.VirtualGPUs }), want: "true"},
+		"dump-enabled":                  {value: "true", got: get(func(c *config.Config) any { return c.Dump.Enabled }), want: "true"},
+		"dump-directory":                {value: "/var/tmp/dumps", got: get(func(c *config.Config) any { return c.Dump.Directory }), want: "/var/tmp/dumps"},
+		"dump-retention":                {value: "48", got: get(func(c *config.Config) any { return c.Dump.Retention }), want: "48h0m0s"},
+		"dump-compression":              {value: "false", got: get(func(c *config.Config) any { return c.Dump.Compress }), want: "false"},
+		"kubernetes-enable-dra":         {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.DRA }), want: "true"},
+		"disable-startup-validate":      {value: "true", got: get(func(c *config.Config) any { return c.DisableStartupValidate }), want: "true"},
+		"enable-gpu-bind-unbind-watch":  {value: "true", got: get(func(c *config.Config) any { return c.Collection.BindUnbindPoll }), want: "1s"},
+		"gpu-bind-unbind-poll-interval": {value: "250ms", with: []string{"--enable-gpu-bind-unbind-watch"}, got: get(func(c *config.Config) any { return c.Collection.BindUnbindPoll }), want: "250ms"},
+		"enable-pprof":                  {value: "true", got: get(func(c *config.Config) any { return c.Web.Pprof }), want: "true"},
+		"web-systemd-socket":            {value: "true", got: get(func(c *config.Config) any { return c.Web.SystemdSocket }), want: "true"},
 	}
 }
 
@@ -167,9 +141,6 @@ func flagCases() map[string]flagCase {
 // of dcgm-exporter's flags.tsv a value under its name, under each alias and
 // through its variable, and checks where the value lands.
 func TestEveryDCGMExporterFlagAndVariableReachesTheConfiguration(t *testing.T) {
-	// enable-dcgm-log sets DCGM's variables; t.Setenv restores them.
-	t.Setenv("__DCGM_DBG_FILE", "")
-	t.Setenv("__DCGM_DBG_LVL", "")
 	cases := flagCases()
 	rows := readFlagsTSV(t)
 	assert.Len(t, cases, len(rows), "one case per flag of flags.tsv")
@@ -240,12 +211,12 @@ func TestDCGMExporterDefaults(t *testing.T) {
 			}
 			switch r.name {
 			case "xid-count-window-size", "clock-events-count-window-size":
-				assert.Equal(t, mustInterval(t, r.name, r.def), mustInterval(t, r.name, got), "same window")
+				assert.Equal(t, mustInterval(t, r.def), mustInterval(t, got), "same window")
 				return
 			case "gpu-bind-unbind-poll-interval":
 				// flags.tsv lists no default; app.go's parseDuration turns
 				// an empty value into 1s, and its flag's Value is "1s".
-				assert.Equal(t, time.Second, p.dx.BindUnbindPoll)
+				assert.Equal(t, config.DefaultBindUnbindPoll.String(), got, "the interval the watch takes when turned on")
 				return
 			}
 			if r.typ == "StringSlice" {
@@ -334,7 +305,7 @@ func TestComputeInstancesFlag(t *testing.T) {
 			}
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, p.dx.ComputeInstances)
+			assert.Equal(t, tt.want, p.cfg.Collection.ComputeInstances)
 		})
 	}
 }

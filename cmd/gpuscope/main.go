@@ -4,13 +4,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/common/version"
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/config"
 )
 
 func main() {
@@ -20,10 +25,22 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	if err := newApp().Run(os.Args); err != nil {
+	if err := runApp(newApp(), os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "gpuscope:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// argsKey is where runApp leaves the command line in the app's Metadata, so
+// that messages can name a flag as the user typed it.
+const argsKey = "args"
+
+func runApp(app *cli.App, args []string) error {
+	if app.Metadata == nil {
+		app.Metadata = map[string]interface{}{}
+	}
+	app.Metadata[argsKey] = args
+	return app.Run(args)
 }
 
 // usageError is a bad command line: an unknown flag or a bad value. It exits
@@ -49,7 +66,11 @@ func exitCode(err error) int {
 	return 1
 }
 
-func newApp() *cli.App {
+func newApp() *cli.App { return newAppWith(serve) }
+
+// newAppWith is the gpuscope command; its default command checks the
+// configuration, then hands it to action.
+func newAppWith(action func(context.Context, *config.Config) error) *cli.App {
 	// Builds outside the Makefile carry no version; --version must still work.
 	if version.Version == "" {
 		version.Version = "dev"
@@ -57,6 +78,8 @@ func newApp() *cli.App {
 	cli.VersionPrinter = func(c *cli.Context) {
 		fmt.Fprintln(c.App.Writer, version.Print("gpuscope"))
 	}
+	in := config.Defaults()
+	flags := serveFlags(&in)
 	return &cli.App{
 		Name:    "gpuscope",
 		Usage:   "high-resolution GPU metrics from DCGM and NVML for Prometheus",
@@ -65,12 +88,57 @@ func newApp() *cli.App {
 			"unchanged) in the background, each at its own watch interval, and serves them on /metrics " +
 			"with dcgm-exporter's metric names and labels. Every flag can also be set through the " +
 			"environment variable shown after it.",
-		Flags: append(append(serveFlags(), apiFlags()...), webLimitFlags()...),
+		Flags:                 flags,
+		CustomAppHelpTemplate: cli.AppHelpTemplate + compatNames(flags),
 		// A mistyped flag gets one line naming it, not 60 lines of help.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usage(fmt.Errorf("%w (see gpuscope --help)", err))
 		},
-		Action:   serve,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usage(fmt.Errorf("unexpected argument %q; see gpuscope --help", c.Args().First()))
+			}
+			cfg, err := buildConfig(c, &in)
+			if err != nil {
+				return usage(err)
+			}
+			return action(c.Context, cfg)
+		},
 		Commands: []*cli.Command{countersCommand(), profilingCommand(), captureCommand(), topCommand()},
 	}
+}
+
+// buildConfig completes in with the values Destination cannot hold and the
+// names the flags were given by, and builds the configuration.
+func buildConfig(c *cli.Context, in *config.Input) (*config.Config, error) {
+	in.ResourceNames = c.StringSlice(config.FlagResourceNames)
+	in.PodLabelAllowlist = c.StringSlice(config.FlagPodLabelAllowlist)
+	args, _ := c.App.Metadata[argsKey].([]string)
+	in.Given = map[string]string{}
+	for _, f := range c.App.Flags {
+		if names := f.Names(); c.IsSet(names[0]) {
+			in.Given[names[0]] = typedName(args, names)
+		}
+	}
+	return config.Build(*in)
+}
+
+// typedName is how messages call a flag given under one of names: by the
+// long name the command line last used, else (a one-letter alias, or a
+// variable) by the flag's first name.
+func typedName(args, names []string) string {
+	name := names[0]
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		a, _, _ = strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if len(a) > 1 && slices.Contains(names, a) {
+			name = a
+		}
+	}
+	return "--" + name
 }

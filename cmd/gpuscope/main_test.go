@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
+	"github.com/gpuscope/gpuscope/source/dcgm"
 )
 
 // run runs the CLI with args and returns its output and error.
@@ -27,37 +28,8 @@ func run(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &out
 	app.ExitErrHandler = func(*cli.Context, error) {}
-	err := app.Run(append([]string{"gpuscope"}, args...))
+	err := runApp(app, append([]string{"gpuscope"}, args...))
 	return out.String(), err
-}
-
-func TestParseInterval(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    time.Duration
-		wantErr string
-	}{
-		{"30000", 30 * time.Second, ""},
-		{"100", 100 * time.Millisecond, ""},
-		{"1s", time.Second, ""},
-		{" 250ms ", 250 * time.Millisecond, ""},
-		{"0", 0, "must be positive"},
-		{"-5s", 0, "must be positive"},
-		{"fast", 0, "not a duration"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseInterval("collect-interval", tt.in)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), "--collect-interval")
-				assert.Contains(t, err.Error(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
 }
 
 // TestBadFlagsAndVariablesNameTheFlag checks that bad values given as flags,
@@ -116,16 +88,16 @@ func TestDCGMExporterArgumentsAreAccepted(t *testing.T) {
 	t.Setenv("DCGM_EXPORTER_LISTEN", ":9500")
 	t.Setenv("DCGM_REMOTE_HOSTENGINE_INFO", "localhost:5555")
 	t.Setenv("DCGM_EXPORTER_KUBERNETES", "true")
-	var got *cli.Context
-	app := newApp()
-	app.Action = func(c *cli.Context) error { got = c; return nil }
-	require.NoError(t, app.Run([]string{"gpuscope", "-f", "/etc/dcgm-exporter/dcp-metrics-included.csv", "-c", "30000", "--web-config-file", "/w.yml"}))
-	assert.Equal(t, "/etc/dcgm-exporter/dcp-metrics-included.csv", got.String(flagCollectors))
-	assert.Equal(t, "30000", got.String(flagCollectInterval))
-	assert.Equal(t, ":9500", got.String(flagAddress))
-	assert.Equal(t, "localhost:5555", got.String(flagDCGMRemote))
-	assert.True(t, got.Bool(flagKubernetes))
-	assert.Equal(t, "/w.yml", got.String(flagWebConfig))
+	p, err := parseArgs(t, "-f", "/etc/dcgm-exporter/dcp-metrics-included.csv", "-c", "30000", "--web-config-file", "/dev/null")
+	require.NoError(t, err)
+	got := p.cfg
+	assert.Equal(t, "/etc/dcgm-exporter/dcp-metrics-included.csv", got.Counters.File)
+	assert.Equal(t, 30*time.Second, got.Collection.DefaultInterval)
+	assert.Equal(t, ":9500", got.Web.Address)
+	assert.Equal(t, dcgm.ModeRemote, got.DCGM.Mode)
+	assert.Equal(t, "localhost:5555", got.DCGM.RemoteHostengine)
+	assert.True(t, got.Kubernetes.Enabled)
+	assert.Equal(t, "/dev/null", got.Web.ConfigFile)
 }
 
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {

@@ -7,17 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/config"
 )
 
 func TestPodLabelsFlagIsOffByDefault(t *testing.T) {
-	app := newApp()
-	var got string
-	set := false
-	app.Action = func(c *cli.Context) error { got, set = c.String(flagPodLabels), c.IsSet(flagPodLabels); return nil }
-	require.NoError(t, app.Run([]string{"gpuscope", "--kubernetes"}))
-	assert.Empty(t, got)
-	assert.False(t, set)
+	p, err := parseArgs(t, "--kubernetes")
+	require.NoError(t, err)
+	assert.Nil(t, p.cfg.Kubernetes.PodLabels)
+	assert.False(t, p.cfg.Given(config.FlagPodLabels))
 }
 
 // The pod-labels allowlist is capped so that no series carries more than 30

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/enrich"
@@ -24,14 +23,14 @@ import (
 
 // openAuto serves DCGM when it connects and NVML otherwise, switching as the
 // host engine comes and goes.
-func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source, error) {
+func openAuto(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
 	s, err := auto.New(
-		func() (source.Source, error) { return openDCGM(c, log) },
-		func() (source.Source, error) { return openNVML(c, log, hostname) },
+		func() (source.Source, error) { return openDCGM(cfg, log) },
+		func() (source.Source, error) { return openNVML(cfg, log) },
 		log,
 	)
 	if err != nil {
-		return nil, fmt.Errorf("--source=auto: %w; to try gpuscope without a GPU, use --source=sim", err)
+		return nil, fmt.Errorf("%s=auto: %w; to try gpuscope without a GPU, use --source=sim", cfg.Flag(config.FlagSource), err)
 	}
 	return s, nil
 }
@@ -39,52 +38,20 @@ func openAuto(c *cli.Context, log *logrus.Entry, hostname string) (source.Source
 // openClusterEnrichers starts Kubernetes pod attribution and HPC job
 // mapping when asked for. Both refresh in the background; a kubelet or a
 // directory that goes away is reported in their metrics, never fatal.
-func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set, src source.Source, entities func() []*source.Entity, log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
+func openClusterEnrichers(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, entities func() []*source.Entity,
+	log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
 	var out []enrich.Enricher
-	if c.Bool(flagKubernetes) {
-		cfg := podattr.Config{
-			Socket:               c.String(flagPodResources),
-			ResourceNames:        c.StringSlice(flagResourceNames),
-			RefreshInterval:      c.Duration(flagK8sRefresh),
-			LabelGrace:           c.Duration(flagK8sLabelGrace),
-			PodUIDLabel:          c.Bool(flagPodUID),
-			SharedGPUAttribution: c.Bool(flagSharedAttribution),
-			VirtualGPUs:          c.Bool(flagVirtualGPUs),
-			ProcRoot:             c.String(flagProcRoot),
-			Entities:             entities,
-			Logger:               log,
-		}
-		if pl, ok := src.(source.ProcessLister); ok {
-			cfg.Processes = pl.Processes
-		}
-		if c.Bool(flagDRA) {
-			if w := openDRASlices(ctx, c, log); w != nil {
-				cfg.DRA = w
-			}
-		}
-		if c.String(flagPodLabels) != "" {
-			w, err := openPodLabels(ctx, c, set, log, reg)
-			if err != nil {
-				return nil, err
-			}
-			cfg.PodLabels = w
-		}
-		pa, err := podattr.New(cfg)
+	if cfg.Kubernetes.Enabled {
+		pa, err := openPodAttribution(ctx, cfg, set, src, entities, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		reg.MustRegister(pa)
-		go func() {
-			if err := pa.Run(ctx); err != nil && ctx.Err() == nil {
-				log.WithError(err).Error("Pod attribution stopped")
-			}
-		}()
 		out = append(out, pa)
 	}
-	if dir := c.String(flagHPCJobDir); dir != "" {
+	if dir := cfg.HPCJobDir; dir != "" {
 		hj, err := hpcjob.New(dir, hpcjob.WithLogger(log.WithField("component", "hpcjob")))
 		if err != nil {
-			return nil, fmt.Errorf("--%s %s: %w", flagHPCJobDir, dir, err)
+			return nil, fmt.Errorf("%s %s: %w", cfg.Flag(config.FlagHPCJobDir), dir, err)
 		}
 		reg.MustRegister(hj)
 		go func() {
@@ -97,67 +64,85 @@ func openClusterEnrichers(ctx context.Context, c *cli.Context, set *counters.Set
 	return out, nil
 }
 
+// openPodAttribution starts the kubelet's pod attribution, with DRA and pod
+// labels when asked for.
+func openPodAttribution(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, entities func() []*source.Entity,
+	log *logrus.Entry, reg *prometheus.Registry) (*podattr.Enricher, error) {
+	k := cfg.Kubernetes
+	pc := podattr.Config{
+		Socket:               k.Socket,
+		ResourceNames:        k.ResourceNames,
+		RefreshInterval:      k.RefreshInterval,
+		LabelGrace:           k.LabelGrace,
+		PodUIDLabel:          k.PodUIDLabel,
+		SharedGPUAttribution: k.SharedGPUAttribution,
+		VirtualGPUs:          k.VirtualGPUs,
+		ProcRoot:             k.ProcRoot,
+		Entities:             entities,
+		Logger:               log,
+	}
+	if pl, ok := src.(source.ProcessLister); ok {
+		pc.Processes = pl.Processes
+	}
+	if k.DRA {
+		if w := openDRASlices(ctx, cfg, log); w != nil {
+			pc.DRA = w
+		}
+	}
+	if k.PodLabels != nil {
+		w, err := openPodLabels(ctx, cfg, set, log, reg)
+		if err != nil {
+			return nil, err
+		}
+		pc.PodLabels = w
+	}
+	pa, err := podattr.New(pc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Flag(config.FlagKubernetes), err)
+	}
+	reg.MustRegister(pa)
+	go func() {
+		if err := pa.Run(ctx); err != nil && ctx.Err() == nil {
+			log.WithError(err).Error("Pod attribution stopped")
+		}
+	}()
+	return pa, nil
+}
+
 // openDRASlices starts listing the NVIDIA DRA driver's ResourceSlices for
 // --kubernetes-enable-dra. As in dcgm-exporter (transformation/kubernetes.go,
 // NewPodMapper), a watcher that cannot start is a warning: the other pod
 // labels are still served. With the node name given (--hostname or
 // NODE_NAME, which the chart sets), only the node's slices are listed.
-func openDRASlices(ctx context.Context, c *cli.Context, log *logrus.Entry) *draslices.Watcher {
-	cfg := draslices.Config{Logger: log}
-	if c.IsSet(flagHostname) {
-		cfg.Node = c.String(flagHostname)
+func openDRASlices(ctx context.Context, cfg *config.Config, log *logrus.Entry) *draslices.Watcher {
+	dc := draslices.Config{Logger: log}
+	if cfg.Labels.HostnameGiven {
+		dc.Node = cfg.Labels.Hostname
 	}
-	w, err := draslices.New(cfg)
+	w, err := draslices.New(dc)
 	if err != nil {
-		log.WithError(err).Warn("DRA pod labels are not available")
+		log.WithError(err).WithField("flag", cfg.Flag(config.FlagDRA)).Warn("DRA pod labels are not available")
 		return nil
 	}
 	go w.Run(ctx)
-	log.WithField("node", cfg.Node).Info("Listing the gpu.nvidia.com ResourceSlices for DRA pod labels")
+	log.WithField("node", dc.Node).Info("Listing the gpu.nvidia.com ResourceSlices for DRA pod labels")
 	return w
-}
-
-// checkPodLabels rejects --kubernetes.pod-labels without --kubernetes or
-// with a bad regular expression before any source is opened.
-func checkPodLabels(c *cli.Context, expr string) error {
-	if expr == "" {
-		return nil
-	}
-	if !c.Bool(flagKubernetes) {
-		return fmt.Errorf("--%s needs --%s: pod labels go on the series of the pods the kubelet attributes GPUs to", flagPodLabels, flagKubernetes)
-	}
-	if _, err := podlabels.CompileAllowlist(expr); err != nil {
-		return fmt.Errorf("--%s: %w", flagPodLabels, err)
-	}
-	return nil
 }
 
 // openPodLabels starts the watch of this node's pods on the API server. It
 // runs until ctx ends; an API server that is away is reported in its
 // metrics and retried, never fatal.
-func openPodLabels(ctx context.Context, c *cli.Context, set *counters.Set, log *logrus.Entry, reg *prometheus.Registry) (*podlabels.Watcher, error) {
-	if err := checkPodLabels(c, c.String(flagPodLabels)); err != nil {
-		return nil, err
-	}
-	allow, err := podlabels.CompileAllowlist(c.String(flagPodLabels))
-	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
-	}
-	room, err := podLabelRoom(c, set)
+func openPodLabels(ctx context.Context, cfg *config.Config, set *counters.Set, log *logrus.Entry, reg *prometheus.Registry) (*podlabels.Watcher, error) {
+	pl := cfg.Kubernetes.PodLabels
+	room, err := podLabelRoom(cfg, set)
 	if err != nil {
 		return nil, err
 	}
 	log.WithFields(logrus.Fields{"max_pod_labels": room, "label_limit": labelbudget.Limit}).
 		Info("Pod labels are capped so that no series carries more labels than the limit")
-	node := c.String(flagHostname)
-	if node == "" {
-		if node, err = os.Hostname(); err != nil {
-			return nil, fmt.Errorf("--%s: the node name is unknown (set --%s or NODE_NAME): %w", flagPodLabels, flagHostname, err)
-		}
-	}
-	w, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: node, MaxLabelsPerPod: room, Logger: log})
+	w, err := podlabels.New(podlabels.Config{Allowlist: pl.Allowlist, NodeName: cfg.Labels.Hostname, MaxLabelsPerPod: room, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", flagPodLabels, err)
+		return nil, fmt.Errorf("%s: %w", pl.Flag, err)
 	}
 	reg.MustRegister(w)
 	go func() {
@@ -174,57 +159,62 @@ func openPodLabels(ctx context.Context, c *cli.Context, set *counters.Set, log *
 // own count. An allowlist that names more keys than that, or a
 // configuration that leaves no room, is an error at startup rather than
 // series refused later by the remote store.
-func podLabelRoom(c *cli.Context, set *counters.Set) (int, error) {
-	widest := seriesShape(c, set).Widest()
+func podLabelRoom(cfg *config.Config, set *counters.Set) (int, error) {
+	widest := seriesShape(cfg, set).Widest()
 	room := widest.Room()
-	expr := c.String(flagPodLabels)
+	flag, expr := cfg.Kubernetes.PodLabels.Flag, cfg.Kubernetes.PodLabels.Expr
 	if room < 1 {
-		return 0, fmt.Errorf("--%s %q: no room for pod labels: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); %s",
-			flagPodLabels, expr, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), widest.Advice())
+		return 0, fmt.Errorf("%s %q: no room for pod labels: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); %s",
+			flag, expr, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), widest.Advice())
 	}
 	n, finite, err := labelbudget.AllowlistKeys(expr)
 	if err != nil {
-		return 0, fmt.Errorf("--%s: %w", flagPodLabels, err)
+		return 0, fmt.Errorf("%s: %w", flag, err)
 	}
 	if finite && n > room {
-		return 0, fmt.Errorf("--%s %q matches up to %d label keys but only %d fit: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); name at most %d keys",
-			flagPodLabels, expr, n, room, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), room)
+		return 0, fmt.Errorf("%s %q matches up to %d label keys but only %d fit: a series of a %s already carries %d of the %d labels Mimir and Cortex accept (%s); name at most %d keys",
+			flag, expr, n, room, widest.Kind, widest.Stored(), labelbudget.Limit, widest.Breakdown(), room)
 	}
 	return min(room, podlabels.DefaultMaxLabelsPerPod), nil
 }
 
-// seriesShape is what the flags put on the engine's series, before the
-// enrichers exist.
-func seriesShape(c *cli.Context, set *counters.Set) engine.SeriesShape {
-	shape := engine.SeriesShape{Counters: set, ComputeInstances: c.Bool(flagComputeInstances),
-		OldNamespace: c.Bool(flagOldNamespace), Insight: c.Bool(flagInsight), Options: labelOptions()}
-	if !c.Bool(flagNoHostname) {
-		shape.HostnameLabel = c.String(flagHostnameLabel)
+// seriesShape is what the configuration puts on the engine's series,
+// before the enrichers exist.
+func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
+	lab, k := cfg.Labels, cfg.Kubernetes
+	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
+		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Options: labelOptions(cfg)}
+	if !lab.NoHostname {
+		shape.HostnameLabel = lab.HostnameLabel
 	}
-	if c.Bool(flagSimPods) {
+	if cfg.Sim.Pods {
 		shape.EnricherLabels = append(shape.EnricherLabels, simpods.LabelNames...)
 	}
-	if c.Bool(flagKubernetes) {
-		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(c.Bool(flagPodUID), c.Bool(flagVirtualGPUs), c.Bool(flagDRA))...)
+	if k.Enabled {
+		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(k.PodUIDLabel, k.VirtualGPUs, k.DRA)...)
 	}
-	if c.String(flagHPCJobDir) != "" {
+	if cfg.HPCJobDir != "" {
 		shape.EnricherLabels = append(shape.EnricherLabels, hpcjob.LabelJob)
 	}
 	return shape
 }
 
 // labelOptions names the option that adds each label a user can drop, for
-// the label-budget errors.
-func labelOptions() map[string]string {
+// the label-budget errors, as the user gave it.
+func labelOptions(cfg *config.Config) map[string]string {
+	podLabels := cfg.Flag(config.FlagPodLabels)
+	if pl := cfg.Kubernetes.PodLabels; pl != nil {
+		podLabels = pl.Flag
+	}
 	m := map[string]string{
-		"GPU_CI_ID":             "--" + flagComputeInstances,
-		podattr.LabelPodUID:     "--" + flagPodUID,
-		podattr.LabelVGPU:       "--" + flagVirtualGPUs,
-		hpcjob.LabelJob:         "--" + flagHPCJobDir,
-		labelbudget.ExtraOption: "--" + flagPodLabels,
+		"GPU_CI_ID":             cfg.Flag(config.FlagComputeInstances),
+		podattr.LabelPodUID:     cfg.Flag(config.FlagPodUID),
+		podattr.LabelVGPU:       cfg.Flag(config.FlagVirtualGPUs),
+		hpcjob.LabelJob:         cfg.Flag(config.FlagHPCJobDir),
+		labelbudget.ExtraOption: podLabels,
 	}
 	for _, l := range podattr.DRALabels {
-		m[l] = "--" + flagDRA
+		m[l] = cfg.Flag(config.FlagDRA)
 	}
 	return m
 }

@@ -34,7 +34,11 @@ type Options struct {
 	// XIDWindow and ClockEventsWindow are the spans of dcgm-exporter's
 	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT.
 	XIDWindow, ClockEventsWindow time.Duration
-	Hostname                     string
+	// WindowOption and ClockEventsWindowOption are what the caller's
+	// configuration calls Window and ClockEventsWindow, for messages;
+	// "window" and "clock-events count window" when empty.
+	WindowOption, ClockEventsWindowOption string
+	Hostname                              string
 	// HostnameLabel names the host label: "Hostname" (the default) as every
 	// released dcgm-exporter, or "hostname" as its main branch since #655.
 	HostnameLabel string
@@ -117,6 +121,13 @@ type enricherLabels struct {
 	names []string
 }
 
+// Defaults of the windows: the window statistics' span, and dcgm-exporter's
+// span of the XID and clock-event counts.
+const (
+	DefaultWindow      = 15 * time.Second
+	DefaultEventWindow = 5 * time.Minute
+)
+
 // New checks the options and builds an engine; Start begins sampling.
 func New(opts Options) (*Engine, error) {
 	if opts.Source == nil {
@@ -129,13 +140,19 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: collect interval %s is below the minimum %s", opts.DefaultInterval, counters.MinInterval)
 	}
 	if opts.Window <= 0 {
-		opts.Window = 15 * time.Second
+		opts.Window = DefaultWindow
 	}
 	if opts.XIDWindow <= 0 {
-		opts.XIDWindow = 5 * time.Minute
+		opts.XIDWindow = DefaultEventWindow
 	}
 	if opts.ClockEventsWindow <= 0 {
-		opts.ClockEventsWindow = 5 * time.Minute
+		opts.ClockEventsWindow = DefaultEventWindow
+	}
+	if opts.WindowOption == "" {
+		opts.WindowOption = "window"
+	}
+	if opts.ClockEventsWindowOption == "" {
+		opts.ClockEventsWindowOption = "clock-events count window"
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -143,7 +160,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.InsightWindow <= 0 {
 		opts.InsightWindow = DefaultInsightWindow
 	}
-	if opts.Insight && opts.InsightWindow < 20*insightInterval {
+	if opts.Insight && opts.InsightWindow < MinInsightWindow {
 		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
 	}
 	if opts.HostnameLabel == "" {
@@ -177,7 +194,7 @@ func New(opts Options) (*Engine, error) {
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
 	}
-	if err := checkWindow(e.plan, opts.Window, opts.ClockEventsWindow); err != nil {
+	if err := checkWindow(e.plan, &opts); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -194,13 +211,14 @@ func (e *Engine) checkLabelBudget(p *plan) error {
 // would cover 409.4 s while the HELP text says 24h. The clock-event samples
 // that DCGM_EXP_CLOCK_EVENTS_COUNT counts are bounded the same way, and its
 // window_size_in_ms label would overstate the span just as HELP would. The
-// error names the flag, the field, its line and the largest window that fits.
-func checkWindow(p *plan, win, clockWin time.Duration) error {
+// error names the option, the field, its line and the largest window that
+// fits.
+func checkWindow(p *plan, o *Options) error {
 	for _, m := range p.metrics {
 		if m.windowHeader == "" {
 			continue
 		}
-		if err := windowFits(p, m.field, "--window", win, p.slots[m.slot].interval, window.MaxCapacity, "series"); err != nil {
+		if err := windowFits(p, m.field, o.WindowOption, o.Window, p.slots[m.slot].interval, window.MaxCapacity, "series"); err != nil {
 			return err
 		}
 	}
@@ -208,7 +226,7 @@ func checkWindow(p *plan, win, clockWin time.Duration) error {
 		// The samples counted are those of the clock-event reasons field,
 		// watched at the shortest interval any line asks of it.
 		iv := p.slots[p.slotOf[fieldid.ClocksEventReasons]].interval
-		if err := windowFits(p, *f, "--clock-events-count-window-size", clockWin, iv, maxClockSamples, "GPU"); err != nil {
+		if err := windowFits(p, *f, o.ClockEventsWindowOption, o.ClockEventsWindow, iv, maxClockSamples, "GPU"); err != nil {
 			return err
 		}
 	}
@@ -218,11 +236,11 @@ func checkWindow(p *plan, win, clockWin time.Duration) error {
 // windowFits is checkWindow's test for one field: a window of win at a watch
 // interval of iv needs window.SamplesFor samples (the ring's sizing), at
 // most capacity.
-func windowFits(p *plan, f counters.Field, flag string, win, iv time.Duration, capacity int, per string) error {
+func windowFits(p *plan, f counters.Field, option string, win, iv time.Duration, capacity int, per string) error {
 	if need := window.SamplesFor(win, iv); need > capacity {
 		fits := window.SpanOf(capacity, iv)
 		return fmt.Errorf("%s:%d: %s: a %s of %s at its %s watch interval needs %d samples per %s, more than the %d a window holds; use %s %s or less, or a longer watch interval for this field",
-			p.set.File, f.Line, f.Name, flag, win, iv, need, per, capacity, flag, fits)
+			p.set.File, f.Line, f.Name, option, win, iv, need, per, capacity, option, fits)
 	}
 	return nil
 }
@@ -261,7 +279,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	if err := e.checkLabelBudget(np); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if err := checkWindow(np, e.opts.Window, e.opts.ClockEventsWindow); err != nil {
+	if err := checkWindow(np, &e.opts); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	e.stopLoops()

@@ -915,9 +915,15 @@ func TestWindowsCutShortAreRefused(t *testing.T) {
 	opts := func(csv string, win time.Duration) Options {
 		clk := newClock()
 		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
-		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog()}
+		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog(),
+			WindowOption: "--window"}
 	}
-	_, err := New(opts(slow+fast, 24*time.Hour))
+	unnamed := opts(fast, 24*time.Hour)
+	unnamed.WindowOption = ""
+	_, err := New(unnamed)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a window of 24h0m0s", "named generically when the caller gives no option name")
+	_, err = New(opts(slow+fast, 24*time.Hour))
 	require.Error(t, err)
 	assert.Equal(t, "test.csv:1: DCGM_FI_DEV_GPU_TEMP: a --window of 24h0m0s at its 1s watch interval needs 86402 samples per series, more than the 4096 a window holds; use --window 1h8m14s or less, or a longer watch interval for this field", err.Error())
 	_, err = New(opts(fast, 24*time.Hour))
@@ -954,7 +960,7 @@ func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
 		clk := newClock()
 		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second,
-			ClockEventsWindow: clockWin, XIDWindow: xidWin, Now: clk.Now, Log: quietLog()}
+			ClockEventsWindow: clockWin, XIDWindow: xidWin, Now: clk.Now, Log: quietLog(), ClockEventsWindowOption: "--clock-events-count-window-size"}
 	}
 	for _, tc := range []struct {
 		name             string

@@ -51,6 +51,9 @@ const DefaultInsightWindow = 30 * time.Second
 // stall between steps must span many samples.
 const insightInterval = counters.MinInterval
 
+// MinInsightWindow is the shortest insight window: 20 samples.
+const MinInsightWindow = 20 * insightInterval
+
 // insightPlan is the plan's part for the insight metrics.
 type insightPlan struct {
 	on     bool

@@ -122,7 +122,7 @@ func TestDeviceOptionsOverAMIGNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.devices, func(t *testing.T) {
-			g, err := devsel.Parse("devices", tt.devices)
+			g, err := devsel.Parse(tt.devices)
 			require.NoError(t, err)
 			sel := devsel.Default()
 			sel.GPUs = g

@@ -11,7 +11,6 @@ package dcgm
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -27,13 +26,21 @@ const (
 	ModeStart Mode = "start"
 )
 
-// ParseMode checks a --dcgm.mode value.
+// Configuration errors, told apart so that a caller can name its own
+// options in messages.
+var (
+	ErrUnknownMode        = errors.New("want one of embedded, remote, start")
+	ErrAddressNeedsRemote = errors.New("a host engine address is only used in remote mode")
+	ErrRemoteNeedsAddress = errors.New("remote mode needs a host engine address (host:port or a unix socket path)")
+)
+
+// ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
 	case ModeEmbedded, ModeRemote, ModeStart:
 		return m, nil
 	}
-	return "", fmt.Errorf("--dcgm.mode %q: want one of embedded, remote, start", s)
+	return "", ErrUnknownMode
 }
 
 // ConnectParams is what Client.Connect needs for one mode.
@@ -207,7 +214,7 @@ type Client interface {
 // Errors a Client classifies its failures into, so that the source can react
 // and say what to do.
 var (
-	ErrLibraryMissing  = errors.New("libdcgm.so.4 not found (install the datacenter-gpu-manager package, or use --source=nvml)")
+	ErrLibraryMissing  = errors.New("libdcgm.so.4 not found (install the datacenter-gpu-manager package, or use the NVML source)")
 	ErrNotListening    = errors.New("host engine not listening")
 	ErrVersionMismatch = errors.New("DCGM version mismatch between libdcgm and the host engine")
 	// ErrConnectionLost means the host engine went away mid-run.

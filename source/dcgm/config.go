@@ -98,17 +98,17 @@ func (c *Config) connectParams() (ConnectParams, error) {
 	switch c.Mode {
 	case ModeEmbedded, ModeStart:
 		if c.RemoteHostengine != "" {
-			return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q is only used with --dcgm.mode=remote, not %s", c.RemoteHostengine, c.Mode)
+			return ConnectParams{}, fmt.Errorf("%w, not %s mode (address %q)", ErrAddressNeedsRemote, c.Mode, c.RemoteHostengine)
 		}
 		return ConnectParams{Mode: c.Mode}, nil
 	case ModeRemote:
 		addr := strings.TrimSpace(c.RemoteHostengine)
 		if addr == "" {
-			return ConnectParams{}, fmt.Errorf("--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)")
+			return ConnectParams{}, ErrRemoteNeedsAddress
 		}
 		if p, ok := strings.CutPrefix(addr, "unix://"); ok {
 			if p == "" {
-				return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q: empty unix socket path", addr)
+				return ConnectParams{}, fmt.Errorf("host engine address %q: empty unix socket path", addr)
 			}
 			return ConnectParams{Mode: ModeRemote, Address: p, UnixSocket: true}, nil
 		}
@@ -121,14 +121,14 @@ func (c *Config) connectParams() (ConnectParams, error) {
 			if strings.Contains(err.Error(), "missing port") {
 				return ConnectParams{Mode: ModeRemote, Address: net.JoinHostPort(addr, DefaultHostenginePort)}, nil
 			}
-			return ConnectParams{}, fmt.Errorf("--dcgm.remote-hostengine %q: %w", addr, err)
+			return ConnectParams{}, fmt.Errorf("host engine address %q: %w", addr, err)
 		}
 		if host == "" {
 			host = "localhost"
 		}
 		return ConnectParams{Mode: ModeRemote, Address: net.JoinHostPort(host, port)}, nil
 	}
-	return ConnectParams{}, fmt.Errorf("--dcgm.mode %q: want one of embedded, remote, start", c.Mode)
+	return ConnectParams{}, fmt.Errorf("mode %q: %w", c.Mode, ErrUnknownMode)
 }
 
 // describe names the mode and target for messages.

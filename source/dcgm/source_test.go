@@ -472,10 +472,10 @@ func TestConfigErrors(t *testing.T) {
 		cfg  dcgm.Config
 		want string
 	}{
-		{dcgm.Config{Mode: "cloud"}, `--dcgm.mode "cloud"`},
-		{dcgm.Config{Mode: dcgm.ModeRemote}, "needs --dcgm.remote-hostengine"},
-		{dcgm.Config{Mode: dcgm.ModeEmbedded, RemoteHostengine: "h:5555"}, "only used with --dcgm.mode=remote"},
-		{dcgm.Config{RemoteHostengine: "h:1:2"}, `--dcgm.remote-hostengine "h:1:2"`},
+		{dcgm.Config{Mode: "cloud"}, `mode "cloud": want one of embedded, remote, start`},
+		{dcgm.Config{Mode: dcgm.ModeRemote}, "remote mode needs a host engine address"},
+		{dcgm.Config{Mode: dcgm.ModeEmbedded, RemoteHostengine: "h:5555"}, `only used in remote mode, not embedded mode (address "h:5555")`},
+		{dcgm.Config{RemoteHostengine: "h:1:2"}, `host engine address "h:1:2"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -50,7 +50,7 @@ func New() *Capture { return &Capture{byKey: map[string]*Entity{}} }
 func (c *Capture) Len() int { return c.n }
 
 // ErrTooLarge is returned when a capture would exceed MaxSamples.
-var ErrTooLarge = fmt.Errorf("capture holds more than %d samples; shorten --duration or ask for fewer fields or GPUs", MaxSamples)
+var ErrTooLarge = fmt.Errorf("capture holds more than %d samples; record for less time, or fewer fields or GPUs", MaxSamples)
 
 // Add merges one answer of the API into the capture. Samples at or before
 // the last one kept of a series are skipped, so overlapping answers add

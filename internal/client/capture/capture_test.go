@@ -198,5 +198,5 @@ func TestCaptureIsBounded(t *testing.T) {
 	c.n = MaxSamples
 	err := c.Add(result(t0, gpu(0, "", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0}, V: samples.Values{1}})))
 	assert.ErrorIs(t, err, ErrTooLarge)
-	assert.True(t, strings.Contains(err.Error(), "shorten --duration"))
+	assert.True(t, strings.Contains(err.Error(), "record for less time"))
 }

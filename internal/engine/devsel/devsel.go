@@ -60,11 +60,12 @@ func joinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-// Parse reads one device option. flag names the flag in errors.
-func Parse(flag, s string) (Options, error) {
+// Parse reads one device option. Its errors start with the value, so that
+// a caller can put the option's name before it.
+func Parse(s string) (Options, error) {
 	var o Options
 	bad := func(why string) (Options, error) {
-		return Options{}, fmt.Errorf("--%s %q: %s; use %s", flag, s, why, Accepted)
+		return Options{}, fmt.Errorf("%q: %s; use %s", s, why, Accepted)
 	}
 	s = strings.TrimSpace(s)
 	letter, ids, ranged := strings.Cut(s, ":")

@@ -1,6 +1,8 @@
 package devsel
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,17 +39,18 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := Parse("devices", tt.in)
+			got, err := Parse(tt.in)
 			if tt.wantErr != "" {
 				require.Error(t, err)
-				assert.Contains(t, err.Error(), "--devices")
+				assert.True(t, strings.HasPrefix(err.Error(), strconv.Quote(tt.in)+": "), "the error starts with the value: %s", err)
+				assert.NotContains(t, err.Error(), "--", "a library names no flag")
 				assert.Contains(t, err.Error(), tt.wantErr)
 				assert.Contains(t, err.Error(), Accepted)
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
-			again, err := Parse("devices", got.String())
+			again, err := Parse(got.String())
 			require.NoError(t, err)
 			assert.Equal(t, got, again, "String gives the option back")
 		})
@@ -109,9 +112,9 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := Parse("devices", tt.gpus)
+			g, err := Parse(tt.gpus)
 			require.NoError(t, err)
-			s, err := Parse("switch-devices", tt.sw)
+			s, err := Parse(tt.sw)
 			require.NoError(t, err)
 			sel := Selector{GPUs: g, Switches: s, CPUs: Options{Flex: true}}
 			assert.Equal(t, tt.want, keys(sel.Filter(node())))
@@ -120,11 +123,11 @@ func TestFilter(t *testing.T) {
 }
 
 func TestMissing(t *testing.T) {
-	g, _ := Parse("devices", "g:0,7")
-	s, _ := Parse("switch-devices", "g:3")
+	g, _ := Parse("g:0,7")
+	s, _ := Parse("g:3")
 	sel := Selector{GPUs: g, Switches: s}
 	assert.Equal(t, []string{"GPU 7", "NvSwitch 3"}, sel.Missing(node()))
-	i, _ := Parse("devices", "i:1,2")
+	i, _ := Parse("i:1,2")
 	sel = Selector{GPUs: i, Switches: Options{Flex: true}}
 	assert.Equal(t, []string{"GPU instance 2"}, sel.Missing(node()))
 	assert.Empty(t, Default().Missing(node()))
@@ -165,7 +168,7 @@ func TestFilterCPUs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.cpus, func(t *testing.T) {
-			c, err := Parse("cpu-devices", tt.cpus)
+			c, err := Parse(tt.cpus)
 			require.NoError(t, err)
 			sel := Selector{GPUs: Options{Flex: true}, Switches: Options{Flex: true}, CPUs: c}
 			assert.Equal(t, tt.want, keys(sel.Filter(cpuNode())))

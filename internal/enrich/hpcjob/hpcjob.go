@@ -74,7 +74,7 @@ type Enricher struct {
 // New returns an enricher reading dir; Run starts its refresh loop.
 func New(dir string, opts ...Option) (*Enricher, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("--hpc-job-mapping-dir: empty path")
+		return nil, fmt.Errorf("job mapping directory: empty path")
 	}
 	e := &Enricher{
 		dir:      dir,
@@ -194,12 +194,12 @@ func (e *Enricher) Refresh() error {
 func (e *Enricher) read() (map[string][]string, error) {
 	d, err := os.Open(e.dir)
 	if err != nil {
-		return nil, fmt.Errorf("--hpc-job-mapping-dir %s: %w", e.dir, err)
+		return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(maxFiles)
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("--hpc-job-mapping-dir %s: %w", e.dir, err)
+		return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
 	}
 	out := make(map[string][]string, len(names))
 	for _, n := range names {

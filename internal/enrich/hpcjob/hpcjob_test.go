@@ -130,7 +130,7 @@ func TestMissingDirectory(t *testing.T) {
 	require.NoError(t, err)
 	err = e.Refresh()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--hpc-job-mapping-dir "+dir)
+	assert.Contains(t, err.Error(), "job mapping directory "+dir)
 	assert.Nil(t, e.Values(gpu(0)))
 
 	require.NoError(t, os.Mkdir(dir, 0o755))

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +23,11 @@ import (
 // Init happens after a successful Init: before it, the C symbols are not
 // loaded and a call kills the process.
 type Client struct {
+	// HostEngineLogLevel, when set, makes an embedded host engine write its
+	// own log to standard error at this level (NONE, FATAL, ERROR, WARN,
+	// INFO, DEBUG or VERB), as dcgm-exporter's --enable-dcgm-log does.
+	HostEngineLogLevel string
+
 	connected bool
 }
 
@@ -36,6 +42,9 @@ var errNotConnected = fmt.Errorf("not connected to DCGM: %w", dcgm.ErrConnection
 func (c *Client) Connect(p dcgm.ConnectParams) error {
 	if c.connected {
 		return nil
+	}
+	if err := c.setHostEngineLog(); err != nil {
+		return err
 	}
 	var err error
 	switch p.Mode {
@@ -59,6 +68,21 @@ func (c *Client) Connect(p dcgm.ConnectParams) error {
 	return nil
 }
 
+// setHostEngineLog sets the variables DCGM reads when its host engine
+// starts, as dcgm-exporter does before Init (internal/pkg/dcgmprovider/dcgm.go).
+func (c *Client) setHostEngineLog() error {
+	if c.HostEngineLogLevel == "" {
+		return nil
+	}
+	if err := os.Setenv("__DCGM_DBG_FILE", "-"); err != nil {
+		return fmt.Errorf("host engine log: %w", err)
+	}
+	if err := os.Setenv("__DCGM_DBG_LVL", c.HostEngineLogLevel); err != nil {
+		return fmt.Errorf("host engine log: %w", err)
+	}
+	return nil
+}
+
 // connectError names what is missing for each way go-dcgm's Init fails.
 func connectError(p dcgm.ConnectParams, err error) error {
 	msg := err.Error()
@@ -66,7 +90,7 @@ func connectError(p dcgm.ConnectParams, err error) error {
 	case strings.Contains(msg, "libdcgm.so.4 not found"):
 		return fmt.Errorf("%w: %v", dcgm.ErrLibraryMissing, err)
 	case strings.Contains(msg, "error finding nv-hostengine"):
-		return fmt.Errorf("nv-hostengine is not in PATH (install datacenter-gpu-manager, or use --dcgm.mode=embedded): %w", err)
+		return fmt.Errorf("nv-hostengine is not in PATH (install datacenter-gpu-manager, or use the embedded mode): %w", err)
 	case hasDCGMCode(err, -12, "version mismatch"):
 		return fmt.Errorf("%w: %v", dcgm.ErrVersionMismatch, err)
 	case strings.Contains(msg, "error connecting to nv-hostengine"):

@@ -100,7 +100,7 @@ func New(cfg Config) (*Watcher, error) {
 	if cfg.Server == "" {
 		s, err := kubeapi.InClusterServer()
 		if err != nil {
-			return nil, fmt.Errorf("--kubernetes-enable-dra: %w: ResourceSlices are read through the API server, from inside a pod", err)
+			return nil, fmt.Errorf("%w: ResourceSlices are read through the API server, from inside a pod", err)
 		}
 		cfg.Server = s
 	}

@@ -176,17 +176,30 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// MinRefreshInterval is the shortest refresh interval: each refresh is a
+// kubelet call.
+const MinRefreshInterval = 100 * time.Millisecond
+
+// CheckResourceName refuses a resource name that matches nothing: empty, or
+// with a wildcard other than a trailing '*'.
+func CheckResourceName(n string) error {
+	if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
+		return fmt.Errorf("%q is not a resource name (a trailing '*' is the only wildcard)", n)
+	}
+	return nil
+}
+
 func (c *Config) validate() error {
 	for _, n := range c.ResourceNames {
-		if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
-			return fmt.Errorf("--kubernetes.resource-names: %q is not a resource name (a trailing '*' is the only wildcard)", n)
+		if err := CheckResourceName(n); err != nil {
+			return fmt.Errorf("resource names: %w", err)
 		}
 	}
 	if c.LabelGrace < 0 {
-		return fmt.Errorf("--kubernetes.label-grace: %s is negative", c.LabelGrace)
+		return fmt.Errorf("label grace %s is negative", c.LabelGrace)
 	}
-	if c.RefreshInterval < 100*time.Millisecond {
-		return fmt.Errorf("--kubernetes.refresh-interval: %s is below the minimum of 100ms", c.RefreshInterval)
+	if c.RefreshInterval < MinRefreshInterval {
+		return fmt.Errorf("refresh interval %s is below the minimum of %s", c.RefreshInterval, MinRefreshInterval)
 	}
 	return nil
 }

@@ -300,10 +300,10 @@ func TestPodChurnStaysBounded(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	_, err := New(Config{ResourceNames: []string{"nvidia.com/*gpu"}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--kubernetes.resource-names")
+	assert.Contains(t, err.Error(), `resource names: "nvidia.com/*gpu" is not a resource name`)
 	_, err = New(Config{RefreshInterval: time.Millisecond})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--kubernetes.refresh-interval")
+	assert.Contains(t, err.Error(), "refresh interval 1ms is below the minimum of 100ms")
 }
 
 // TestPodLabelsChurnOnOneFailedKubeletCall: a failed List keeps the last

@@ -137,7 +137,7 @@ func New(cfg Config) (*Watcher, error) {
 		return nil, errors.New("pod labels: no allowlist")
 	}
 	if cfg.NodeName == "" {
-		return nil, errors.New("pod labels: the node name is unknown (set --hostname or NODE_NAME to the Kubernetes node name)")
+		return nil, errors.New("pod labels: no node name (the Kubernetes node the pods run on)")
 	}
 	if cfg.Server == "" {
 		s, err := kubeapi.InClusterServer()

@@ -409,7 +409,7 @@ func TestNewErrors(t *testing.T) {
 		want string
 	}{
 		{"no allowlist", Config{NodeName: "n", Server: "https://x"}, nil, "no allowlist"},
-		{"no node", Config{Allowlist: re, Server: "https://x"}, nil, "NODE_NAME"},
+		{"no node", Config{Allowlist: re, Server: "https://x"}, nil, "no node name"},
 		{"not in a pod", Config{Allowlist: re, NodeName: "n"},
 			map[string]string{"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""}, "KUBERNETES_SERVICE_HOST"},
 	}

@@ -1,0 +1,293 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/engine/devsel"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/sim"
+)
+
+// Build parses the command line's values into a Config and checks it. The
+// error lists every problem found, one per line, each naming its flag.
+func Build(in Input) (*Config, error) {
+	b := &builder{in: in, cfg: &Config{given: in.Given, bad: map[string]bool{}}}
+	b.sources()
+	b.counters()
+	b.collection()
+	b.labels()
+	b.logging()
+	b.dcgm()
+	b.sim()
+	b.kubernetes()
+	b.serving()
+	errs := b.errs
+	if err := b.cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return b.cfg, nil
+}
+
+// builder collects the problems of one Build.
+type builder struct {
+	in   Input
+	cfg  *Config
+	errs []error
+}
+
+// fail records a problem with flag's value.
+func (b *builder) fail(flag string, err error) {
+	b.cfg.bad[flag] = true
+	b.errs = append(b.errs, err)
+}
+
+func (b *builder) flag(name string) string { return b.cfg.Flag(name) }
+
+func (b *builder) sources() {
+	c, in := b.cfg, b.in
+	c.Source = Source(in.Source)
+	switch c.Source {
+	case SourceAuto, SourceDCGM, SourceNVML, SourceSim:
+	default:
+		b.fail(FlagSource, fmt.Errorf("%s %q: use auto, dcgm, nvml or sim", b.flag(FlagSource), in.Source))
+	}
+	if in.FakeGPUs {
+		if c.Given(FlagSource) && c.Source != SourceSim {
+			b.fail(FlagFakeGPUs, fmt.Errorf("%s serves simulated GPUs, but %s is %s", b.flag(FlagFakeGPUs), b.flag(FlagSource), in.Source))
+		}
+		c.Source = SourceSim
+	}
+}
+
+func (b *builder) counters() {
+	c, in := b.cfg, b.in
+	c.Counters = Counters{File: in.Collectors, ReloadPoll: in.ReloadPoll}
+	if m := in.ConfigMapData; m != UndefinedConfigMap && m != "" {
+		// dcgm-exporter's readConfigMap (internal/pkg/counters/counter_config.go)
+		// splits on ':' into exactly two parts.
+		ns, name, ok := strings.Cut(m, ":")
+		if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+			b.fail(FlagConfigMapData, fmt.Errorf("%s %q: use namespace:name, or none", b.flag(FlagConfigMapData), m))
+			return
+		}
+		c.Counters.ConfigMap = &configmap.Ref{Namespace: ns, Name: name, Key: "metrics"}
+	}
+}
+
+// interval reads an interval flag in the counters file's grammar (plain
+// milliseconds, as dcgm-exporter's integer interval flags take, or a Go
+// duration); it must be positive.
+func (b *builder) interval(flag, s string) time.Duration {
+	d, err := counters.ParseInterval(s)
+	if err != nil {
+		b.fail(flag, fmt.Errorf("%s %w", b.flag(flag), err))
+		return 0
+	}
+	if d <= 0 {
+		b.fail(flag, fmt.Errorf("%s %q: must be positive", b.flag(flag), strings.TrimSpace(s)))
+	}
+	return d
+}
+
+func (b *builder) collection() {
+	c, in := b.cfg, b.in
+	c.Collection = Collection{
+		DefaultInterval:   b.interval(FlagCollectInterval, in.CollectInterval),
+		Window:            in.Window,
+		XIDWindow:         b.interval(FlagXIDWindow, in.XIDWindow),
+		ClockEventsWindow: b.interval(FlagClockWindow, in.ClockEventsWindow),
+		ComputeInstances:  in.ComputeInstances,
+	}
+	for _, d := range []struct {
+		flag, value string
+		dst         *devsel.Options
+	}{
+		{FlagDevices, in.Devices, &c.Collection.Devices.GPUs},
+		{FlagSwitchDevices, in.SwitchDevices, &c.Collection.Devices.Switches},
+		{FlagCPUDevices, in.CPUDevices, &c.Collection.Devices.CPUs},
+	} {
+		o, err := devsel.Parse(d.value)
+		if err != nil {
+			b.fail(d.flag, fmt.Errorf("%s %w", b.flag(d.flag), err))
+			continue
+		}
+		*d.dst = o
+	}
+	// dcgm-exporter falls back to 1s on a bad interval (parseDuration);
+	// gpuscope says so instead of guessing.
+	poll := DefaultBindUnbindPoll
+	if s := in.BindUnbindPoll; s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			b.fail(FlagBindUnbindPoll, fmt.Errorf("%s %q: use a positive Go duration such as 1s or 500ms", b.flag(FlagBindUnbindPoll), s))
+		}
+		poll = d
+	}
+	if in.BindUnbindWatch {
+		c.Collection.BindUnbindPoll = poll
+	}
+}
+
+func (b *builder) labels() {
+	c, in := b.cfg, b.in
+	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != "", HostnameLabel: in.HostnameLabel,
+		NoHostname: in.NoHostname, OldNamespace: in.OldNamespace, ReplaceBlanksInModelName: in.ReplaceBlanks}
+	if c.Labels.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			b.fail(FlagHostname, fmt.Errorf("reading the host name (set %s): %w", b.flag(FlagHostname), err))
+		}
+		c.Labels.Hostname = h
+	}
+}
+
+func (b *builder) logging() {
+	c, in := b.cfg, b.in
+	c.Log.Format = LogFormat(in.LogFormat)
+	if c.Log.Format != LogText && c.Log.Format != LogJSON {
+		b.fail(FlagLogFormat, fmt.Errorf("%s %q: use text or json", b.flag(FlagLogFormat), in.LogFormat))
+	}
+	level := in.LogLevel
+	if in.Debug && !c.Given(FlagLogLevel) {
+		level = "debug"
+	}
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		b.fail(FlagLogLevel, fmt.Errorf("%s %q: use debug, info, warn or error", b.flag(FlagLogLevel), level))
+	}
+	c.Log.Level = lvl
+}
+
+// dcgm resolves the DCGM mode: remote when an address is given without a
+// mode.
+func (b *builder) dcgm() {
+	c, in := b.cfg, b.in
+	c.DCGM.RemoteHostengine = in.DCGMRemote
+	mode := in.DCGMMode
+	if in.DCGMRemote != "" && !c.Given(FlagDCGMMode) {
+		mode = string(dcgm.ModeRemote)
+	}
+	m, err := dcgm.ParseMode(mode)
+	if err != nil {
+		b.fail(FlagDCGMMode, fmt.Errorf("%s %q: %w", b.flag(FlagDCGMMode), mode, err))
+	}
+	c.DCGM.Mode = m
+	// dcgm-exporter: contextToConfig refuses a level outside DCGMDbgLvlValues.
+	if !slices.Contains(DCGMLogLevels, in.DCGMLogLevel) {
+		b.fail(FlagDCGMLogLevel, fmt.Errorf("%s %q: use one of %s", b.flag(FlagDCGMLogLevel), in.DCGMLogLevel, strings.Join(DCGMLogLevels, ", ")))
+	} else if in.EnableDCGMLog {
+		c.DCGM.HostEngineLogLevel = in.DCGMLogLevel
+	}
+}
+
+func (b *builder) sim() {
+	c, in := b.cfg, b.in
+	c.Sim = Sim{GPUs: in.SimGPUs, NVLinks: in.SimNVLinks, SharedGPUs: in.SimSharedGPUs, Model: in.SimModel, MIG: in.SimMIG,
+		Seed: in.SimSeed, EventRate: in.SimEventRate, Pods: in.SimPods}
+	if c.Source != SourceSim {
+		return
+	}
+	// MIG instances each run their own training job; the kinds are for
+	// whole GPUs.
+	if in.SimMIG == "" || c.Given(FlagSimWorkload) {
+		w, err := sim.ParseWorkloads(in.SimWorkload, in.SimGPUs)
+		if err != nil {
+			b.fail(FlagSimWorkload, fmt.Errorf("%s: %w", b.flag(FlagSimWorkload), err))
+		}
+		c.Sim.Workloads = w
+	}
+}
+
+func (b *builder) kubernetes() {
+	c, in := b.cfg, b.in
+	c.Kubernetes = Kubernetes{Enabled: in.Kubernetes, Socket: in.PodResourcesSocket, ResourceNames: in.ResourceNames,
+		RefreshInterval: in.K8sRefresh, LabelGrace: in.K8sLabelGrace, PodUIDLabel: in.PodUIDLabel,
+		SharedGPUAttribution: in.SharedGPUAttribution, VirtualGPUs: in.VirtualGPUs, DRA: in.DRA, ProcRoot: in.ProcRoot,
+		GPUIDType: GPUIDType(in.GPUIDType)}
+	if c.Kubernetes.GPUIDType != GPUIDUID && c.Kubernetes.GPUIDType != GPUIDDeviceName {
+		b.fail(FlagGPUIDType, fmt.Errorf("%s %q: use %s or %s", b.flag(FlagGPUIDType), in.GPUIDType, GPUIDUID, GPUIDDeviceName))
+	}
+	b.podLabels()
+}
+
+// podLabels resolves the pod-label selection, from --kubernetes.pod-labels
+// or from dcgm-exporter's --kubernetes-enable-pod-labels and its allowlist.
+func (b *builder) podLabels() {
+	c, in := b.cfg, b.in
+	expr, flag := in.PodLabels, FlagPodLabels
+	switch {
+	case in.EnablePodLabels && c.Given(FlagPodLabels):
+		b.fail(FlagEnablePodLabels, fmt.Errorf("%s and %s both choose pod labels; give one", b.flag(FlagEnablePodLabels), b.flag(FlagPodLabels)))
+		return
+	case in.EnablePodLabels:
+		e, err := allowlistExpr(in.PodLabelAllowlist)
+		if err != nil {
+			b.fail(FlagPodLabelAllowlist, fmt.Errorf("%s %w", b.flag(FlagPodLabelAllowlist), err))
+			return
+		}
+		expr, flag = e, FlagEnablePodLabels
+	case len(in.PodLabelAllowlist) > 0:
+		b.fail(FlagPodLabelAllowlist, fmt.Errorf("%s needs %s: the allowlist filters the pod labels that flag copies",
+			b.flag(FlagPodLabelAllowlist), b.flag(FlagEnablePodLabels)))
+		return
+	}
+	if expr == "" {
+		return
+	}
+	// dcgm-exporter ignores its pod-label flags without --kubernetes; the
+	// own flag says it has no effect.
+	if flag == FlagPodLabels && !in.Kubernetes {
+		b.fail(FlagPodLabels, fmt.Errorf("%s needs %s: pod labels go on the series of the pods the kubelet attributes GPUs to",
+			b.flag(FlagPodLabels), b.flag(FlagKubernetes)))
+		return
+	}
+	re, err := podlabels.CompileAllowlist(expr)
+	if err != nil {
+		b.fail(flag, fmt.Errorf("%s: %w", b.flag(flag), err))
+		return
+	}
+	c.Kubernetes.PodLabels = &PodLabels{Expr: expr, Allowlist: re, Flag: b.flag(flag)}
+}
+
+// allowlistExpr turns dcgm-exporter's allowlist (any pattern matching
+// anywhere in the key keeps the label; none means every label:
+// internal/pkg/transformation/kubernetes.go, shouldIncludeLabel) into the
+// whole-key expression of --kubernetes.pod-labels.
+func allowlistExpr(patterns []string) (string, error) {
+	if len(patterns) == 0 {
+		return ".*", nil
+	}
+	alts := make([]string, 0, len(patterns))
+	for _, p := range patterns {
+		if _, err := regexp.Compile(p); err != nil {
+			return "", fmt.Errorf("%q: not a regular expression: %w", p, err)
+		}
+		alts = append(alts, ".*(?:"+p+").*")
+	}
+	return strings.Join(alts, "|"), nil
+}
+
+func (b *builder) serving() {
+	c, in := b.cfg, b.in
+	c.HPCJobDir = in.HPCJobDir
+	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
+	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
+		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket}
+	c.Dump = Dump{Enabled: in.DumpEnabled, Directory: in.DumpDirectory, Retention: time.Duration(in.DumpRetention) * time.Hour,
+		Compress: in.DumpCompression}
+	c.DisableStartupValidate = in.DisableStartupValidate
+}

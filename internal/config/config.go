@@ -1,0 +1,205 @@
+// Package config is gpuscope's one serving configuration: typed values
+// built from the command line, with every default and every check in one
+// place, and errors that name the flag the user gave.
+package config
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuscope/gpuscope/internal/engine/devsel"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/sim"
+)
+
+// Source names where GPU data comes from.
+type Source string
+
+// The sources --source accepts.
+const (
+	SourceAuto Source = "auto"
+	SourceDCGM Source = "dcgm"
+	SourceNVML Source = "nvml"
+	SourceSim  Source = "sim"
+)
+
+// LogFormat is how log lines are written.
+type LogFormat string
+
+// The log formats --log-format accepts.
+const (
+	LogText LogFormat = "text"
+	LogJSON LogFormat = "json"
+)
+
+// GPUIDType is how the device plugin names GPUs to the kubelet.
+type GPUIDType string
+
+// The values of --kubernetes-gpu-id-type.
+const (
+	GPUIDUID        GPUIDType = "uid"
+	GPUIDDeviceName GPUIDType = "device-name"
+)
+
+// Config is a checked serving configuration.
+type Config struct {
+	Source     Source
+	Counters   Counters
+	Collection Collection
+	Labels     Labels
+	Log        Log
+	DCGM       DCGM
+	Sim        Sim
+	Kubernetes Kubernetes
+	// HPCJobDir is the directory of job-ID files; empty: off.
+	HPCJobDir string
+	Insight   Insight
+	Web       Web
+	Dump      Dump
+	// DisableStartupValidate is dcgm-exporter's switch for checks gpuscope
+	// does not run; it only earns a warning.
+	DisableStartupValidate bool
+
+	// given names each flag given, for messages; bad holds the flags whose
+	// value did not parse, so that Validate does not report them twice.
+	given map[string]string
+	bad   map[string]bool
+}
+
+// Counters says where the counters come from.
+type Counters struct {
+	// File is the counters CSV; empty: the built-in set.
+	File string
+	// ConfigMap, when set, is read once at start instead of File.
+	ConfigMap *configmap.Ref
+	// ReloadPoll is how often File is checked for changes; 0: only SIGHUP.
+	ReloadPoll time.Duration
+}
+
+// Collection is how and what the sources sample.
+type Collection struct {
+	// DefaultInterval is the watch interval of fields whose line has none.
+	DefaultInterval time.Duration
+	// Window is the span of the window statistics.
+	Window            time.Duration
+	XIDWindow         time.Duration
+	ClockEventsWindow time.Duration
+	Devices           devsel.Selector
+	ComputeInstances  bool
+	// BindUnbindPoll is how often the sources look for GPUs bound to or
+	// unbound from the driver; 0 when the watch is off.
+	BindUnbindPoll time.Duration
+}
+
+// Labels shapes the identity labels.
+type Labels struct {
+	// Hostname is the Hostname label's value: the one given, else the host
+	// name. HostnameGiven says it was given (the node name in Kubernetes).
+	Hostname                 string
+	HostnameGiven            bool
+	HostnameLabel            string
+	NoHostname               bool
+	OldNamespace             bool
+	ReplaceBlanksInModelName bool
+}
+
+// Log is the logging setup.
+type Log struct {
+	Format LogFormat
+	Level  logrus.Level
+}
+
+// DCGM is how the host engine is reached.
+type DCGM struct {
+	// Mode is resolved: remote when only a host engine address is given.
+	Mode             dcgm.Mode
+	RemoteHostengine string
+	// HostEngineLogLevel, when set, is the level the embedded host engine
+	// logs at to standard error (--enable-dcgm-log).
+	HostEngineLogLevel string
+}
+
+// Sim configures the simulated GPUs.
+type Sim struct {
+	GPUs int
+	// NVLinks per GPU; negative: the model's.
+	NVLinks, SharedGPUs int
+	Model, MIG          string
+	Seed                int64
+	EventRate           float64
+	Pods                bool
+	// Workloads is the workload of each GPU; nil leaves the choice to
+	// the sim (MIG instances run their own training jobs).
+	Workloads []sim.Workload
+}
+
+// Kubernetes is pod attribution.
+type Kubernetes struct {
+	Enabled              bool
+	Socket               string
+	ResourceNames        []string
+	RefreshInterval      time.Duration
+	LabelGrace           time.Duration
+	PodUIDLabel          bool
+	SharedGPUAttribution bool
+	VirtualGPUs          bool
+	DRA                  bool
+	ProcRoot             string
+	GPUIDType            GPUIDType
+	// PodLabels is nil when no pod labels are copied.
+	PodLabels *PodLabels
+}
+
+// PodLabels selects the pod labels copied onto series.
+type PodLabels struct {
+	// Expr is the whole-key expression; Allowlist is it compiled.
+	Expr      string
+	Allowlist *regexp.Regexp
+	// Flag is the flag that chose them, for messages.
+	Flag string
+}
+
+// Insight is the workload insight.
+type Insight struct {
+	Enabled bool
+	Window  time.Duration
+}
+
+// Web is the HTTP server.
+type Web struct {
+	Address            string
+	ConfigFile         string
+	MaxConnections     int
+	MaxStreams         int
+	EnableProfilingAPI bool
+	Pprof              bool
+	SystemdSocket      bool
+}
+
+// Dump is the debug dumps of --dump-enabled.
+type Dump struct {
+	Enabled   bool
+	Directory string
+	// Retention is how long dumps are kept; 0: until the most recent ones.
+	Retention time.Duration
+	Compress  bool
+}
+
+// Flag is how messages name a flag: as the user gave it, else by its
+// first name.
+func (c *Config) Flag(name string) string {
+	if n, ok := c.given[name]; ok && n != "" {
+		return n
+	}
+	return "--" + name
+}
+
+// Given says whether the flag was given, on the command line or through a
+// variable.
+func (c *Config) Given(name string) bool {
+	_, ok := c.given[name]
+	return ok
+}

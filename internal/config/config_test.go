@@ -1,0 +1,255 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
+	"github.com/gpuscope/gpuscope/source/dcgm"
+)
+
+// input is the defaults with a host name, so that no test depends on the
+// machine's, changed by edit.
+func input(edit func(*Input)) Input {
+	in := Defaults()
+	in.Hostname = "node-1"
+	if edit != nil {
+		edit(&in)
+	}
+	return in
+}
+
+func TestDefaultsBuildTheLibrariesDefaults(t *testing.T) {
+	cfg, err := Build(input(nil))
+	require.NoError(t, err)
+	assert.Equal(t, SourceAuto, cfg.Source)
+	assert.Equal(t, time.Second, cfg.Collection.DefaultInterval)
+	assert.Equal(t, engine.DefaultWindow, cfg.Collection.Window)
+	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.XIDWindow)
+	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.ClockEventsWindow)
+	assert.Equal(t, podattr.DefaultRefreshInterval, cfg.Kubernetes.RefreshInterval)
+	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.Socket)
+	assert.Equal(t, server.DefaultMaxConnections, cfg.Web.MaxConnections)
+	assert.Equal(t, server.DefaultMaxStreams, cfg.Web.MaxStreams)
+	assert.Equal(t, engine.DefaultInsightWindow, cfg.Insight.Window)
+	assert.Equal(t, dcgm.ModeEmbedded, cfg.DCGM.Mode)
+	assert.Empty(t, cfg.DCGM.HostEngineLogLevel, "the host engine's log is off")
+	assert.Zero(t, cfg.Collection.BindUnbindPoll, "the bind/unbind watch is off")
+	assert.True(t, cfg.Collection.Devices.GPUs.Flex && cfg.Collection.Devices.Switches.Flex && cfg.Collection.Devices.CPUs.Flex)
+	assert.Nil(t, cfg.Counters.ConfigMap)
+	assert.Nil(t, cfg.Kubernetes.PodLabels)
+	assert.Equal(t, logrus.InfoLevel, cfg.Log.Level)
+	assert.Equal(t, 24*time.Hour, cfg.Dump.Retention)
+}
+
+func TestBuild(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Input)
+		check func(*testing.T, *Config)
+	}{
+		{"milliseconds as dcgm-exporter writes them", func(in *Input) { in.CollectInterval, in.XIDWindow = "30000", "60000" },
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, 30*time.Second, c.Collection.DefaultInterval)
+				assert.Equal(t, time.Minute, c.Collection.XIDWindow)
+			}},
+		{"an address alone means remote mode", func(in *Input) { in.DCGMRemote = "10.0.0.2:5555" },
+			func(t *testing.T, c *Config) { assert.Equal(t, dcgm.ModeRemote, c.DCGM.Mode) }},
+		{"fake GPUs are the sim", func(in *Input) { in.FakeGPUs = true },
+			func(t *testing.T, c *Config) { assert.Equal(t, SourceSim, c.Source) }},
+		{"debug without a log level", func(in *Input) { in.Debug = true },
+			func(t *testing.T, c *Config) { assert.Equal(t, logrus.DebugLevel, c.Log.Level) }},
+		{"a log level given wins over debug", func(in *Input) {
+			in.Debug, in.LogLevel, in.Given = true, "warn", map[string]string{FlagLogLevel: "--log-level"}
+		}, func(t *testing.T, c *Config) { assert.Equal(t, logrus.WarnLevel, c.Log.Level) }},
+		{"the bind/unbind watch takes dcgm-exporter's interval", func(in *Input) { in.BindUnbindWatch = true },
+			func(t *testing.T, c *Config) { assert.Equal(t, DefaultBindUnbindPoll, c.Collection.BindUnbindPoll) }},
+		{"an interval alone turns no watch on", func(in *Input) { in.BindUnbindPoll = "250ms" },
+			func(t *testing.T, c *Config) { assert.Zero(t, c.Collection.BindUnbindPoll) }},
+		{"the host engine log at its level", func(in *Input) { in.EnableDCGMLog, in.DCGMLogLevel = true, "DEBUG" },
+			func(t *testing.T, c *Config) { assert.Equal(t, "DEBUG", c.DCGM.HostEngineLogLevel) }},
+		{"dcgm-exporter's pod labels, all of them", func(in *Input) { in.EnablePodLabels = true },
+			func(t *testing.T, c *Config) {
+				require.NotNil(t, c.Kubernetes.PodLabels)
+				assert.Equal(t, ".*", c.Kubernetes.PodLabels.Expr)
+				assert.Equal(t, "--"+FlagEnablePodLabels, c.Kubernetes.PodLabels.Flag)
+			}},
+		{"dcgm-exporter's allowlist matches anywhere in the key", func(in *Input) {
+			in.EnablePodLabels, in.PodLabelAllowlist = true, []string{"^team$", "app"}
+		}, func(t *testing.T, c *Config) {
+			require.NotNil(t, c.Kubernetes.PodLabels)
+			assert.True(t, c.Kubernetes.PodLabels.Allowlist.MatchString("my-app-name"))
+			assert.False(t, c.Kubernetes.PodLabels.Allowlist.MatchString("tier"))
+		}},
+		{"gpuscope's pod labels match the whole key", func(in *Input) { in.Kubernetes, in.PodLabels = true, "team|app" },
+			func(t *testing.T, c *Config) {
+				require.NotNil(t, c.Kubernetes.PodLabels)
+				assert.True(t, c.Kubernetes.PodLabels.Allowlist.MatchString("app"))
+				assert.False(t, c.Kubernetes.PodLabels.Allowlist.MatchString("my-app"))
+			}},
+		{"a ConfigMap", func(in *Input) { in.ConfigMapData = "gpu-operator:metrics" },
+			func(t *testing.T, c *Config) {
+				require.NotNil(t, c.Counters.ConfigMap)
+				assert.Equal(t, "gpu-operator/metrics", c.Counters.ConfigMap.String())
+				assert.Equal(t, "metrics", c.Counters.ConfigMap.Key)
+			}},
+		{"sim workloads per GPU", func(in *Input) { in.Source, in.SimGPUs, in.SimWorkload = "sim", 2, "compute,idle" },
+			func(t *testing.T, c *Config) { assert.Len(t, c.Sim.Workloads, 2) }},
+		{"MIG instances choose their own workload", func(in *Input) { in.Source, in.SimMIG = "sim", "all" },
+			func(t *testing.T, c *Config) { assert.Nil(t, c.Sim.Workloads) }},
+		{"the host name given is the node name", func(in *Input) { in.Hostname = "gpu-node-7" },
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, "gpu-node-7", c.Labels.Hostname)
+				assert.True(t, c.Labels.HostnameGiven)
+			}},
+		{"without one, the machine's", func(in *Input) { in.Hostname = "" },
+			func(t *testing.T, c *Config) {
+				assert.NotEmpty(t, c.Labels.Hostname)
+				assert.False(t, c.Labels.HostnameGiven)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Build(input(tt.edit))
+			require.NoError(t, err)
+			tt.check(t, cfg)
+		})
+	}
+}
+
+// TestBuildNamesTheFlagOfEachProblem: each bad value is reported with the
+// flag it came through, as the user gave it when Given says so.
+func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Input)
+		want string
+	}{
+		{"interval below the minimum", func(in *Input) { in.CollectInterval = "50ms" }, "--collect-interval 50ms: below the minimum 100ms"},
+		{"interval that is no duration", func(in *Input) { in.CollectInterval = "soon" }, `--collect-interval "soon" is not a duration`},
+		{"zero interval", func(in *Input) { in.XIDWindow = "0" }, `--xid-count-window-size "0": must be positive`},
+		{"window", func(in *Input) { in.Window = 10 * time.Millisecond }, "--window 10ms: the window must be at least 100ms"},
+		{"poll", func(in *Input) { in.ReloadPoll = time.Nanosecond }, "--collectors-poll-interval 1ns: below the minimum 100ms (0 turns polling off)"},
+		{"source", func(in *Input) { in.Source = "rocm" }, `--source "rocm": use auto, dcgm, nvml or sim`},
+		{"log format", func(in *Input) { in.LogFormat = "xml" }, `--log-format "xml": use text or json`},
+		{"log level", func(in *Input) { in.LogLevel = "loud" }, `--log-level "loud": use debug, info, warn or error`},
+		{"host label", func(in *Input) { in.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
+		{"connections", func(in *Input) { in.MaxConnections = 0 }, "--web.max-connections 0: at least 1"},
+		{"streams", func(in *Input) { in.APIMaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
+		{"insight window", func(in *Input) { in.Insight, in.InsightWindow = true, time.Second },
+			"--insight-window 1s: the insight window must be at least 2s (20 samples at 100ms)"},
+		{"dcgm mode", func(in *Input) { in.DCGMMode = "bogus" }, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+		{"remote without an address", func(in *Input) { in.DCGMMode = "remote" },
+			"--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)"},
+		{"address in embedded mode", func(in *Input) {
+			in.DCGMRemote, in.Given = "h:5555", map[string]string{FlagDCGMMode: "--dcgm.mode", FlagDCGMRemote: "--remote-hostengine-info"}
+		}, `--remote-hostengine-info "h:5555" is only used with --dcgm.mode=remote, not embedded`},
+		{"bad address, under dcgm-exporter's name", func(in *Input) {
+			in.DCGMRemote, in.Given = "h:1:2", map[string]string{FlagDCGMRemote: "--remote-hostengine-info"}
+		}, `--remote-hostengine-info "h:1:2": host engine address "h:1:2"`},
+		{"devices", func(in *Input) { in.Devices = "x:1" }, `--devices "x:1": "x" is not f, g or i`},
+		{"configmap", func(in *Input) { in.ConfigMapData = "just-a-name" }, `--configmap-data "just-a-name": use namespace:name, or none`},
+		{"gpu id type", func(in *Input) { in.GPUIDType = "serial" }, `--kubernetes-gpu-id-type "serial": use uid or device-name`},
+		{"dcgm log level", func(in *Input) { in.DCGMLogLevel = "LOUD" }, `--dcgm-log-level "LOUD": use one of NONE, FATAL`},
+		{"bind/unbind poll", func(in *Input) { in.BindUnbindPoll = "often" }, `--gpu-bind-unbind-poll-interval "often": use a positive Go duration`},
+		{"allowlist without its switch", func(in *Input) { in.PodLabelAllowlist = []string{"team"} },
+			"--kubernetes-pod-label-allowlist-regex needs --kubernetes-enable-pod-labels"},
+		{"bad allowlist", func(in *Input) { in.EnablePodLabels, in.PodLabelAllowlist = true, []string{"te(am"} },
+			`--kubernetes-pod-label-allowlist-regex "te(am": not a regular expression`},
+		{"two ways to choose pod labels", func(in *Input) {
+			in.Kubernetes, in.EnablePodLabels, in.PodLabels = true, true, "team"
+			in.Given = map[string]string{FlagPodLabels: "--kubernetes.pod-labels"}
+		}, "--kubernetes-enable-pod-labels and --kubernetes.pod-labels both choose pod labels; give one"},
+		{"pod labels without --kubernetes", func(in *Input) { in.PodLabels = "team" },
+			"--kubernetes.pod-labels needs --kubernetes: pod labels go on the series"},
+		{"bad pod-label expression", func(in *Input) { in.Kubernetes, in.PodLabels = true, "team(" },
+			`--kubernetes.pod-labels: allowlist "team(" is not a valid regular expression`},
+		{"fake GPUs and another source", func(in *Input) {
+			in.FakeGPUs, in.Source, in.Given = true, "nvml", map[string]string{FlagSource: "--source"}
+		}, "--fake-gpus serves simulated GPUs, but --source is nvml"},
+		{"sim flag on another source", func(in *Input) {
+			in.Source, in.SimGPUs, in.Given = "nvml", 2, map[string]string{FlagSimGPUs: "--sim-gpus"}
+		}, "--sim-gpus only applies to --source=sim (the source is nvml)"},
+		{"sim workloads", func(in *Input) { in.Source, in.SimWorkload = "sim", "gaming" },
+			`--sim-workload: workloads "gaming": unknown kind "gaming"`},
+		{"resource name, under dcgm-exporter's name", func(in *Input) {
+			in.Kubernetes, in.ResourceNames = true, []string{"nvidia.com/*gpu"}
+			in.Given = map[string]string{FlagResourceNames: "--nvidia-resource-names"}
+		}, `--nvidia-resource-names: "nvidia.com/*gpu" is not a resource name`},
+		{"refresh", func(in *Input) { in.Kubernetes, in.K8sRefresh = true, time.Millisecond },
+			"--kubernetes.refresh-interval 1ms: below the minimum 100ms"},
+		{"grace", func(in *Input) { in.Kubernetes, in.K8sLabelGrace = true, -time.Second },
+			"--kubernetes.label-grace -1s: must not be negative"},
+		{"dump retention", func(in *Input) { in.DumpEnabled, in.DumpRetention = true, -1 }, "--dump-retention -1: use 0 or more hours"},
+		{"web config", func(in *Input) { in.WebConfigFile = "/nonexistent/web.yml" }, "--web.config.file /nonexistent/web.yml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Build(input(tt.edit))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n", "one problem, one line")
+		})
+	}
+}
+
+// TestBuildReportsEveryProblemAtOnce: a command line with several mistakes
+// gets them all in one error, one per line, each value reported once.
+func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := Build(input(func(in *Input) {
+		in.CollectInterval = "soon"
+		in.LogFormat = "xml"
+		in.Source = "rocm"
+		in.Devices = "x:1"
+		in.MaxConnections = 0
+		in.DCGMMode = "bogus"
+		in.Insight, in.InsightWindow = true, time.Second
+	}))
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"--collect-interval", "--log-format", "--source", "--devices", "--web.max-connections", "--dcgm.mode", "--insight-window"}
+	assert.Len(t, lines, len(want), err.Error())
+	for _, flag := range want {
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, flag+" ") {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "%s reported once in:\n%s", flag, err)
+	}
+}
+
+// TestValidateAConfigBuiltInCode: Validate checks a Config that no command
+// line made, naming the flags by their first names.
+func TestValidateAConfigBuiltInCode(t *testing.T) {
+	cfg, err := Build(input(nil))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+
+	bad := *cfg
+	bad.Collection.DefaultInterval = 10 * time.Millisecond
+	bad.Web.MaxStreams = 0
+	bad.DCGM = DCGM{Mode: dcgm.ModeRemote}
+	err = bad.Validate()
+	require.Error(t, err)
+	assert.Equal(t, "--collect-interval 10ms: below the minimum 100ms\n"+
+		"--api-max-streams 0: allow at least 1 stream\n"+
+		"--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)", err.Error())
+
+	var literal Config
+	literal.Collection.DefaultInterval = time.Second
+	literal.Collection.Window = time.Second
+	literal.Web = Web{MaxConnections: 1, MaxStreams: 1}
+	literal.Labels.HostnameLabel = "Hostname"
+	literal.DCGM.Mode = dcgm.ModeEmbedded
+	literal.Source = SourceSim
+	assert.NoError(t, literal.Validate(), "a Config literal needs no command line")
+}
