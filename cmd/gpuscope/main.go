@@ -26,7 +26,11 @@ func main() {
 		debug.SetGCPercent(50)
 	}
 	if err := runApp(newApp(), os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "gpuscope:", err)
+		// A configuration with several problems has one per line; each
+		// line carries the prefix, so that logs keep them together.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "gpuscope:", line)
+		}
 		os.Exit(exitCode(err))
 	}
 }
