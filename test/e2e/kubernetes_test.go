@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 )
 
 // uuids reads the GPU UUIDs from gpuscope's own exposition.

@@ -14,9 +14,9 @@ import (
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
-	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/internal/testkit/apiservertest"
+	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
 )

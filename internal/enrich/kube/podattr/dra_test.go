@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/draslices"
-	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 	"github.com/gpuscope/gpuscope/internal/testkit/apiservertest"
+	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 )
 
 // draPod is a pod whose container holds devices of the NVIDIA DRA driver
