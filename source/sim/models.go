@@ -22,6 +22,11 @@ type model struct {
 	pcieBytes           float64 // usable bytes/s per direction
 	tempRise            float64 // C above ambient at the power limit
 	vbios               string
+	// computeCap is the CUDA compute capability as DCGM reports it,
+	// major<<16|minor written out ("589824" is 9.0); fabric says whether the GPU joins an NVLink fabric that
+	// the fabric manager sets up (Hopper's NVSwitch systems).
+	computeCap string
+	fabric     bool
 	// migProfiles is empty when the model has no MIG; the first profile is
 	// the smallest one, which "all" uses.
 	migProfiles []migProfile
@@ -48,12 +53,14 @@ var models = map[string]*model{
 		key: "h100", name: "NVIDIA H100 80GB HBM3", fbTotal: 81559, fbReserved: 592,
 		idleW: 72, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 2619,
 		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 42, vbios: "96.00.99.00.01",
+		computeCap: "589824", fabric: true,
 		migProfiles: hopper80Profiles,
 	},
 	"h200": {
 		key: "h200", name: "NVIDIA H200", fbTotal: 143771, fbReserved: 638,
 		idleW: 78, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 3201,
 		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 40, vbios: "96.00.A5.00.01",
+		computeCap: "589824", fabric: true,
 		migProfiles: []migProfile{
 			{"1g.18gb", 1, 1}, {"1g.35gb", 1, 2}, {"2g.35gb", 2, 2}, {"3g.71gb", 3, 4}, {"4g.71gb", 4, 4}, {"7g.141gb", 7, 8},
 		},
@@ -62,12 +69,14 @@ var models = map[string]*model{
 		key: "a100", name: "NVIDIA A100-SXM4-80GB", fbTotal: 81920, fbReserved: 571,
 		idleW: 58, limitW: 400, maxSMClock: 1410, idleSMClock: 210, memClock: 1593,
 		links: 12, linkBytes: 25e9, pcieBytes: 25e9, tempRise: 38, vbios: "92.00.45.00.06",
+		computeCap:  "524288",
 		migProfiles: hopper80Profiles,
 	},
 	"l4": {
 		key: "l4", name: "NVIDIA L4", fbTotal: 23034, fbReserved: 431,
 		idleW: 16, limitW: 72, maxSMClock: 2040, idleSMClock: 210, memClock: 6251,
 		links: 0, pcieBytes: 25e9, tempRise: 45, vbios: "95.04.29.00.01",
+		computeCap: "524297",
 	},
 }
 

@@ -368,6 +368,12 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	case info.nvlink && s.cfg.links == 0:
 		unsup("GPU model has no NVLink")
 		return
+	case id == fieldid.FanSpeed:
+		unsup("the simulated models are passively cooled data-center GPUs; they have no fan")
+		return
+	case id == fieldid.FabricManagerStatus && !s.cfg.model.fabric:
+		unsup("GPU model joins no NVLink fabric")
+		return
 	case info.scope == scopeLink && info.link >= s.cfg.links:
 		unsup("NVLink index beyond the GPU's links")
 		return

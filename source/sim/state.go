@@ -236,6 +236,33 @@ func (s *Source) value(o *op) float64 {
 		return m.maxSMClock
 	case fieldid.MemClock:
 		return m.memClock
+	case fieldid.VideoClock:
+		// The video clock follows the SM clock at about the ratio an H100
+		// shows (765 MHz idle, 1755 MHz busy against 1980 MHz SM).
+		if g.act.idle {
+			return math.Round(m.maxSMClock * 0.386)
+		}
+		return math.Round(m.maxSMClock * 0.886)
+	case fieldid.Pstate, fieldid.ComputeMode, fieldid.GetGPURecoveryAction:
+		// Data-center GPUs stay in P0 under persistence mode, busy or not;
+		// the compute mode is Default and no recovery action is pending.
+		return 0
+	case fieldid.PersistenceMode:
+		return 1
+	case fieldid.MIGMode:
+		if len(s.cfg.mig) > 0 {
+			return 1
+		}
+		return 0
+	case fieldid.FabricManagerStatus:
+		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
+		return 3
+	case fieldid.PowerMgmtLimitDef:
+		return m.limitW
+	case fieldid.PCIeTXThroughput:
+		return math.Round(g.act.pcieTX * m.pcieBytes / 1024)
+	case fieldid.PCIeRXThroughput:
+		return math.Round(g.act.pcieRX * m.pcieBytes / 1024)
 	case fieldid.ClocksEventReasons:
 		return float64(g.reasons)
 	case fieldid.MaxSMClock:
@@ -446,6 +473,11 @@ func (s *Source) text(g *gpuSim, id uint16) string {
 		return "G520.0200.00.05"
 	case fieldid.VBIOSVersion:
 		return s.cfg.model.vbios
+	case fieldid.CUDADriverVersion:
+		// DCGM's integer for CUDA 12.8, the version driver 570 carries.
+		return "12080"
+	case fieldid.CUDAComputeCapability:
+		return s.cfg.model.computeCap
 	}
 	return ""
 }
