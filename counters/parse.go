@@ -263,6 +263,9 @@ func (p *parser) resolveName(n int, f *Field) bool {
 	}
 	info, ok := Lookup(f.Name)
 	if !ok {
+		if c, isCompat := lookupCompat(f.Name); isCompat {
+			return p.resolveCompat(n, f, c)
+		}
 		if len(p.errs.Errors) >= maxLineErrors {
 			// Past the cap the problem is only counted; a suggestion costs a
 			// walk of the whole catalog.
@@ -280,6 +283,25 @@ func (p *parser) resolveName(n int, f *Field) bool {
 	if f.Help == "" {
 		f.Help = info.Help
 	}
+	return true
+}
+
+// resolveCompat resolves an nvidia_gpu_exporter name through its table and
+// switches the file to that exporter's label layout.
+func (p *parser) resolveCompat(n int, f *Field, c CompatInfo) bool {
+	if c.Field != "" {
+		info, ok := Lookup(c.Field)
+		if !ok {
+			p.fail(n, "%s reads %s, which this build's field catalog lacks", f.Name, c.Field)
+			return false
+		}
+		f.ID = info.ID
+	}
+	f.Export = c.Export
+	if f.Help == "" {
+		f.Help = c.Help
+	}
+	p.set.Layout = LayoutNvidiaSMI
 	return true
 }
 
@@ -313,6 +335,17 @@ func (p *parser) checkType(n int, f Field) bool {
 			p.fail(n, "%s is a counter: window statistics apply to gauges only", f.Name)
 			ok = false
 		}
+	}
+	if c, isCompat := lookupCompat(f.Name); isCompat {
+		if f.Type != c.Type {
+			p.fail(n, "%s is a %s in nvidia_gpu_exporter; write %s, not %s", f.Name, c.Type, c.Type, f.Type)
+			ok = false
+		}
+		if c.Field == "" && (f.Interval != 0 || len(f.Stats) > 0) {
+			p.fail(n, "%s reads no GPU field: it takes no watch interval or window statistics", f.Name)
+			ok = false
+		}
+		return ok
 	}
 	if info, found := ByID(f.ID); found && info.Kind == KindString && f.Type != Label {
 		p.fail(n, "%s holds text: its type must be label, not %s", f.Name, f.Type)

@@ -80,6 +80,10 @@ type Field struct {
 	Stats []Stat
 	// Line is the 1-based line number in the file, for messages.
 	Line int
+	// Export says how a name of another exporter's layout (nvidia_gpu_exporter's
+	// nvidia_smi_* names) exports the field; the zero value exports the value
+	// as read. Set from the compatibility table (nvsmi.go), never from a column.
+	Export Export
 }
 
 // Set is a parsed counters file.
@@ -90,4 +94,8 @@ type Set struct {
 	// Warnings are problems that do not stop the file from loading, such as
 	// a line that repeats an earlier field with the same type.
 	Warnings []string
+	// Layout is the label layout of the file's series: LayoutNvidiaSMI when
+	// any line names an nvidia_gpu_exporter metric, LayoutDCGMExporter
+	// otherwise.
+	Layout Layout
 }

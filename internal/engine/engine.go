@@ -109,6 +109,8 @@ type Engine struct {
 	raw      rawState
 
 	m selfMetrics
+	// col is the outcome of each field group's latest collection.
+	col collectStats
 
 	// insMu serialises insight computations; the scratch below is theirs.
 	insMu       sync.Mutex
@@ -344,6 +346,9 @@ func (e *Engine) runGroup(ctx context.Context, gi int, interval time.Duration) {
 		start := time.Now()
 		err := e.collectOnce(ctx, gi, b)
 		obs.Observe(time.Since(start).Seconds())
+		if ctx.Err() == nil {
+			e.col.note(gi, start, time.Since(start), err)
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {

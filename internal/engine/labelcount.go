@@ -34,7 +34,7 @@ type SeriesShape struct {
 func shapeOf(opts *Options, set *counters.Set, enr []enricherLabels) SeriesShape {
 	s := SeriesShape{Counters: set, ComputeInstances: opts.ComputeInstances, OldNamespace: opts.OldNamespace,
 		Insight: opts.Insight, Options: opts.LabelOptions}
-	if writesHostname(opts) {
+	if writesHostname(opts, layoutOf(set)) {
 		s.HostnameLabel = opts.HostnameLabel
 	}
 	for _, el := range enr {
@@ -52,7 +52,7 @@ func shapeOf(opts *Options, set *counters.Set, enr []enricherLabels) SeriesShape
 // adds, and those the store adds.
 func (s SeriesShape) Count(e *source.Entity) labelbudget.Count {
 	c := labelbudget.Count{Kind: kindName(e), Extra: s.ExtraLabels, Family: s.familyLabels(e), Options: s.Options}
-	for _, l := range identityOf(e, s.OldNamespace) {
+	for _, l := range identityOf(e, s.OldNamespace, layoutOf(s.Counters)) {
 		c.Identity = append(c.Identity, l.name)
 	}
 	if s.HostnameLabel != "" {
@@ -60,7 +60,7 @@ func (s SeriesShape) Count(e *source.Entity) labelbudget.Count {
 	}
 	if s.Counters != nil {
 		c.File = s.Counters.File
-		if writesLabelFields(e) {
+		if writesLabelFields(e, s.Counters.Layout) {
 			for _, f := range labelFieldsOf(s.Counters) {
 				c.LabelFields = append(c.LabelFields, f.Name)
 			}
@@ -132,9 +132,18 @@ func kindName(e *source.Entity) string {
 }
 
 // writesLabelFields says whether label-type fields go on an entity's
-// series: Grace CPUs have no board to describe.
-func writesLabelFields(e *source.Entity) bool {
-	return e.Kind != source.CPU && e.Kind != source.CPUCore
+// series: Grace CPUs have no board to describe, and in nvidia_gpu_exporter's
+// layout they label nvidia_smi_gpu_info alone.
+func writesLabelFields(e *source.Entity, layout counters.Layout) bool {
+	return e.Kind != source.CPU && e.Kind != source.CPUCore && layout != counters.LayoutNvidiaSMI
+}
+
+// layoutOf is the label layout of a counters set; dcgm-exporter's without one.
+func layoutOf(set *counters.Set) counters.Layout {
+	if set == nil {
+		return counters.LayoutDCGMExporter
+	}
+	return set.Layout
 }
 
 // familyLabels is the most labels a family of the counters file adds to a

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -44,15 +45,15 @@ func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, e
 // host and label-type fields.
 func baseLabels(es *entityState, parent *entityState, p *plan, opts *Options) []labelPair {
 	e := &es.ent
-	ids := identityOf(e, opts.OldNamespace)
+	ids := identityOf(e, opts.OldNamespace, p.layout)
 	out := make([]labelPair, 0, len(ids)+1+len(p.labelFields))
 	for _, l := range ids {
 		out = append(out, labelPair{l.name, l.value(e, opts)})
 	}
-	if writesHostname(opts) {
+	if writesHostname(opts, p.layout) {
 		out = append(out, labelPair{opts.HostnameLabel, opts.Hostname})
 	}
-	if !writesLabelFields(e) {
+	if !writesLabelFields(e, p.layout) {
 		return out
 	}
 	text := es.text
@@ -124,8 +125,11 @@ func renderLabels(set []labelPair) string {
 	return b.String()
 }
 
-// writesHostname says whether the host label is written.
-func writesHostname(opts *Options) bool { return !opts.NoHostname && opts.Hostname != "" }
+// writesHostname says whether the host label is written: nvidia_gpu_exporter's
+// layout has none.
+func writesHostname(opts *Options, layout counters.Layout) bool {
+	return !opts.NoHostname && opts.Hostname != "" && layout != counters.LayoutNvidiaSMI
+}
 
 // identityLabel is one identity label: its name and the entity's value.
 type identityLabel struct {
@@ -167,7 +171,15 @@ var (
 // ReplaceBlanksInModelName the model name's blanks become dashes (toMetric,
 // getGPUModel); NoHostname (-n) or an empty host name leaves the host label
 // out (writesHostname), as every template writes it only when set.
-func identityOf(e *source.Entity, oldNamespace bool) []identityLabel {
+//
+// In nvidia_gpu_exporter's layout GPUs and MIG instances carry uuid (and
+// gpu_instance_id, compute_instance_id) alone (nvidiaSMIIdentity).
+func identityOf(e *source.Entity, oldNamespace bool, layout counters.Layout) []identityLabel {
+	if layout == counters.LayoutNvidiaSMI {
+		if ids := nvidiaSMIIdentity(e); ids != nil {
+			return ids
+		}
+	}
 	switch {
 	case e.Kind == source.NvSwitch:
 		return []identityLabel{switchLabel}
@@ -205,7 +217,8 @@ var familyLabels = []string{
 var identityNames = func() []string {
 	names := []string{"Hostname", "hostname"}
 	for _, l := range []identityLabel{gpuLabel, uuidLabel, oldUUIDLabel, linkUUIDLabel, pciLabel, deviceLabel, modelLabel,
-		linkModelLabel, giProfileLabel, giLabel, ciLabel, nvlinkLabel, switchLabel, cpuLabel, coreLabel} {
+		linkModelLabel, giProfileLabel, giLabel, ciLabel, nvlinkLabel, switchLabel, cpuLabel, coreLabel,
+		nvidiaSMIGILabel, nvidiaSMICILabel} {
 		names = append(names, l.name)
 	}
 	return names

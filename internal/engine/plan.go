@@ -65,6 +65,11 @@ type plan struct {
 	// DCGM_EXP_CLOCK_EVENTS_COUNT's window needs.
 	clockRingCap int
 	insight      insightPlan
+	// layout is the counters file's label layout; roles are its
+	// nvidia_gpu_exporter lines that export no field value of their own
+	// (nvidia_smi_gpu_info, the XID and collection families).
+	layout counters.Layout
+	roles  []counters.Field
 }
 
 // maxClockSamples bounds the clock-event reason samples kept per GPU for
@@ -80,7 +85,7 @@ func neverStale(id uint16) bool { return id == fieldid.XIDErrors }
 // newPlan groups the fields of set by watch interval. XID and clock-event
 // reasons are watched implicitly when an exporter-side field needs them.
 func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, ins insightPlan) *plan {
-	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}, insight: ins}
+	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}, insight: ins, layout: set.Layout}
 	intervalOf := map[uint16]time.Duration{}
 	want := func(id uint16, iv time.Duration) {
 		if iv <= 0 {
@@ -93,6 +98,13 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 	var sourceFields []counters.Field
 	for i := range set.Fields {
 		f := set.Fields[i]
+		if f.Export.Role != counters.RoleValue {
+			p.roles = append(p.roles, f)
+			if r := f.Export.Role; r == counters.RoleXIDTotal || r == counters.RoleXIDLast {
+				want(fieldid.XIDErrors, 0)
+			}
+			continue
+		}
 		if base, derived := fieldid.BaseOf(f.ID); derived {
 			// The source reads the base field; the engine derives this one.
 			switch f.ID {
@@ -116,7 +128,9 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 		case fieldid.XIDErrors:
 			p.xid = true
 		case fieldid.ClocksEventReasons:
-			p.clock = true
+			// One reason's bit under an nvidia_gpu_exporter name is not
+			// gpuscope's own clock-event family.
+			p.clock = p.clock || f.Export.Bit == 0
 		}
 		want(f.ID, f.Interval)
 		sourceFields = append(sourceFields, f)

@@ -59,13 +59,14 @@ func (e *Engine) Render(buf []byte) []byte {
 		xid := m.field.ID == fieldid.XIDErrors
 		wrote := false
 		for _, es := range e.order {
-			if es.migParent {
+			if !m.shows(es, p.layout) {
 				continue
 			}
 			sv := m.valueOf(es)
 			if !sv.has || sv.ts < stale {
 				continue
 			}
+			v := m.field.Export.Value(sv.v)
 			if !wrote {
 				buf = append(buf, m.header...)
 				wrote = true
@@ -75,7 +76,7 @@ func (e *Engine) Render(buf []byte) []byte {
 					buf = appendXIDSample(buf, m.field.Name, l, sv.v)
 					continue
 				}
-				buf = appendSample(buf, m.field.Name, l, "} ", sv.v)
+				buf = appendSample(buf, m.field.Name, l, "} ", v)
 			}
 		}
 	}
@@ -88,7 +89,7 @@ func (e *Engine) Render(buf []byte) []byte {
 		wrote := false
 		sc.samples = sc.samples[:0]
 		for _, es := range e.order {
-			if es.migParent {
+			if !m.shows(es, p.layout) {
 				continue
 			}
 			sv := m.valueOf(es)
@@ -115,6 +116,7 @@ func (e *Engine) Render(buf []byte) []byte {
 		buf = append(buf, sc.samples...)
 	}
 	buf = e.renderEvents(buf, now)
+	buf = e.renderNvidiaSMI(buf)
 	buf = e.renderHealthChecks(buf, now)
 	buf = e.renderInsight(buf, now)
 	buf = e.renderHealth(buf)
