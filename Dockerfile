@@ -55,7 +55,7 @@ RUN go build -trimpath \
 # cgo and dlopen need glibc: distroless/base rather than static.
 FROM gcr.io/distroless/base-debian12:nonroot AS nvml
 COPY --from=build-nvml /out/gpuscope /usr/bin/gpuscope
-COPY etc/default-counters.csv etc/dcp-metrics.csv /etc/gpuscope/
+COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
 USER 65532:65532
 EXPOSE 9400
 ENTRYPOINT ["/usr/bin/gpuscope", "--source=nvml"]
@@ -79,7 +79,7 @@ RUN apt-get update \
     && ldconfig
 RUN groupadd -r -g 1000 gpuscope && useradd -r -u 1000 -g gpuscope -s /usr/sbin/nologin gpuscope
 COPY --from=build /out/gpuscope /usr/bin/gpuscope
-COPY etc/default-counters.csv etc/dcp-metrics.csv /etc/gpuscope/
+COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
 # dcgm-exporter deployments pass these paths to -f; they hold gpuscope's
 # files of the same purpose.
 COPY etc/default-counters.csv /etc/dcgm-exporter/default-counters.csv
