@@ -359,6 +359,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		}
 	}
 	switch {
+	case id == fieldid.FanSpeed:
+		unsup("the simulated models are passively cooled data-center GPUs; they have no fan")
+		return
 	case info == nil && fieldid.Of(id).Level == fieldid.LevelLink:
 		unsup(linkFieldNote)
 		return
@@ -367,9 +370,6 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		return
 	case info.nvlink && s.cfg.links == 0:
 		unsup("GPU model has no NVLink")
-		return
-	case id == fieldid.FanSpeed:
-		unsup("the simulated models are passively cooled data-center GPUs; they have no fan")
 		return
 	case id == fieldid.FabricManagerStatus && !s.cfg.model.fabric:
 		unsup("GPU model joins no NVLink fabric")
