@@ -153,7 +153,7 @@ func TestDockerfile(t *testing.T) {
 			}
 			joined := strings.Join(copies, "\n")
 			assert.Regexp(t, `--from=build\S* /out/gpuscope /usr/bin/gpuscope`, joined, name)
-			assert.Contains(t, joined, "etc/default-counters.csv etc/dcp-metrics.csv /etc/gpuscope/", name)
+			assert.Contains(t, joined, "etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/", name)
 			assert.Contains(t, s.last("ENTRYPOINT"), "/usr/bin/gpuscope", name)
 			assert.Contains(t, s.last("CMD"), "/etc/gpuscope/default-counters.csv", name)
 		}
