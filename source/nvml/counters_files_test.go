@@ -15,7 +15,7 @@ import (
 )
 
 func countersFiles(t *testing.T) []string {
-	files := []string{"../../etc/default-counters.csv", "../../etc/dcp-metrics.csv"}
+	files := []string{"../../etc/default-counters.csv", "../../etc/dcp-metrics.csv", "../../etc/nvidia-gpu-exporter.csv"}
 	dir := compattest.DirOrEmpty(t)
 	if dir == "" {
 		return files

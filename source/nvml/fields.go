@@ -52,10 +52,12 @@ var fieldMap = map[uint16]fieldSpec{
 	fieldid.Serial:        {text: func(r *reading) (string, error) { return call("GetSerial", r.h.GetSerial) }},
 	fieldid.VBIOSVersion:  {text: func(r *reading) (string, error) { return call("GetVbiosVersion", r.h.GetVbiosVersion) }},
 
-	fieldid.SMClock:    {value: clock("GetClockInfo(SM)", gonvml.CLOCK_SM, false)},
-	fieldid.MemClock:   {value: clock("GetClockInfo(MEM)", gonvml.CLOCK_MEM, false)},
-	fieldid.VideoClock: {value: clock("GetClockInfo(VIDEO)", gonvml.CLOCK_VIDEO, false)},
-	fieldid.MaxSMClock: {value: clock("GetMaxClockInfo(SM)", gonvml.CLOCK_SM, true)},
+	fieldid.SMClock:       {value: clock("GetClockInfo(SM)", gonvml.CLOCK_SM, false)},
+	fieldid.MemClock:      {value: clock("GetClockInfo(MEM)", gonvml.CLOCK_MEM, false)},
+	fieldid.VideoClock:    {value: clock("GetClockInfo(VIDEO)", gonvml.CLOCK_VIDEO, false)},
+	fieldid.MaxSMClock:    {value: clock("GetMaxClockInfo(SM)", gonvml.CLOCK_SM, true)},
+	fieldid.MaxMemClock:   {value: clock("GetMaxClockInfo(MEM)", gonvml.CLOCK_MEM, true)},
+	fieldid.MaxVideoClock: {value: clock("GetMaxClockInfo(VIDEO)", gonvml.CLOCK_VIDEO, true)},
 	fieldid.AppSMClock: {value: func(r *reading) (float64, error) {
 		return callU32("GetApplicationsClock(SM)", func() (uint32, gonvml.Return) { return r.h.GetApplicationsClock(gonvml.CLOCK_SM) }, 1)
 	}},
@@ -110,6 +112,28 @@ var fieldMap = map[uint16]fieldSpec{
 	}},
 
 	fieldid.XIDErrors: {xid: true},
+
+	fieldid.Pstate:            {value: readPstate},
+	fieldid.FanSpeed:          {value: func(r *reading) (float64, error) { return callU32("GetFanSpeed", r.h.GetFanSpeed, 1) }},
+	fieldid.ComputeMode:       {value: readComputeMode},
+	fieldid.PersistenceMode:   {value: readPersistenceMode},
+	fieldid.MIGMode:           {value: readMIGMode},
+	fieldid.PowerMgmtLimitMin: {value: func(r *reading) (float64, error) { return readPowerLimitConstraint(r, false) }},
+	fieldid.PowerMgmtLimitMax: {value: func(r *reading) (float64, error) { return readPowerLimitConstraint(r, true) }},
+	// NVML's instant power field is in mW, DCGM's in W.
+	fieldid.PowerUsageInstant: {value: func(r *reading) (float64, error) {
+		v, err := r.fieldValue(gonvml.FI_DEV_POWER_INSTANT, 0)
+		return v / mWPerW, err
+	}},
+	fieldid.PowerMgmtLimitDef: {value: func(r *reading) (float64, error) {
+		return callU32("GetPowerManagementDefaultLimit", r.h.GetPowerManagementDefaultLimit, 1/mWPerW)
+	}},
+	fieldid.GetGPURecoveryAction: {value: func(r *reading) (float64, error) {
+		return r.fieldValue(gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION, 0)
+	}},
+	fieldid.FabricManagerStatus:   {value: readFabricStatus},
+	fieldid.CUDADriverVersion:     {text: readCUDADriverVersion},
+	fieldid.CUDAComputeCapability: {text: readComputeCapability},
 
 	fieldid.PowerViolation:       {value: violation("POWER", gonvml.PERF_POLICY_POWER)},
 	fieldid.ThermalViolation:     {value: violation("THERMAL", gonvml.PERF_POLICY_THERMAL)},

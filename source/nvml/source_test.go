@@ -97,10 +97,19 @@ func TestEveryMappedFieldAndItsUnit(t *testing.T) {
 		{"FP32 ratio", fieldid.ProfPipeFP32Active, 0.2}, {"FP16 ratio", fieldid.ProfPipeFP16Active, 0.1},
 		{"PCIe TX bytes/s from MiB/s", fieldid.ProfPCIeTXBytes, 100 * mibF}, {"PCIe RX bytes/s", fieldid.ProfPCIeRXBytes, 200 * mibF},
 		{"NVLink TX bytes/s", fieldid.ProfNVLinkTXBytes, 1000 * mibF}, {"NVLink RX bytes/s", fieldid.ProfNVLinkRXBytes, 2000 * mibF},
+		{"max memory clock MHz", fieldid.MaxMemClock, 2619}, {"max video clock MHz", fieldid.MaxVideoClock, 1965},
+		{"P-state", fieldid.Pstate, 0}, {"fan %", fieldid.FanSpeed, 30}, {"compute mode", fieldid.ComputeMode, 0},
+		{"persistence mode", fieldid.PersistenceMode, 1}, {"MIG mode", fieldid.MIGMode, 0},
+		{"default power limit W", fieldid.PowerMgmtLimitDef, 700}, {"recovery action", fieldid.GetGPURecoveryAction, 0},
+		{"fabric manager status: completed", fieldid.FabricManagerStatus, 3},
+		{"lowest power limit W", fieldid.PowerMgmtLimitMin, 200}, {"highest power limit W", fieldid.PowerMgmtLimitMax, 700},
+		{"instant power W from mW", fieldid.PowerUsageInstant, 325.125},
 	}
 	wantText := map[uint16]string{
 		fieldid.DriverVersion: "550.54.15", fieldid.NVMLVersion: "12.550.54.15", fieldid.Name: "NVIDIA H100 80GB HBM3", fieldid.Brand: "NVIDIA",
 		fieldid.Serial: "1652323000000", fieldid.UUID: f.GPUs[0].UUID, fieldid.PCIBusID: nvmlfake.BusID(0), fieldid.VBIOSVersion: "96.00.74.00.01",
+		// DCGM's encodings: CUDA 12.4 as 12040, compute capability 9.0 as 9<<16.
+		fieldid.CUDADriverVersion: "12040", fieldid.CUDAComputeCapability: "589824",
 	}
 	var ids []uint16
 	for _, w := range want {

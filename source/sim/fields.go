@@ -75,6 +75,8 @@ var gpuFields = []fieldInfo{
 	{id: fieldid.GetGPURecoveryAction},
 	{id: fieldid.FabricManagerStatus},
 	{id: fieldid.PowerMgmtLimitDef},
+	{id: fieldid.PowerMgmtLimitMin},
+	{id: fieldid.PowerMgmtLimitMax},
 	{id: fieldid.PCIeTXThroughput},
 	{id: fieldid.PCIeRXThroughput},
 	{id: fieldid.MemClock},

@@ -257,8 +257,11 @@ func (s *Source) value(o *op) float64 {
 	case fieldid.FabricManagerStatus:
 		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
 		return 3
-	case fieldid.PowerMgmtLimitDef:
+	case fieldid.PowerMgmtLimitDef, fieldid.PowerMgmtLimitMax:
 		return m.limitW
+	case fieldid.PowerMgmtLimitMin:
+		// About 2/7 of the limit, as an H100 SXM allows 200 W of 700 W.
+		return math.Round(m.limitW * 2 / 7)
 	case fieldid.PCIeTXThroughput:
 		return math.Round(g.act.pcieTX * m.pcieBytes / 1024)
 	case fieldid.PCIeRXThroughput:

@@ -31,6 +31,13 @@ const (
 // Readings are the values one GPU answers with, in NVML's units.
 type Readings struct {
 	SMClock, MemClock, VideoClock, MaxSMClock, AppSMClock uint32
+	MaxMemClock, MaxVideoClock                            uint32
+	Pstate                                                gonvml.Pstates
+	FanPct                                                uint32
+	ComputeMode                                           gonvml.ComputeMode
+	Persistence                                           gonvml.EnableState
+	PowerDefaultMW, PowerMinMW, PowerMaxMW                uint32
+	Fabric                                                gonvml.GpuFabricInfo
 	GPUTemp, SlowdownTemp, ShutdownTemp                   uint32
 	MemoryTemp                                            uint32 // through field values
 	PowerMW, PowerLimitMW, EnforcedLimitMW                uint32
@@ -138,6 +145,10 @@ func New(model Model) *Fake {
 func defaultReadings(i int, total uint64) Readings {
 	return Readings{
 		SMClock: 1980, MemClock: 2619, VideoClock: 1755, MaxSMClock: 1980, AppSMClock: 1755,
+		MaxMemClock: 2619, MaxVideoClock: 1965, Pstate: gonvml.PSTATE_0, FanPct: 30,
+		ComputeMode: gonvml.COMPUTEMODE_DEFAULT, Persistence: gonvml.FEATURE_ENABLED, PowerDefaultMW: 700_000,
+		PowerMinMW: 200_000, PowerMaxMW: 700_000,
+		Fabric:  gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS)},
 		GPUTemp: uint32(40 + i), SlowdownTemp: 87, ShutdownTemp: 92, MemoryTemp: uint32(50 + i),
 		PowerMW: 312_500, PowerLimitMW: 700_000, EnforcedLimitMW: 700_000, EnergyMJ: 123_456_789,
 		PCIeTxKBs: 2048, PCIeRxKBs: 4096, PCIeReplay: 3,
@@ -156,7 +167,8 @@ func defaultReadings(i int, total uint64) Readings {
 		FieldValues: map[uint32]uint64{
 			gonvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: 7, gonvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: 8,
 			gonvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 9, gonvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 10,
-			gonvml.FI_DEV_NVLINK_LINK_COUNT: 2,
+			gonvml.FI_DEV_NVLINK_LINK_COUNT: 2, gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION: 0,
+			gonvml.FI_DEV_POWER_INSTANT: 325_125,
 		},
 		NVLinkRawKiB: [][2]uint64{{100, 200}, {300, 400}},
 		Serial:       fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
@@ -253,8 +265,42 @@ func (g *GPU) install(i int) {
 			return r.VideoClock
 		})
 	}
-	d.GetMaxClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) {
-		return read(g, "GetMaxClockInfo", func(r *Readings) uint32 { return r.MaxSMClock })
+	d.GetMaxClockInfoFunc = func(t gonvml.ClockType) (uint32, gonvml.Return) {
+		return read(g, "GetMaxClockInfo", func(r *Readings) uint32 {
+			switch t {
+			case gonvml.CLOCK_MEM:
+				return r.MaxMemClock
+			case gonvml.CLOCK_VIDEO:
+				return r.MaxVideoClock
+			}
+			return r.MaxSMClock
+		})
+	}
+	d.GetPerformanceStateFunc = func() (gonvml.Pstates, gonvml.Return) {
+		return read(g, "GetPerformanceState", func(r *Readings) gonvml.Pstates { return r.Pstate })
+	}
+	d.GetFanSpeedFunc = func() (uint32, gonvml.Return) {
+		return read(g, "GetFanSpeed", func(r *Readings) uint32 { return r.FanPct })
+	}
+	d.GetComputeModeFunc = func() (gonvml.ComputeMode, gonvml.Return) {
+		return read(g, "GetComputeMode", func(r *Readings) gonvml.ComputeMode { return r.ComputeMode })
+	}
+	d.GetPersistenceModeFunc = func() (gonvml.EnableState, gonvml.Return) {
+		return read(g, "GetPersistenceMode", func(r *Readings) gonvml.EnableState { return r.Persistence })
+	}
+	d.GetPowerManagementDefaultLimitFunc = func() (uint32, gonvml.Return) {
+		return read(g, "GetPowerManagementDefaultLimit", func(r *Readings) uint32 { return r.PowerDefaultMW })
+	}
+	d.GetPowerManagementLimitConstraintsFunc = func() (uint32, uint32, gonvml.Return) {
+		if ret := g.call("GetPowerManagementLimitConstraints"); ret != gonvml.SUCCESS {
+			return 0, 0, ret
+		}
+		g.f.mu.Lock()
+		defer g.f.mu.Unlock()
+		return g.R.PowerMinMW, g.R.PowerMaxMW, gonvml.SUCCESS
+	}
+	d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
+		return read(g, "GetGpuFabricInfo", func(r *Readings) gonvml.GpuFabricInfo { return r.Fabric })
 	}
 	d.GetApplicationsClockFunc = func(gonvml.ClockType) (uint32, gonvml.Return) {
 		return read(g, "GetApplicationsClock", func(r *Readings) uint32 { return r.AppSMClock })

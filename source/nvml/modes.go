@@ -1,0 +1,83 @@
+package nvml
+
+import (
+	"strconv"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// This file reads the states, limits and versions that nvidia-smi reports
+// beside the counters: P-state, modes, the fabric state, power limit
+// constraints, the CUDA versions. Each is given in DCGM's encoding and unit.
+
+// readPstate is the performance state 0..15; NVML's "unknown" is no value.
+func readPstate(r *reading) (float64, error) {
+	p, ret := r.h.GetPerformanceState()
+	if ret == gonvml.SUCCESS && p == gonvml.PSTATE_UNKNOWN {
+		ret = gonvml.ERROR_NOT_SUPPORTED
+	}
+	return float64(p), nvmlErr("GetPerformanceState", ret)
+}
+
+func readComputeMode(r *reading) (float64, error) {
+	m, ret := r.h.GetComputeMode()
+	return float64(m), nvmlErr("GetComputeMode", ret)
+}
+
+func readPersistenceMode(r *reading) (float64, error) {
+	m, ret := r.h.GetPersistenceMode()
+	return boolf(m == gonvml.FEATURE_ENABLED), nvmlErr("GetPersistenceMode", ret)
+}
+
+// readMIGMode is the current MIG mode, 1 enabled.
+func readMIGMode(r *reading) (float64, error) {
+	cur, _, ret := r.h.GetMigMode()
+	return boolf(cur == gonvml.DEVICE_MIG_ENABLE), nvmlErr("GetMigMode", ret)
+}
+
+// dcgmFMStatusFailure is DCGM's DcgmFMStatusFailure: the fabric manager
+// finished but the GPU did not join the fabric.
+const dcgmFMStatusFailure = 4
+
+// readFabricStatus gives DCGM_FI_DEV_FABRIC_MANAGER_STATUS from NVML's
+// fabric state, as DCGM derives it: NVML's states 0..3 (not supported, not
+// started, in progress, completed) are DCGM's, and a completed state whose
+// status is an error is DCGM's failure.
+func readFabricStatus(r *reading) (float64, error) {
+	info, ret := r.h.GetGpuFabricInfo()
+	if err := nvmlErr("GetGpuFabricInfo", ret); err != nil {
+		return 0, err
+	}
+	if info.State == gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED {
+		return 0, nvmlErr("GetGpuFabricInfo", gonvml.ERROR_NOT_SUPPORTED)
+	}
+	if info.State == gonvml.GPU_FABRIC_STATE_COMPLETED && gonvml.Return(info.Status) != gonvml.SUCCESS {
+		return dcgmFMStatusFailure, nil
+	}
+	return float64(info.State), nil
+}
+
+// readCUDADriverVersion is DCGM's integer, major*1000 + minor*10, which is
+// NVML's too.
+func readCUDADriverVersion(r *reading) (string, error) {
+	v, ret := r.src.lib.SystemGetCudaDriverVersion()
+	return strconv.Itoa(v), nvmlErr("SystemGetCudaDriverVersion", ret)
+}
+
+// readComputeCapability is DCGM's major<<16 | minor (dcgm_fields.h,
+// DCGM_CUDA_COMPUTE_CAPABILITY_MAJOR).
+func readComputeCapability(r *reading) (string, error) {
+	major, minor, ret := r.h.GetCudaComputeCapability()
+	return strconv.Itoa(major<<16 | minor), nvmlErr("GetCudaComputeCapability", ret)
+}
+
+// readPowerLimitConstraint is the lowest or highest power limit that can be
+// set, in W.
+func readPowerLimitConstraint(r *reading, highest bool) (float64, error) {
+	lo, hi, ret := r.h.GetPowerManagementLimitConstraints()
+	v := lo
+	if highest {
+		v = hi
+	}
+	return float64(v) / mWPerW, nvmlErr("GetPowerManagementLimitConstraints", ret)
+}

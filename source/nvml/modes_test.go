@@ -1,0 +1,59 @@
+package nvml
+
+import (
+	"testing"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
+)
+
+// The states nvidia-smi reports are read in DCGM's encoding, and a state the
+// GPU does not have is absent, never a made-up value.
+func TestStatesInDCGMsEncoding(t *testing.T) {
+	tests := []struct {
+		name    string
+		id      uint16
+		script  func(r *nvmlfake.Readings)
+		want    float64
+		missing bool
+	}{
+		{"P-state 8", fieldid.Pstate, func(r *nvmlfake.Readings) { r.Pstate = gonvml.PSTATE_8 }, 8, false},
+		{"unknown P-state is absent", fieldid.Pstate, func(r *nvmlfake.Readings) { r.Pstate = gonvml.PSTATE_UNKNOWN }, 0, true},
+		{"exclusive-process compute mode", fieldid.ComputeMode, func(r *nvmlfake.Readings) { r.ComputeMode = gonvml.COMPUTEMODE_EXCLUSIVE_PROCESS }, 3, false},
+		{"persistence off", fieldid.PersistenceMode, func(r *nvmlfake.Readings) { r.Persistence = gonvml.FEATURE_DISABLED }, 0, false},
+		{"fabric training in progress", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
+			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_IN_PROGRESS}
+		}, 2, false},
+		{"fabric completed with an error is DCGM's failure", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
+			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.ERROR_TIMEOUT)}
+		}, 4, false},
+		{"no fabric is absent", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
+			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED}
+		}, 0, true},
+		{"recovery action: reboot", fieldid.GetGPURecoveryAction, func(r *nvmlfake.Readings) {
+			r.FieldValues[gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION] = 2
+		}, 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := nvmlfake.New(nvmlfake.DGXH100)
+			f.Update(0, func(g *nvmlfake.GPU) { tt.script(&g.R) })
+			s := open(t, f, time.Second, tt.id)
+			sink := newSink()
+			collectTwice(t, s, sink)
+			gpu0 := gpuEntity(t, s, 0)
+			v, ok := sink.value(gpu0, tt.id)
+			if tt.missing {
+				assert.False(t, ok)
+				assert.Len(t, sink.unsupported[sample{gpu0.Key(), tt.id}], 1, "reported unsupported once")
+				return
+			}
+			assert.True(t, ok)
+			assert.Equal(t, tt.want, v)
+		})
+	}
+}
