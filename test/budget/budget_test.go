@@ -28,6 +28,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/engine/cost"
 	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
@@ -48,6 +49,9 @@ const (
 	// preserved counts the labels Prometheus adds to every stored series:
 	// __name__, job and instance.
 	preserved = 3
+	// window is gpuscope's default --window, which the window families'
+	// HELP text names.
+	window = 15 * time.Second
 )
 
 // columns of the table, in order; the first column is the counters file.
@@ -82,12 +86,6 @@ func dropStats(csv string) string {
 type row struct {
 	file   string
 	values []float64
-}
-
-// series is one exposition line's metric name and labels.
-type series struct {
-	name   string
-	labels map[string]string
 }
 
 func TestCardinalityBudget(t *testing.T) {
@@ -171,28 +169,31 @@ func measure(t *testing.T, v variant, jobs string) row {
 		"--sim-event-rate=0", "--hpc-job-mapping-dir=" + jobs, "--collectors=" + csv}
 
 	base, _ := e2etest.GPUScope(t, common...)
-	plain, all := stableExposition(t, base, v.drop)
+	x := stableExposition(t, base, v.drop)
+	all := x.Series
 	gz := gzipSize(t, base)
 	var gpuSeries, widest int
 	for _, s := range all {
-		if _, ok := s.labels["gpu"]; ok {
+		if _, ok := s.Labels["gpu"]; ok {
 			gpuSeries++
 		}
-		widest = max(widest, len(s.labels)+preserved)
+		widest = max(widest, len(s.Labels)+preserved)
 	}
+	checkModel(t, name, set, x)
 
 	migBase, _ := e2etest.GPUScope(t, append(common, "--sim-mig=all")...)
-	_, migAll := stableExposition(t, migBase, v.drop)
+	migX := stableExposition(t, migBase, v.drop)
 	instances := map[string]bool{}
 	var migSeries int
-	for _, s := range migAll {
-		if id, ok := s.labels["GPU_I_ID"]; ok {
+	for _, s := range migX.Series {
+		if id, ok := s.Labels["GPU_I_ID"]; ok {
 			migSeries++
-			instances[s.labels["gpu"]+"/"+id] = true
+			instances[s.Labels["gpu"]+"/"+id] = true
 		}
-		widest = max(widest, len(s.labels)+preserved)
+		widest = max(widest, len(s.Labels)+preserved)
 	}
 	require.NotEmpty(t, instances, "%s: no MIG instance series with --sim-mig=all", name)
+	checkModel(t, name+", MIG", set, migX)
 
 	// The sim has no NvSwitch: a switch gets one series per NvSwitch field
 	// of the file (per port for the link fields), counted from the catalog.
@@ -217,41 +218,67 @@ func measure(t *testing.T, v variant, jobs string) row {
 		round1(float64(migSeries) / float64(len(instances))),
 		float64(switchFields),
 		float64(len(all)),
-		float64(plain),
+		float64(x.Bytes),
 		float64(gz),
-		round1(float64(len(all)) / 15),
-		round1(float64(len(all)) / 5),
+		round1(cost.SamplesPerSecond(len(all), cost.Scrape)),
+		round1(cost.SamplesPerSecond(len(all), 5*time.Second)),
 		float64(widest),
 	}}
 }
 
+// checkModel holds the cost model that the /fields page prices a selection
+// with to what was measured: for every field of the file that the node
+// exports, the modelled series equal the measured ones, and the modelled
+// bytes of all of them are within 5% of the measured bytes.
+func checkModel(t *testing.T, name string, set *counters.Set, x cost.Exposition) {
+	t.Helper()
+	node := cost.NodeOf(x, window)
+	var modelled, measured cost.Family
+	seen := map[string]bool{}
+	for _, f := range set.Fields {
+		got := x.Field(f.Name)
+		// A field the sim does not serve is absent, and exporter-side
+		// fields (events, derived fields) render labels of their own.
+		if seen[f.Name] || got.Series == 0 || fieldid.IsExporter(f.ID) {
+			continue
+		}
+		seen[f.Name] = true
+		want := node.Field(f).With(len(f.Stats))
+		require.Equal(t, got.Series, want.Series, "%s, %s: modelled series", name, f.Name)
+		modelled, measured = modelled.Add(want), measured.Add(got)
+	}
+	require.NotZero(t, measured.Series, "%s: no field series measured", name)
+	require.InEpsilon(t, measured.Bytes, modelled.Bytes, 0.05, "%s: modelled bytes of the fields' series", name)
+}
+
 // stableExposition scrapes until every sampled field has reached the
 // exposition: the same series three scrapes in a row, half a second apart.
-func stableExposition(t *testing.T, base string, drop func(string) bool) (int, []series) {
+func stableExposition(t *testing.T, base string, drop func(string) bool) cost.Exposition {
 	t.Helper()
 	var prev []string
 	same := 0
-	var size int
-	var all []series
+	var x cost.Exposition
 	settled := testwait.Every(60*time.Second, 500*time.Millisecond, func() bool {
 		body := get(t, base+"/metrics", false)
-		all = parse(t, body, drop)
-		keys := make([]string, len(all))
-		for i, s := range all {
-			keys[i] = s.name + fmt.Sprint(s.labels)
+		var err error
+		x, err = cost.Parse(body, drop)
+		require.NoError(t, err)
+		keys := make([]string, len(x.Series))
+		for i, s := range x.Series {
+			keys[i] = s.Name + fmt.Sprint(s.Labels)
 		}
-		if len(all) > 0 && strings.Join(keys, "\n") == strings.Join(prev, "\n") {
+		if len(x.Series) > 0 && strings.Join(keys, "\n") == strings.Join(prev, "\n") {
 			same++
 		} else {
 			same = 0
 		}
-		prev, size = keys, len(body)
+		prev = keys
 		return same == 2
 	})
 	if !settled {
 		t.Fatalf("%s/metrics did not settle within 60s", base)
 	}
-	return size, all
+	return x
 }
 
 func gzipSize(t *testing.T, base string) int {
@@ -286,60 +313,6 @@ func get(t *testing.T, url string, gz bool) []byte {
 		require.NoError(t, err, "the gzip body does not decompress")
 	}
 	return body
-}
-
-// parse reads the series of a text exposition.
-func parse(t *testing.T, body []byte, drop func(string) bool) []series {
-	t.Helper()
-	var out []series
-	for i, line := range strings.Split(string(body), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseLine(line)
-		require.NoError(t, err, "exposition line %d: %q", i+1, line)
-		if drop == nil || !drop(s.name) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func parseLine(line string) (series, error) {
-	s := series{labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i <= 0 {
-		return s, fmt.Errorf("no metric name")
-	}
-	s.name = line[:i]
-	if line[i] == ' ' {
-		return s, nil
-	}
-	rest := line[i+1:]
-	for {
-		if strings.HasPrefix(rest, "}") {
-			return s, nil
-		}
-		eq := strings.Index(rest, `="`)
-		if eq <= 0 {
-			return s, fmt.Errorf("bad label at %q", rest)
-		}
-		name := rest[:eq]
-		rest = rest[eq+2:]
-		var v strings.Builder
-		j := 0
-		for ; j < len(rest) && rest[j] != '"'; j++ {
-			if rest[j] == '\\' && j+1 < len(rest) {
-				j++
-			}
-			v.WriteByte(rest[j])
-		}
-		if j == len(rest) {
-			return s, fmt.Errorf("unterminated value of %s", name)
-		}
-		s.labels[name] = v.String()
-		rest = strings.TrimPrefix(rest[j+1:], ",")
-	}
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
