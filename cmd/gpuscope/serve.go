@@ -180,7 +180,12 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		prof = pc
 	}
 	web := cfg.Web
-	srv, err := server.New(server.Options{
+	var srv *server.Server
+	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
+	if err != nil {
+		return err
+	}
+	srv, err = server.New(server.Options{
 		Address:       web.Address,
 		WebConfigFile: web.ConfigFile,
 		Engine:        eng,
@@ -196,6 +201,7 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 
 		EnableProfilingAPI: web.EnableProfilingAPI,
 		MaxConnections:     web.MaxConnections,
+		Fields:             fields,
 		OnServing: func(addr string) {
 			log.WithFields(logrus.Fields{
 				"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,

@@ -76,6 +76,9 @@ type Options struct {
 	// OnServing is called once the listener is bound, with its address,
 	// so that "serving" is said only when it is true.
 	OnServing func(addr string)
+	// Fields serves /fields and /fields.csv (package fieldspage); nil
+	// leaves them out.
+	Fields http.Handler
 }
 
 // Limits of the HTTP server. A scrape renders in well under a second even
@@ -146,6 +149,9 @@ func New(opts Options) (*Server, error) {
 	}
 	// The toolkit's page links to the heap and CPU profiles unless told
 	// not to; they exist only with Pprof.
+	if opts.Fields != nil {
+		links = append(links, web.LandingLinks{Address: "fields", Text: "Fields", Description: "Pick the fields to collect, with what they cost; download the counters file"})
+	}
 	profiling := "false"
 	if opts.Pprof {
 		profiling = "true"
@@ -172,6 +178,10 @@ func New(opts Options) (*Server, error) {
 		s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
 		s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
 	}
+	if opts.Fields != nil {
+		s.mux.Handle("/fields", readOnly(opts.Fields))
+		s.mux.Handle("/fields.csv", readOnly(opts.Fields))
+	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)
 	if opts.Pprof {
@@ -182,6 +192,13 @@ func New(opts Options) (*Server, error) {
 		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	return s, nil
+}
+
+// Exposition returns the /metrics body as a scrape would get it now.
+func (s *Server) Exposition() []byte {
+	b := s.bodies.get()
+	defer s.bodies.release(b)
+	return append([]byte(nil), b.buf...)
 }
 
 // Handler returns the server's routes, without TLS or authentication.

@@ -1,0 +1,343 @@
+package fieldspage
+
+import (
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/engine/cost"
+	"github.com/gpuscope/gpuscope/source"
+)
+
+// pageView is what the template shows.
+type pageView struct {
+	Source   string
+	Running  string
+	GPUs     int
+	Groups   []groupView
+	Unserved []unservedView
+	// Base is what the node exposes besides the fields: gpuscope's own
+	// metrics, events and health, measured now.
+	Base cost.Family
+	// Total is Base plus the ticked fields, modelled.
+	Total costView
+	// Now is the exposition as it is, measured.
+	Now             costView
+	CSV, CM, Values string
+	Query           template.URL
+	Stats           []string
+	// Scrape is the scrape interval samples per second are priced at, in seconds.
+	Scrape float64
+	CSS    template.CSS
+	JS     template.JS
+}
+
+type groupView struct {
+	// ID is the section's anchor: /fields#profiling.
+	ID     string
+	Name   string
+	Fields []fieldView
+}
+
+type unservedView struct{ Name, Why string }
+
+type fieldView struct {
+	Name, Help, Unit, Type, Via string
+	Label                       bool
+	Checked                     bool
+	Interval                    string
+	Stats                       []statBox
+	// Unserved lists the GPUs that report the field unsupported.
+	Unserved []string
+	Latest   string
+	Spark    template.HTML
+	Cost     cost.Field
+	// Row is the field's cost with its ticked statistics.
+	Row cost.Family
+	// Sets is how many label sets the field is written on.
+	Sets int
+}
+
+type statBox struct {
+	Name    string
+	Checked bool
+}
+
+// build gathers what the page shows: the catalog fields the active source
+// serves, grouped, with what the node knows of each, and the cost of sel.
+func (h *Handler) build(sel []counters.Field, chosen bool) pageView {
+	running := h.running()
+	if !chosen {
+		sel = canonical(running)
+	}
+	ticked := map[uint16]counters.Field{}
+	for _, f := range sel {
+		ticked[f.ID] = f
+	}
+	var body []byte
+	if h.opts.Exposition != nil {
+		body = h.opts.Exposition()
+	}
+	x, err := cost.Parse(body, nil)
+	if err != nil {
+		h.opts.Log.WithError(err).Warn("The exposition does not parse; the page prices the fields without it")
+	}
+	node := cost.NodeOf(x, h.opts.Window)
+	gpus := h.assumeEntities(&node)
+	names := make([]string, len(running))
+	for i, f := range running {
+		names[i] = f.Name
+	}
+	v := pageView{Source: h.source(), GPUs: gpus, Base: x.Besides(names), Now: viewCost(x.Total()),
+		Stats: statNames(), Scrape: cost.Scrape.Seconds(), CSS: h.css, JS: h.js}
+	if set := h.opts.Running; set != nil {
+		if s := set(); s != nil {
+			v.Running = s.File
+		}
+	}
+	total := v.Base
+	for _, f := range sel {
+		total = total.Add(node.Field(f).With(len(f.Stats)))
+	}
+	v.Total = viewCost(total)
+	unsup := unsupportedGPUs(x)
+	latest := latestValues(x)
+	sparks := h.sparklines(running)
+	byGroup := map[string][]fieldView{}
+	for _, info := range counters.All() {
+		if info.Legacy || !info.Described() {
+			continue
+		}
+		ok, why := h.serves(info.ID)
+		if !ok {
+			v.Unserved = append(v.Unserved, unservedView{Name: info.Name, Why: why})
+			continue
+		}
+		fv := h.field(info, ticked, node)
+		fv.Unserved, fv.Latest, fv.Spark = unsup[info.Name], latest[info.Name], sparks[info.Name]
+		g := groupOf(info)
+		byGroup[g] = append(byGroup[g], fv)
+	}
+	for _, g := range groups {
+		if fs := byGroup[g]; len(fs) > 0 {
+			v.Groups = append(v.Groups, groupView{ID: anchor(g), Name: g, Fields: fs})
+		}
+	}
+	if len(sel) > 0 {
+		csv := countersCSV(sel)
+		v.CSV, v.CM, v.Values = csv, configMap(csv), helmValues(csv)
+	}
+	return v
+}
+
+func (h *Handler) running() []counters.Field {
+	if h.opts.Running == nil {
+		return nil
+	}
+	if s := h.opts.Running(); s != nil {
+		return s.Fields
+	}
+	return nil
+}
+
+func (h *Handler) source() string {
+	if h.opts.Source == nil {
+		return ""
+	}
+	return h.opts.Source()
+}
+
+// canonical maps the running file's fields onto the catalog's current
+// names (a legacy or deprecated name ticks the field it stands for).
+func canonical(fs []counters.Field) []counters.Field {
+	out := make([]counters.Field, 0, len(fs))
+	seen := map[uint16]bool{}
+	for _, f := range fs {
+		info, ok := counters.ByID(f.ID)
+		if !ok || seen[f.ID] {
+			continue
+		}
+		seen[f.ID] = true
+		f.Name, f.Help = info.Name, info.Help
+		out = append(out, f)
+	}
+	return out
+}
+
+// assumeEntities tells the node the entities the source sees at levels no
+// exported field shows yet, and returns the number of GPUs.
+func (h *Handler) assumeEntities(node *cost.Node) int {
+	if h.opts.Entities == nil {
+		return node.Sets(fieldid.LevelGPU)
+	}
+	counts := map[fieldid.Level]int{}
+	gpus := 0
+	for _, e := range h.opts.Entities() {
+		switch e.Kind {
+		case source.GPU:
+			gpus++
+			counts[fieldid.LevelGPU]++
+		case source.NVLink:
+			counts[fieldid.LevelLink]++
+		case source.NvSwitch:
+			counts[fieldid.LevelNvSwitch]++
+		case source.CPU:
+			counts[fieldid.LevelCPU]++
+		case source.CPUCore:
+			counts[fieldid.LevelCPUCore]++
+		}
+	}
+	for l, n := range counts {
+		node.Assume(l, n)
+	}
+	return gpus
+}
+
+// serves says whether the active source serves the field, and why not.
+func (h *Handler) serves(id uint16) (bool, string) {
+	name := h.source()
+	for _, s := range h.opts.Supports {
+		if s.Source == name {
+			ok, why := s.Serves(id)
+			if !ok && why == "" {
+				why = "the " + name + " source does not read it"
+			}
+			return ok, why
+		}
+	}
+	return true, ""
+}
+
+// via names what reads the field: DCGM, NVML, or NVML's GPM for the
+// profiling fields, as far as the sources say they serve it.
+func (h *Handler) via(info counters.FieldInfo) string {
+	var out []string
+	for _, s := range h.opts.Supports {
+		if ok, _ := s.Serves(info.ID); !ok {
+			continue
+		}
+		switch s.Source {
+		case "dcgm":
+			out = append(out, "DCGM")
+		case "nvml":
+			if strings.HasPrefix(info.Name, "DCGM_FI_PROF_") {
+				out = append(out, "GPM")
+			} else {
+				out = append(out, "NVML")
+			}
+		}
+	}
+	if info.Exporter() {
+		out = append(out, "gpuscope")
+	}
+	return strings.Join(out, ", ")
+}
+
+func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Field, node cost.Node) fieldView {
+	f := counters.Field{Name: info.Name, ID: info.ID, Type: info.Type, Help: info.Help}
+	t, checked := ticked[info.ID]
+	if checked {
+		f.Interval, f.Stats = t.Interval, t.Stats
+	}
+	fv := fieldView{Name: info.Name, Help: info.Help, Unit: info.Unit, Type: info.Type.String(), Via: h.via(info),
+		Label: info.Type == counters.Label, Checked: checked, Cost: node.Field(f), Sets: node.Sets(info.Level)}
+	fv.Row = fv.Cost.With(len(f.Stats))
+	if f.Interval > 0 {
+		fv.Interval = f.Interval.String()
+	}
+	for _, st := range counters.AllStats {
+		on := false
+		for _, s := range f.Stats {
+			on = on || s == st
+		}
+		fv.Stats = append(fv.Stats, statBox{Name: st.String(), Checked: on})
+	}
+	return fv
+}
+
+func statNames() []string {
+	out := make([]string, len(counters.AllStats))
+	for i, st := range counters.AllStats {
+		out[i] = st.String()
+	}
+	return out
+}
+
+// unsupportedGPUs reads gpuscope_field_supported: the GPUs on which a
+// field of the running file is not served.
+func unsupportedGPUs(x cost.Exposition) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range x.Series {
+		if s.Name != "gpuscope_field_supported" || s.Value != "0" {
+			continue
+		}
+		f := s.Labels["field"]
+		if info, ok := counters.Lookup(f); ok {
+			if c, ok := counters.ByID(info.ID); ok {
+				f = c.Name
+			}
+		}
+		out[f] = append(out[f], "GPU "+s.Labels["gpu"]+": the source reports the field unsupported on it")
+	}
+	return out
+}
+
+// latestValues shows each exported field's value now: the one value all
+// series share, or the range over them.
+func latestValues(x cost.Exposition) map[string]string {
+	type span struct {
+		lo, hi float64
+		n      int
+	}
+	spans := map[string]*span{}
+	for _, s := range x.Series {
+		if strings.HasSuffix(s.Name, "_window") || strings.HasSuffix(s.Name, "_window_samples") {
+			continue
+		}
+		info, ok := counters.Lookup(s.Name)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(s.Value, 64)
+		if err != nil || math.IsNaN(v) {
+			continue
+		}
+		name := info.Name
+		if c, ok := counters.ByID(info.ID); ok {
+			name = c.Name
+		}
+		sp := spans[name]
+		if sp == nil {
+			sp = &span{lo: v, hi: v}
+			spans[name] = sp
+		}
+		sp.lo, sp.hi, sp.n = math.Min(sp.lo, v), math.Max(sp.hi, v), sp.n+1
+	}
+	out := make(map[string]string, len(spans))
+	for name, sp := range spans {
+		if sp.lo == sp.hi {
+			out[name] = short(sp.lo)
+		} else {
+			out[name] = short(sp.lo) + " – " + short(sp.hi) + " over " + strconv.Itoa(sp.n) + " series"
+		}
+	}
+	return out
+}
+
+func short(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+func oneDecimal(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// humanBytes writes a byte count as the script does.
+func humanBytes(n int) string {
+	if n < 1024 {
+		return strconv.Itoa(n) + " B"
+	}
+	return oneDecimal(float64(n)/1024) + " KiB"
+}
+
+// anchor is a group's id: "NVLink and NvSwitch" is nvlink-and-nvswitch.
+func anchor(group string) string { return strings.ReplaceAll(strings.ToLower(group), " ", "-") }

@@ -1,0 +1,48 @@
+package fieldspage
+
+import (
+	"strings"
+
+	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
+)
+
+// groups are the page's sections, in order.
+var groups = []string{
+	"Utilization", "Memory", "Clocks and power", "Errors and health", "Profiling",
+	"NVLink and NvSwitch", "MIG", "Device and driver",
+}
+
+// groupWords sort a field into the first group one of whose words its
+// name contains; the order matters (NVLink error counters are NVLink's).
+var groupWords = []struct {
+	group string
+	words []string
+}{
+	{"Profiling", []string{"DCGM_FI_PROF_"}},
+	{"Device and driver", []string{"INFOROM_VER", "VERSION", "VBIOS", "_NAME", "BRAND", "SERIAL", "UUID", "BUSID"}},
+	{"MIG", []string{"_MIG_", "GPU_I_", "_CI_"}},
+	{"NVLink and NvSwitch", []string{"NVLINK", "NVSWITCH", "C2C", "_NVL"}},
+	{"Errors and health", []string{"ECC", "XID", "RETIRED", "REMAP", "REPLAY", "ERROR", "ERR_", "HEALTH", "VIOLATION", "FAULT", "EVENT", "THROTTLE", "BANKS", "INFOROM_CONFIG_VALID"}},
+	{"Clocks and power", []string{"CLOCK", "CLK", "POWER", "ENERGY", "TEMP", "FAN", "PSTATE", "VOLT"}},
+	{"Memory", []string{"FB_", "MEM", "BAR1", "DRAM"}},
+	{"Utilization", []string{"UTIL", "ACTIVE", "PCIE_TX", "PCIE_RX"}},
+}
+
+// groupOf is the section a field is listed in.
+func groupOf(info counters.FieldInfo) string {
+	switch info.Level {
+	case fieldid.LevelGPUInstance, fieldid.LevelComputeInstance:
+		return "MIG"
+	case fieldid.LevelNvSwitch, fieldid.LevelLink:
+		return "NVLink and NvSwitch"
+	}
+	for _, g := range groupWords {
+		for _, w := range g.words {
+			if strings.Contains(info.Name, w) {
+				return g.group
+			}
+		}
+	}
+	return "Device and driver"
+}
