@@ -288,10 +288,7 @@ func unsupportedGPUs(x cost.Exposition) map[string][]string {
 // latestValues shows each exported field's value now: the one value all
 // series share, or the range over them.
 func latestValues(x cost.Exposition) map[string]string {
-	type span struct {
-		lo, hi float64
-		n      int
-	}
+	type span struct{ lo, hi float64 }
 	spans := map[string]*span{}
 	for _, s := range x.Series {
 		if strings.HasSuffix(s.Name, "_window") || strings.HasSuffix(s.Name, "_window_samples") {
@@ -314,20 +311,30 @@ func latestValues(x cost.Exposition) map[string]string {
 			sp = &span{lo: v, hi: v}
 			spans[name] = sp
 		}
-		sp.lo, sp.hi, sp.n = math.Min(sp.lo, v), math.Max(sp.hi, v), sp.n+1
+		sp.lo, sp.hi = math.Min(sp.lo, v), math.Max(sp.hi, v)
 	}
 	out := make(map[string]string, len(spans))
 	for name, sp := range spans {
 		if sp.lo == sp.hi {
 			out[name] = short(sp.lo)
 		} else {
-			out[name] = short(sp.lo) + " – " + short(sp.hi) + " over " + strconv.Itoa(sp.n) + " series"
+			out[name] = short(sp.lo) + " – " + short(sp.hi)
 		}
 	}
 	return out
 }
 
-func short(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+// short writes a value in at most four significant digits, with an SI
+// prefix past a thousand: byte rates run to 1e11.
+func short(v float64) string {
+	prefixes := []string{"", "k", "M", "G", "T", "P"}
+	i := 0
+	for math.Abs(v) >= 1000 && i < len(prefixes)-1 {
+		v /= 1000
+		i++
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + prefixes[i]
+}
 
 func oneDecimal(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 

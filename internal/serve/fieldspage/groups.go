@@ -7,9 +7,10 @@ import (
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 )
 
-// groups are the page's sections, in order.
+// groups are the page's sections, in order: the profiling fields first, as
+// they are what a node is usually tuned for and what costs the most.
 var groups = []string{
-	"Utilization", "Memory", "Clocks and power", "Errors and health", "Profiling",
+	"Profiling", "Utilization", "Memory", "Clocks and power", "Errors and health",
 	"NVLink and NvSwitch", "MIG", "Device and driver",
 }
 
@@ -31,10 +32,15 @@ var groupWords = []struct {
 
 // groupOf is the section a field is listed in.
 func groupOf(info counters.FieldInfo) string {
-	switch info.Level {
-	case fieldid.LevelGPUInstance, fieldid.LevelComputeInstance:
-		return "MIG"
-	case fieldid.LevelNvSwitch, fieldid.LevelLink:
+	// DCGM reads the profiling fields per GPU instance; they are still
+	// the profiling fields, MIG or not.
+	if strings.HasPrefix(info.Name, "DCGM_FI_PROF_") {
+		return "Profiling"
+	}
+	// DCGM keeps many GPU fields (XIDs, say) at the GPU-instance level
+	// too, so MIG fields are told by name; switch and link levels are
+	// never anything but NVLink's.
+	if info.Level == fieldid.LevelNvSwitch || info.Level == fieldid.LevelLink {
 		return "NVLink and NvSwitch"
 	}
 	for _, g := range groupWords {
