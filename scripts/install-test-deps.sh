@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package), tmux (Debian's package) and Helm (built from the Go module proxy).
+# package), tmux and chromium (Debian's packages) and Helm (built from the Go
+# module proxy).
 set -euo pipefail
 
 need_root() {
@@ -33,6 +34,16 @@ if ! command -v tmux >/dev/null; then
   echo "install-test-deps: installing Debian's tmux package (a few seconds)"
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null
+fi
+
+if ! command -v chromium >/dev/null; then
+  # The /fields page test drives it headless (test/fieldspage). Where it
+  # cannot be installed that test skips, saying so, and fails under CI=true.
+  echo "install-test-deps: installing Debian's chromium package (headless browser for the /fields test; about a minute)"
+  if ! { need_root apt-get update -qq &&
+    need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; then
+    echo "install-test-deps: chromium could not be installed; the /fields browser test will skip" >&2
+  fi
 fi
 
 "$(dirname "$0")/install-helm.sh"
