@@ -21,8 +21,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // gpus is the simulated node's size; a GPU-level gauge adds one series per GPU.
@@ -90,6 +92,16 @@ func TestPickFieldsInABrowser(t *testing.T) {
 	assert.ElementsMatch(t, []string{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_SM_ACTIVE"}, ticked, "the running file's fields start ticked")
 	before := readCost(t, ctx)
 
+	boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("input.pick")).map(e => e.value)`))
+	require.NoError(t, err)
+	var served []string
+	for _, info := range counters.All() {
+		if ok, _ := sim.Support().Serves(info.ID); ok && !info.Legacy && info.Described() {
+			served = append(served, info.Name)
+		}
+	}
+	assert.ElementsMatch(t, served, boxes, "a checkbox for every field the sim serves")
+
 	// A GPU-level gauge adds a series per GPU; two window statistics add
 	// the samples family and a series per statistic on every GPU.
 	steps := []struct {
@@ -131,7 +143,7 @@ func TestPickFieldsInABrowser(t *testing.T) {
 		"DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W)., , max p99",
 		"DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).",
 	}, fieldLines(csv))
-	counterCheck(t, csv)
+	counterCheck(t, csv, 3)
 
 	// The script refreshes the previews from /fields.csv.
 	var preview string
@@ -184,14 +196,29 @@ func fieldLines(csv string) []string {
 	return out
 }
 
+// TestCSVOfTwoFields: /fields.csv with two fields returns a counters file
+// of exactly those two that `gpuscope counters check` accepts.
+func TestCSVOfTwoFields(t *testing.T) {
+	base := startNode(t)
+	csv := httpGet(t, base+"/fields.csv?field=DCGM_FI_DEV_FB_USED&field=DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"+
+		"&interval.DCGM_FI_PROF_PIPE_TENSOR_ACTIVE=100ms&stats.DCGM_FI_PROF_PIPE_TENSOR_ACTIVE=max+p99", http.StatusOK)
+	assert.Equal(t, []string{
+		"DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).",
+		"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active., 100ms, max p99",
+	}, fieldLines(csv))
+	counterCheck(t, csv, 2)
+	bad := httpGet(t, base+"/fields.csv?field=DCGM_FI_DEV_FB_USED,DCGM_FI_DEV_FB_USD", http.StatusBadRequest)
+	assert.Contains(t, bad, `"DCGM_FI_DEV_FB_USD"`)
+}
+
 // counterCheck runs `gpuscope counters check` on the downloaded file.
-func counterCheck(t *testing.T, csv string) {
+func counterCheck(t *testing.T, csv string, fields int) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "counters.csv")
 	require.NoError(t, os.WriteFile(file, []byte(csv), 0o600))
 	out, err := exec.Command(e2etest.Binary(t), "counters", "check", file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "ok (3 fields)")
+	assert.Contains(t, string(out), "ok ("+strconv.Itoa(fields)+" fields)")
 }
 
 func httpGet(t *testing.T, url string, want int) string {

@@ -27,8 +27,6 @@ type pageView struct {
 	// Now is the exposition as it is, measured.
 	Now             costView
 	CSV, CM, Values string
-	Query           template.URL
-	Stats           []string
 	// Scrape is the scrape interval samples per second are priced at, in seconds.
 	Scrape float64
 	CSS    template.CSS
@@ -92,7 +90,7 @@ func (h *Handler) build(sel []counters.Field, chosen bool) pageView {
 		names[i] = f.Name
 	}
 	v := pageView{Source: h.source(), GPUs: gpus, Base: x.Besides(names), Now: viewCost(x.Total()),
-		Stats: statNames(), Scrape: cost.Scrape.Seconds(), CSS: h.css, JS: h.js}
+		Scrape: cost.Scrape.Seconds(), CSS: h.css, JS: h.js}
 	if set := h.opts.Running; set != nil {
 		if s := set(); s != nil {
 			v.Running = s.File
@@ -256,14 +254,6 @@ func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Fiel
 		fv.Stats = append(fv.Stats, statBox{Name: st.String(), Checked: on})
 	}
 	return fv
-}
-
-func statNames() []string {
-	out := make([]string, len(counters.AllStats))
-	for i, st := range counters.AllStats {
-		out[i] = st.String()
-	}
-	return out
 }
 
 // unsupportedGPUs reads gpuscope_field_supported: the GPUs on which a

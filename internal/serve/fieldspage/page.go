@@ -79,7 +79,7 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	// Both files are ours, embedded at build time: trusted content.
-	return &Handler{opts: opts, page: page, css: template.CSS(css), js: template.JS(js)}, nil //nolint:gosec
+	return &Handler{opts: opts, page: page, css: template.CSS(css), js: template.JS(js)}, nil
 }
 
 // ServeHTTP answers GET and HEAD of the two paths.
@@ -181,7 +181,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b.Bytes())
 }
 
-// costOf is a family's cost as the page shows it.
+// costView is a cost as the page shows it.
 type costView struct {
 	Series int
 	Bytes  int

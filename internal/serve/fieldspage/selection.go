@@ -11,10 +11,11 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 )
 
-// maxQuery bounds the query string of /fields and /fields.csv. Every field
-// of the catalog ticked, each with an interval and all six statistics,
-// stays well below it.
-const maxQuery = 256 << 10
+// maxQuery bounds the query string of /fields and /fields.csv, as the HTTP
+// server bounds request headers. The page's form sends an interval
+// parameter per field listed (about 16 KiB for DCGM's whole catalog), so
+// every field ticked with a few statistics each still fits.
+const maxQuery = 64 << 10
 
 // Query parameters. field names the ticked fields (repeated or
 // comma-separated); interval.NAME and stats.NAME set one field's watch
