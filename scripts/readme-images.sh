@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Generates the README's images in docs/images: top.png, a screenshot of
-# `gpuscope top`, and capture.png, a chart of `gpuscope capture`. It builds
+# `gpuscope top`, capture.png, a chart of `gpuscope capture`, and
+# fields.png, the /fields page in headless Chromium. It builds
 # gpuscope, serves 8 simulated GPUs with pod labels and the profiling
 # counters, runs `gpuscope top` in a detached tmux session of a fixed size,
 # waits until the table shows 8 GPU rows in training, captures the pane with
 # its colours and renders it with scripts/termpng; then records 6 seconds of
-# three GPUs as a PNG chart. Needs tmux (Debian's package;
-# scripts/install-test-deps.sh installs it). About 30 seconds.
+# three GPUs as a PNG chart; and shoots /fields. Needs tmux and chromium
+# (Debian's packages; scripts/install-test-deps.sh installs them). About 30
+# seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 dir="${1:-docs/images}"
 command -v tmux >/dev/null || { echo "readme-images: tmux is missing (apt-get install tmux)" >&2; exit 1; }
+command -v chromium >/dev/null || { echo "readme-images: chromium is missing (apt-get install chromium)" >&2; exit 1; }
 
 work=$(mktemp -d)
 sock="gpuscope-shot-$$"
@@ -61,3 +64,17 @@ mkdir -p "$dir"
 echo "readme-images: wrote $dir/top.png"
 "$work/gpuscope" capture --address "127.0.0.1:$port" --duration 6s --gpu 0 --gpu 2 --gpu 4 \
   --field DCGM_FI_PROF_SM_ACTIVE,DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,DCGM_FI_PROF_NVLINK_TX_BYTES -o "$dir/capture.png"
+echo "readme-images: wrote $dir/capture.png"
+
+# The /fields page as it opens: the profiling fields of dcp-metrics.csv
+# ticked, with their sparklines, and the cost panel. The first visit gives
+# the 100 ms fields without window statistics a ring; the shot waits until
+# all twelve have a line.
+sparklines() { [ "$(curl -fsS "http://127.0.0.1:$port/fields" | grep -c '<svg class="spark"')" -ge 12 ]; }
+wait_for "the sparklines of /fields" 30 sparklines
+sandbox=()
+if [ "$(id -u)" -eq 0 ]; then sandbox=(--no-sandbox); fi
+chromium --headless "${sandbox[@]}" --disable-gpu --hide-scrollbars --user-data-dir="$work/chromium" \
+  --window-size=1500,1000 --screenshot="$dir/fields.png" "http://127.0.0.1:$port/fields" >"$work/chromium.log" 2>&1 ||
+  { cat "$work/chromium.log" >&2; exit 1; }
+echo "readme-images: wrote $dir/fields.png"
