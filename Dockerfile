@@ -56,6 +56,7 @@ RUN go build -trimpath \
 FROM gcr.io/distroless/base-debian12:nonroot AS nvml
 COPY --from=build-nvml /out/gpuscope /usr/bin/gpuscope
 COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
+COPY etc/dcgm-exporter/ /etc/dcgm-exporter/
 USER 65532:65532
 EXPOSE 9400
 ENTRYPOINT ["/usr/bin/gpuscope", "--source=nvml"]
@@ -80,10 +81,9 @@ RUN apt-get update \
 RUN groupadd -r -g 1000 gpuscope && useradd -r -u 1000 -g gpuscope -s /usr/sbin/nologin gpuscope
 COPY --from=build /out/gpuscope /usr/bin/gpuscope
 COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
-# dcgm-exporter deployments pass these paths to -f; they hold gpuscope's
-# files of the same purpose.
-COPY etc/default-counters.csv /etc/dcgm-exporter/default-counters.csv
-COPY etc/dcp-metrics.csv /etc/dcgm-exporter/dcp-metrics-included.csv
+# dcgm-exporter deployments pass these paths to -f; they hold
+# dcgm-exporter's own files, unchanged, so the field set stays the same.
+COPY etc/dcgm-exporter/ /etc/dcgm-exporter/
 ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility NVIDIA_VISIBLE_DEVICES=all NVIDIA_DISABLE_REQUIRE=true
 # Non-root by default: NVML, a remote or node host engine (dcgm.mode=node or
 # sidecar) and embedded DCGM without profiling fields work as user 1000.

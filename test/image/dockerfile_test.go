@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
@@ -157,16 +158,29 @@ func TestDockerfile(t *testing.T) {
 			assert.Contains(t, s.last("ENTRYPOINT"), "/usr/bin/gpuscope", name)
 			assert.Contains(t, s.last("CMD"), "/etc/gpuscope/default-counters.csv", name)
 		}
-		rt := find(stages, "runtime")
-		var copies string
-		for _, c := range rt.all("COPY") {
-			copies += c.args + "\n"
-		}
-		// dcgm-exporter's image keeps its counters in /etc/dcgm-exporter
+	})
+
+	t.Run("/etc/dcgm-exporter holds dcgm-exporter's own counters files", func(t *testing.T) {
+		// dcgm-exporter's image keeps its etc/ in /etc/dcgm-exporter
 		// (docker/Dockerfile: COPY etc /etc/dcgm-exporter), and deployments
-		// pass those paths to -f.
-		assert.Contains(t, copies, "/etc/dcgm-exporter/default-counters.csv")
-		assert.Contains(t, copies, "/etc/dcgm-exporter/dcp-metrics-included.csv")
+		// pass those paths to -f (deployment/values.yaml: arguments ["-f",
+		// "/etc/dcgm-exporter/default-counters.csv"]): a swapped image must
+		// serve the same field set and help texts from them.
+		dir := compattest.Dir(t)
+		for _, name := range []string{"runtime", "nvml"} {
+			got := installed(t, root, find(stages, name))
+			for _, file := range []string{"default-counters.csv", "dcp-metrics-included.csv"} {
+				src, ok := got["/etc/dcgm-exporter/"+file]
+				if !assert.True(t, ok, "%s: nothing installs /etc/dcgm-exporter/%s", name, file) {
+					continue
+				}
+				want, err := os.ReadFile(filepath.Join(dir, file))
+				require.NoError(t, err)
+				have, err := os.ReadFile(filepath.Join(root, src))
+				require.NoError(t, err)
+				assert.True(t, string(want) == string(have), "%s: /etc/dcgm-exporter/%s comes from %s, which is not dcgm-exporter's file", name, file, src)
+			}
+		}
 	})
 
 	t.Run("both images run as a non-root user by default", func(t *testing.T) {
@@ -191,6 +205,49 @@ func TestDockerfile(t *testing.T) {
 			assert.Contains(t, run, "version.Version=${VERSION}", name)
 		}
 	})
+}
+
+// installed maps each path a stage's COPY instructions from the build
+// context create to the repository file it comes from. A source folder
+// installs its files under the destination, as COPY does.
+func installed(t *testing.T, root string, s *stage) map[string]string {
+	t.Helper()
+	require.NotNil(t, s)
+	out := map[string]string{}
+	for _, c := range s.all("COPY") {
+		var f []string
+		for _, w := range strings.Fields(c.args) {
+			if !strings.HasPrefix(w, "--") {
+				f = append(f, w)
+			}
+		}
+		if len(f) < 2 || strings.Contains(c.args, "--from=") {
+			continue
+		}
+		dest := f[len(f)-1]
+		for _, src := range f[:len(f)-1] {
+			info, err := os.Stat(filepath.Join(root, src))
+			if err != nil {
+				continue
+			}
+			if !info.IsDir() {
+				if strings.HasSuffix(dest, "/") {
+					out[dest+filepath.Base(src)] = src
+				} else {
+					out[dest] = src
+				}
+				continue
+			}
+			entries, err := os.ReadDir(filepath.Join(root, src))
+			require.NoError(t, err)
+			for _, e := range entries {
+				if !e.IsDir() {
+					out[strings.TrimSuffix(dest, "/")+"/"+e.Name()] = filepath.Join(src, e.Name())
+				}
+			}
+		}
+	}
+	return out
 }
 
 // dockerignored says whether the build context leaves path out, for the

@@ -92,7 +92,27 @@ func TestDCGMExporterValuesFile(t *testing.T) {
 	assert.Equal(t, "default-counters.csv", m.SubPath)
 	cm := r.configMaps["exporter-metrics-config-map"]
 	require.NotNil(t, cm, "the ConfigMap the values file mounts")
-	assert.Contains(t, cm.Data["metrics"], "DCGM_FI_DEV_GPU_UTIL")
+	// Without customMetrics, dcgm-exporter's templates/metrics-configmap.yaml
+	// writes its own set: these 24 fields, in this order, with its help
+	// texts. gpuscope's richer default would double the series a dashboard
+	// budget was sized for.
+	var names []string
+	for _, l := range strings.Split(cm.Data["metrics"], "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			name, _, _ := strings.Cut(l, ",")
+			names = append(names, strings.TrimSpace(name))
+		}
+	}
+	assert.Equal(t, []string{
+		"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP",
+		"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+		"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL",
+		"DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+		"DCGM_FI_DEV_VGPU_LICENSE_STATUS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+		"DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+		"DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES",
+	}, names)
+	assert.Contains(t, cm.Data["metrics"], "DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, vGPU License status")
 
 	// kubeletPath: the pod-resources directory.
 	pr := volume(ds, "pod-resources")
