@@ -93,8 +93,8 @@ func TestEveryAlertIsDocumented(t *testing.T) {
 			assert.True(t, sections[anchor], "%s: docs/runbooks.md has no section %q", name, anchor)
 		}
 		// GPU alerts name the host, the GPU and its model, and the pod when
-		// there is one. gpuscope_field_supported carries only field, gpu and
-		// UUID (docs/metrics.md), so that alert cannot name more.
+		// there is one. gpuscope_field_supported carries only field, gpu,
+		// UUID and reason (docs/metrics.md), so that alert cannot name more.
 		if strings.Contains(a["description"], "$labels.gpu") && name != "GPUFieldUnsupported" {
 			for _, l := range []string{"$labels.Hostname", "$labels.modelName"} {
 				assert.Contains(t, a["description"], l, "%s: description", name)

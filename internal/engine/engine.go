@@ -422,7 +422,7 @@ func (e *Engine) apply(b *batch) {
 		}
 		sv.has = true
 		if sv.support != supportYes {
-			sv.support = supportYes
+			sv.support, sv.reason = supportYes, ""
 		}
 		sv.failing = false
 		// Rings are made on an entity's first sample of the slot: most
@@ -480,7 +480,7 @@ func (e *Engine) apply(b *batch) {
 			e.log.WithFields(logrus.Fields{"field": fieldName(p, u.field), "entity": es.key, "reason": u.s}).
 				Warn("Field is not supported on this entity; it is left out of the exposition")
 		}
-		sv.support, sv.has = supportNo, false
+		sv.support, sv.has, sv.reason = supportNo, false, u.s
 	}
 	for _, f := range b.fails {
 		es := e.byPtr[f.e]

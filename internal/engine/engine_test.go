@@ -212,12 +212,12 @@ func TestUnsupportedFieldIsAbsentNotZero(t *testing.T) {
 	mfs := scrape(t, e)
 	assert.Len(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE", map[string]string{"gpu": "0"}), 1)
 	assert.Empty(t, series(mfs, "DCGM_FI_PROF_SM_ACTIVE", map[string]string{"gpu": "1"}))
-	sup := series(mfs, "gpuscope_field_supported", map[string]string{"gpu": "1", "field": "DCGM_FI_PROF_SM_ACTIVE"})
+	sup := series(mfs, "gpuscope_field_supported", map[string]string{"gpu": "1", "field": "DCGM_FI_PROF_SM_ACTIVE", "reason": "scripted as unsupported"})
 	require.Len(t, sup, 1)
 	assert.Equal(t, 0.0, value(sup[0]))
-	sup = series(mfs, "gpuscope_field_supported", map[string]string{"gpu": "0", "field": "DCGM_FI_PROF_SM_ACTIVE"})
-	require.Len(t, sup, 1)
-	assert.Equal(t, 1.0, value(sup[0]))
+	// A supported field carries no news: no series, on any GPU.
+	all := series(mfs, "gpuscope_field_supported", nil)
+	assert.Len(t, all, 1, "only the unsupported field of GPU 1 has a series")
 }
 
 func TestWindowStatisticsMatchHandComputedValues(t *testing.T) {

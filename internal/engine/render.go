@@ -314,7 +314,9 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 			return appendSample(b, "gpuscope_gpu_lost", labels, "} ", v)
 		})
 	p := e.plan
-	buf = appendFamily(buf, e.order, "gpuscope_field_supported", "1 when the GPU serves the field of the counters file, 0 when it cannot; the field is then absent, never 0.", "gauge",
+	// Only fields a GPU cannot serve get a series: one per supported field
+	// and GPU would say "yes" on every GPU of a fleet and double its series.
+	buf = appendFamily(buf, e.order, "gpuscope_field_supported", "0 when the GPU cannot serve a field of the counters file, with the reason; the field is then absent, never 0. Supported fields have no series here.", "gauge",
 		func(b []byte, es *entityState, labels string) []byte {
 			// One series per GPU and field, however many copies of the
 			// GPU's series the enrichers ask for.
@@ -324,13 +326,7 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 			for mi := range p.metrics {
 				m := &p.metrics[mi]
 				sv := &es.vals[m.slot]
-				var v float64
-				switch sv.support {
-				case supportYes:
-					v = 1
-				case supportNo:
-					v = 0
-				default:
+				if sv.support != supportNo {
 					continue
 				}
 				b = append(b, `gpuscope_field_supported{field="`...)
@@ -339,8 +335,9 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
 				b = append(b, `",UUID="`...)
 				b = append(b, escapeLabel(es.ent.UUID)...)
-				b = append(b, `"} `...)
-				b = appendFloat(b, v)
+				b = append(b, `",reason="`...)
+				b = append(b, escapeLabel(sv.reason)...)
+				b = append(b, `"} 0`...)
 				b = append(b, '\n')
 			}
 			return b

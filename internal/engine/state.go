@@ -34,6 +34,7 @@ type seriesVal struct {
 	has     bool
 	failing bool
 	support support
+	reason  string // why the source cannot read the slot (support == supportNo)
 	ring    *window.Ring
 }
 

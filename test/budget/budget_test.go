@@ -97,7 +97,7 @@ func TestCardinalityBudget(t *testing.T) {
 		{name: "etc/dcp-metrics.csv", path: dcp},
 	}
 	if dir := compattest.DirOrEmpty(t); dir != "" {
-		files = append(files, variant{name: "dcgm-exporter default-counters.csv", path: filepath.Join(dir, "default-counters.csv")})
+		files = append(files, variant{name: upstreamRow, path: filepath.Join(dir, "default-counters.csv")})
 	} else if *update {
 		t.Fatal("-update needs dcgm-exporter's counters files in ../shared so that the table keeps its row")
 	}
@@ -106,9 +106,9 @@ func TestCardinalityBudget(t *testing.T) {
 		variant{name: "dcp-metrics.csv, window stats cut to max avg", path: dcp,
 			edit: func(csv string) string { return strings.ReplaceAll(csv, "min max avg p50 p90 p99", "max avg") }},
 		variant{name: "dcp-metrics.csv, no window stats", path: dcp, edit: dropStats},
-		variant{name: "dcp-metrics.csv, relabel drops field_supported, go_, process_", path: dcp,
+		variant{name: "dcp-metrics.csv, relabel drops go_, process_", path: dcp,
 			drop: func(name string) bool {
-				return name == "gpuscope_field_supported" || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
+				return strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
 			}},
 	)
 	jobs := t.TempDir()
@@ -118,6 +118,9 @@ func TestCardinalityBudget(t *testing.T) {
 	var rows []row
 	for _, f := range files {
 		rows = append(rows, measure(t, f, jobs))
+		if f.name == upstreamRow {
+			checkSeriesPerValueField(t, f.path, rows[len(rows)-1])
+		}
 	}
 	docFile := filepath.Join(root, docPath)
 	doc, err := os.ReadFile(docFile)
@@ -147,6 +150,28 @@ func TestCardinalityBudget(t *testing.T) {
 			}
 		}
 	}
+}
+
+// upstreamRow is the row of dcgm-exporter's own default file.
+const upstreamRow = "dcgm-exporter default-counters.csv"
+
+// checkSeriesPerValueField: on dcgm-exporter's default file a GPU has at
+// most 10% more series than the file has value fields. dcgm-exporter writes
+// one series per value field and GPU (internal/pkg/collector/
+// gpu_collector.go, toMetric) and label fields become labels; a per-field
+// self-metric that says "supported" on every GPU would double that.
+func checkSeriesPerValueField(t *testing.T, path string, r row) {
+	t.Helper()
+	set, err := counters.Load(path)
+	require.NoError(t, err)
+	values := 0
+	for _, f := range set.Fields {
+		if f.Type != counters.Label {
+			values++
+		}
+	}
+	require.LessOrEqual(t, r.values[0], math.Floor(float64(values)*tolerance),
+		"%s: %s series per GPU for %d value fields", upstreamRow, format(r.values[0]), values)
 }
 
 // measure runs gpuscope on an 8-GPU simulated node with pod and HPC job

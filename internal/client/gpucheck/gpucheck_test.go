@@ -2,6 +2,7 @@ package gpucheck
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -104,7 +105,7 @@ func TestEachBrokenScrapeFailsNamingTheProblem(t *testing.T) {
 			want: `DCGM_FI_DEV_MEM_CLOCK{gpu="1"}: missing, and gpuscope_field_supported gives no reason`},
 		{name: "profiling field unsupported on Hopper", mutate: func(b []byte) []byte {
 			b = dropLines(b, "DCGM_FI_PROF_DRAM_ACTIVE", "0")
-			return regexp.MustCompile(`(gpuscope_field_supported\{field="DCGM_FI_PROF_DRAM_ACTIVE",gpu="0"[^}]*\}) 1`).ReplaceAll(b, []byte("${1} 0"))
+			return markUnsupported(b, "DCGM_FI_PROF_DRAM_ACTIVE", "0")
 		}, want: "reported unsupported, but this GPU serves it through NVML"},
 		{name: "FB used and free above total", mutate: func(b []byte) []byte { return setValue(b, "DCGM_FI_DEV_FB_USED", "0", "900000") },
 			want: "exceed FB_TOTAL"},
@@ -154,12 +155,18 @@ func TestEachBrokenScrapeFailsNamingTheProblem(t *testing.T) {
 func TestUnsupportedOptionalFieldWarnsWithoutFailing(t *testing.T) {
 	body, set := simScrape(t, 2)
 	b := dropLines(body, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "1")
-	b = regexp.MustCompile(`(gpuscope_field_supported\{field="DCGM_FI_PROF_PIPE_FP64_ACTIVE",gpu="1"[^}]*\}) 1`).ReplaceAll(b, []byte("${1} 0"))
+	b = markUnsupported(b, "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "1")
 	rep, err := Check(Input{Exposition: b, Counters: set, GPUs: 2})
 	require.NoError(t, err)
 	require.False(t, rep.Failed(), "findings: %v", rep.Findings)
 	require.Len(t, rep.Findings, 1)
 	require.Contains(t, rep.Findings[0].String(), "not supported by this GPU")
+}
+
+// markUnsupported adds the series gpuscope writes for a field a GPU cannot
+// serve; supported fields have none.
+func markUnsupported(b []byte, field, gpu string) []byte {
+	return append(b, fmt.Sprintf("gpuscope_field_supported{field=%q,gpu=%q,UUID=\"GPU-x\",reason=\"not supported\"} 0\n", field, gpu)...)
 }
 
 func TestUnparsableScrapeIsAnError(t *testing.T) {
