@@ -147,7 +147,48 @@ type Sink interface {
 	// keep the slice and never changes it; the source never changes it
 	// after handing it over, so a source may share one slice between calls.
 	Health(e *Entity, ts int64, results []HealthResult)
+	// P2P records the NVLink peer-to-peer status of the GPU towards each
+	// other GPU, read at ts. The same sharing rule as Health applies.
+	P2P(e *Entity, ts int64, links []P2PLink)
 }
+
+// P2PLink is the NVLink peer-to-peer status of a GPU towards one peer.
+type P2PLink struct {
+	// Peer is the peer's GPU index (the gpu label of its series).
+	Peer int
+	// Status is the status code DCGM and NVML share (dcgmNvLinkP2PStatus_t,
+	// nvmlGpuP2PStatus_t): 0 OK, 1 chipset not supported, 2 GPU not
+	// supported, 3 topology not supported, 4 disabled by registry key,
+	// 5 not supported, 6 unknown.
+	Status int
+}
+
+// P2PStatusName is the link_status label of a status code, as dcgm-exporter
+// writes it (internal/pkg/collector/p2p_status_collector.go,
+// p2pStatusToString); codes it does not know are "Unknown".
+func P2PStatusName(status int) string {
+	switch status {
+	case 0:
+		return "OK"
+	case 1:
+		return "ChipsetNotSupported"
+	case 2:
+		return "GPUNotSupported"
+	case 3:
+		return "TopologyNotSupported"
+	case 4:
+		return "DisabledByRegKey"
+	case 5:
+		return "NotSupported"
+	}
+	return "Unknown"
+}
+
+// P2P status codes the sources use by name.
+const (
+	P2POK           = 0
+	P2PNotSupported = 5
+)
 
 // HealthResult is what one health watch found on an entity.
 type HealthResult struct {

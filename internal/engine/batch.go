@@ -12,6 +12,13 @@ type batch struct {
 	fails       []stagedFail
 	xids        []stagedValue
 	health      []stagedHealth
+	p2p         []stagedP2P
+}
+
+type stagedP2P struct {
+	e     *source.Entity
+	ts    int64
+	links []source.P2PLink
 }
 
 type stagedHealth struct {
@@ -53,6 +60,8 @@ func (b *batch) reset() {
 	b.xids = b.xids[:0]
 	clear(b.health)
 	b.health = b.health[:0]
+	clear(b.p2p)
+	b.p2p = b.p2p[:0]
 }
 
 func (b *batch) Value(e *source.Entity, field uint16, ts int64, v float64) {
@@ -77,4 +86,8 @@ func (b *batch) XID(e *source.Entity, xid uint64, ts int64) {
 
 func (b *batch) Health(e *source.Entity, ts int64, results []source.HealthResult) {
 	b.health = append(b.health, stagedHealth{e: e, ts: ts, results: results})
+}
+
+func (b *batch) P2P(e *source.Entity, ts int64, links []source.P2PLink) {
+	b.p2p = append(b.p2p, stagedP2P{e: e, ts: ts, links: links})
 }

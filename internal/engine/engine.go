@@ -403,7 +403,7 @@ func (e *Engine) collectBatch(ctx context.Context, gi int, b *batch) error {
 
 // apply moves a staged batch into the store.
 func (e *Engine) apply(b *batch) {
-	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids)+len(b.health) == 0 {
+	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids)+len(b.health)+len(b.p2p) == 0 {
 		return
 	}
 	e.mu.Lock()
@@ -451,6 +451,12 @@ func (e *Engine) apply(b *batch) {
 	for _, h := range b.health {
 		if es := e.byPtr[h.e]; es != nil && h.ts >= es.healthTS {
 			es.health, es.healthTS = h.results, h.ts
+			e.sampled = true
+		}
+	}
+	for _, l := range b.p2p {
+		if es := e.byPtr[l.e]; es != nil && l.ts >= es.p2pTS {
+			es.p2p, es.p2pTS = l.links, l.ts
 			e.sampled = true
 		}
 	}

@@ -61,6 +61,7 @@ type plan struct {
 	// window-count lines when the CSV enables them.
 	xid, clock                  bool
 	expXID, expClock, expHealth *counters.Field
+	expP2P                      *counters.Field
 	// clockRingCap is the number of clock-event reason samples that
 	// DCGM_EXP_CLOCK_EVENTS_COUNT's window needs.
 	clockRingCap int
@@ -123,6 +124,11 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			// The source runs health checks while the field is watched; the
 			// family is rendered from the checks, one series per watch.
 			p.expHealth = &set.Fields[i]
+			want(f.ID, f.Interval)
+			continue
+		case fieldid.ExpP2PStatus:
+			// Likewise one series per GPU and peer, from the source's reads.
+			p.expP2P = &set.Fields[i]
 			want(f.ID, f.Interval)
 			continue
 		case fieldid.XIDErrors:

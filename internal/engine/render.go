@@ -118,6 +118,7 @@ func (e *Engine) Render(buf []byte) []byte {
 	buf = e.renderEvents(buf, now)
 	buf = e.renderNvidiaSMI(buf)
 	buf = e.renderHealthChecks(buf, now)
+	buf = e.renderP2P(buf, now)
 	buf = e.renderInsight(buf, now)
 	buf = e.renderHealth(buf)
 	return buf
@@ -181,6 +182,37 @@ func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
 				b = append(b, escapeLabel(r.ErrorCode)...)
 				b = append(b, `"} `...)
 				b = strconv.AppendInt(b, int64(r.Result), 10)
+				b = append(b, '\n')
+			}
+			return b
+		})
+}
+
+// renderP2P writes DCGM_EXP_P2P_STATUS as dcgm-exporter does
+// (internal/pkg/collector/p2p_status_collector.go, GetMetrics): for each
+// ordered pair of GPUs one series on the first, labelled peer_gpu (the
+// second's index) and link_status, valued the status code.
+func (e *Engine) renderP2P(buf []byte, now int64) []byte {
+	p := e.plan
+	f := p.expP2P
+	if f == nil {
+		return buf
+	}
+	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
+	return appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+		func(b []byte, es *entityState, labels string) []byte {
+			if es.p2pTS < stale {
+				return b
+			}
+			for _, l := range es.p2p {
+				b = append(b, f.Name...)
+				b = append(b, labels...)
+				b = append(b, `,peer_gpu="`...)
+				b = strconv.AppendInt(b, int64(l.Peer), 10)
+				b = append(b, `",link_status="`...)
+				b = append(b, source.P2PStatusName(l.Status)...)
+				b = append(b, `"} `...)
+				b = strconv.AppendInt(b, int64(l.Status), 10)
 				b = append(b, '\n')
 			}
 			return b

@@ -149,7 +149,10 @@ type entityState struct {
 	// health is the latest health check, taken at healthTS.
 	health   []source.HealthResult
 	healthTS int64
-	ins      insightState
+	// p2p is the latest NVLink P2P status towards each peer, read at p2pTS.
+	p2p   []source.P2PLink
+	p2pTS int64
+	ins   insightState
 }
 
 func newEntityState(e *source.Entity, p *plan) *entityState {

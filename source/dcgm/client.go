@@ -201,6 +201,11 @@ type Client interface {
 
 	HealthSet(group Handle) error
 	HealthCheck(group Handle) ([]HealthIncident, error)
+	// NvLinkP2PStatus returns the NVLink P2P status of every pair of GPUs:
+	// row i, column j is GPU i's status towards GPU j (dcgmGetNvLinkP2PStatus;
+	// source.P2PLink.Status codes). None when the host engine does not
+	// support the query.
+	NvLinkP2PStatus() ([][]int, error)
 
 	// SupportedProfilingFields lists the profiling (DCP) field IDs the GPU
 	// can sample. Errors wrap ErrModuleNotLoaded or ErrNotSupported.

@@ -137,6 +137,7 @@ type groupPlan struct {
 	fields  map[uint16]bool
 	cursors []groupCursor
 	health  bool
+	p2p     bool
 	pending []pendingUnsupported
 }
 
@@ -415,6 +416,8 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 			switch f.ID {
 			case fieldid.ExpGPUHealthStatus:
 				p.health = true
+			case fieldid.ExpP2PStatus:
+				p.p2p = true
 			default:
 				if fieldLevel(f.ID) == levelExporter {
 					for _, gpu := range c.gpus {
@@ -728,7 +731,48 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			return err
 		}
 	}
+	if p.p2p {
+		if err := s.collectP2P(sink); err != nil {
+			return err
+		}
+	}
 	return skipped
+}
+
+// collectP2P reads the NVLink P2P matrix and hands each GPU its row, as
+// dcgm-exporter does (internal/pkg/collector/p2p_status_collector.go): row
+// i is GPU i, column j the peer GPU j, the diagonal left out.
+func (s *Source) collectP2P(sink source.Sink) error {
+	c := s.conn
+	m, err := s.client.NvLinkP2PStatus()
+	if err != nil {
+		s.mu.Lock()
+		s.handleErr(err)
+		up := s.up
+		s.mu.Unlock()
+		if !up {
+			return fmt.Errorf("dcgm: NVLink P2P status: %w", err)
+		}
+		for _, g := range c.gpus {
+			sink.Fail(c.gpuEnt[g.ID], fieldid.ExpP2PStatus, err)
+		}
+		return nil
+	}
+	now := s.cfg.Clock.Now().UnixNano()
+	for i, row := range m {
+		e := c.gpuEnt[uint(i)]
+		if e == nil {
+			continue
+		}
+		links := make([]source.P2PLink, 0, len(row))
+		for j, st := range row {
+			if j != i {
+				links = append(links, source.P2PLink{Peer: j, Status: st})
+			}
+		}
+		sink.P2P(e, now, links)
+	}
+	return nil
 }
 
 // precheck says whether Collect can read now. Called with mu held.

@@ -434,6 +434,30 @@ func TestHealthStatusIsOneResultPerWatch(t *testing.T) {
 	assert.Equal(t, source.HealthResult{Watch: "SM", ErrorCode: "DCGM_FR_OK", Result: 0}, sick["SM"])
 }
 
+// dcgm-exporter (internal/pkg/collector/p2p_status_collector.go) reads
+// dcgmGetNvLinkP2PStatus and writes, for row i and column j != i, GPU i's
+// status towards peer GPU j. A failed read counts as a failed read of the
+// field; it is not "unsupported".
+func TestP2PStatusIsEachGPUsRowOfTheMatrix(t *testing.T) {
+	f, _ := newFake()
+	f.SetP2P([][]int{{0, 3}, {4, 0}}, nil)
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.ExpP2PStatus))
+	rec := &dcgmfake.Recorder{}
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	assert.Empty(t, rec.UnsupportedReasons())
+	got, ok := rec.P2POf("gpu/GPU-00000000-0000-0000-0000-000000000000")
+	require.True(t, ok)
+	assert.Equal(t, []source.P2PLink{{Peer: 1, Status: 3}}, got)
+	got, ok = rec.P2POf("gpu/GPU-11111111-1111-1111-1111-111111111111")
+	require.True(t, ok)
+	assert.Equal(t, []source.P2PLink{{Peer: 0, Status: 4}}, got)
+
+	f.SetP2P(nil, errors.New("DCGM_ST_GENERIC_ERROR"))
+	rec = &dcgmfake.Recorder{}
+	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	assert.Equal(t, 2, rec.Fails(), "one failed read per GPU")
+}
+
 func TestConnectErrorsNameModeAndCause(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -20,6 +20,7 @@ const (
 	opText
 	opUnsupported
 	opFail
+	opP2P
 )
 
 // op is one call to the sink, recorded by a device goroutine and replayed
@@ -31,6 +32,7 @@ type op struct {
 	v     float64
 	s     string
 	err   error
+	links []source.P2PLink
 }
 
 // result is what one device read produced. Its size is bounded by the
@@ -53,6 +55,8 @@ func (r *result) apply(sink source.Sink) {
 			sink.Unsupported(o.e, o.field, o.s)
 		case opFail:
 			sink.Fail(o.e, o.field, o.err)
+		case opP2P:
+			sink.P2P(o.e, r.ts, o.links)
 		}
 	}
 }
@@ -132,6 +136,14 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 			continue
 		case spec.derived, spec.xid:
 			continue
+		case spec.p2p:
+			if !dr.skip(0, f.ID) {
+				dr.p2p(h, f.ID)
+			}
+			if dr.lost {
+				return res
+			}
+			continue
 		case spec.gpm != 0:
 			gpmFields = append(gpmFields, f.ID)
 			continue
@@ -170,6 +182,26 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 		s.refreshProcesses(d, h, now)
 	}
 	return res
+}
+
+// p2p reads the GPU's NVLink P2P status towards every other GPU
+// (nvmlDeviceGetP2PStatus with the NVLink capability), the matrix DCGM
+// hands dcgm-exporter (internal/pkg/collector/p2p_status_collector.go).
+// A lost peer is left out; an error on this GPU ends the read.
+func (dr *deviceRead) p2p(h gonvml.Device, field uint16) {
+	peers := dr.s.devs()
+	links := make([]source.P2PLink, 0, len(peers))
+	for _, p := range peers {
+		if p == dr.d || p.isLost() {
+			continue
+		}
+		st, ret := h.GetP2PStatus(p.handle(), gonvml.P2P_CAPS_INDEX_NVLINK)
+		if !dr.check(0, dr.d.gpu, field, nvmlErr("GetP2PStatus", ret)) {
+			return
+		}
+		links = append(links, source.P2PLink{Peer: p.gpu.GPU, Status: int(st)})
+	}
+	dr.res.ops = append(dr.res.ops, op{kind: opP2P, e: dr.d.gpu, field: field, links: links})
 }
 
 // readInstances reads the per-instance fields (memory, GPM) of each MIG

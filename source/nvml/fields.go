@@ -38,6 +38,8 @@ type fieldSpec struct {
 	derived bool
 	// xid is the XID errors field, fed from the event goroutine.
 	xid bool
+	// p2p is DCGM_EXP_P2P_STATUS, read towards every other GPU.
+	p2p bool
 }
 
 // fieldMap is every DCGM field the NVML source serves; Support describes
@@ -197,6 +199,7 @@ var fieldMap = map[uint16]fieldSpec{
 
 	fieldid.ExpXIDErrorsCount:   {derived: true},
 	fieldid.ExpClockEventsCount: {derived: true},
+	fieldid.ExpP2PStatus:        {p2p: true},
 }
 
 // unreadNotes says why the NVML source does not read fields an operator
@@ -208,7 +211,6 @@ var unreadNotes = map[uint16]string{
 	fieldid.ProfPipeTensorDFMAActive: "needs DCGM: no GPM metric matches the DFMA tensor pipe alone",
 	fieldid.ProfPipeIntActive:        "needs DCGM: no GPM metric matches the integer pipe",
 	fieldid.ExpGPUHealthStatus:       "DCGM-only health aggregate",
-	fieldid.ExpP2PStatus:             "needs DCGM: the NVLink P2P status comes from DCGM's topology checks",
 }
 
 // Support is the NVML source's account of the fields it reads, for the

@@ -32,6 +32,7 @@ type recordingSink struct {
 	unsupported map[sample][]string
 	fails       map[sample][]error
 	xids        []xidRecord
+	p2p         map[string][]source.P2PLink
 }
 
 func newSink() *recordingSink {
@@ -72,6 +73,15 @@ func (s *recordingSink) XID(e *source.Entity, xid uint64, _ int64) {
 }
 
 func (s *recordingSink) Health(*source.Entity, int64, []source.HealthResult) {}
+
+func (s *recordingSink) P2P(e *source.Entity, _ int64, links []source.P2PLink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p2p == nil {
+		s.p2p = map[string][]source.P2PLink{}
+	}
+	s.p2p[e.Key()] = links
+}
 
 func (s *recordingSink) value(e *source.Entity, f uint16) (float64, bool) {
 	s.mu.Lock()

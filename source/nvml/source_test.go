@@ -295,6 +295,34 @@ func TestUnmappedFieldIsUnsupportedWithReason(t *testing.T) {
 		sink.unsupported[sample{gpuEntity(t, s, 0).Key(), fieldid.ExpGPUHealthStatus}])
 }
 
+// dcgm-exporter writes DCGM_EXP_P2P_STATUS from DCGM's NVLink P2P matrix
+// (internal/pkg/collector/p2p_status_collector.go): each GPU's status
+// towards every other GPU. NVML answers the same question per pair with
+// nvmlDeviceGetP2PStatus(NVLINK), whose codes are DCGM's.
+func TestP2PStatusTowardsEveryOtherGPU(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.Update(2, func(g *nvmlfake.GPU) {
+		g.R.P2P = map[int]gonvml.GpuP2PStatus{5: gonvml.P2P_STATUS_DISABLED_BY_REGKEY}
+	})
+	s := open(t, f, time.Second, fieldid.ExpP2PStatus)
+	sink := newSink()
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	assert.Empty(t, sink.unsupported)
+	for i := range f.GPUs {
+		var want []source.P2PLink
+		for peer := range f.GPUs {
+			switch {
+			case peer == i:
+			case i == 2 && peer == 5:
+				want = append(want, source.P2PLink{Peer: peer, Status: 4})
+			default:
+				want = append(want, source.P2PLink{Peer: peer, Status: 0})
+			}
+		}
+		assert.Equal(t, want, sink.p2p[gpuEntity(t, s, i).Key()], "GPU %d", i)
+	}
+}
+
 func TestLostGPUIsSkippedAndRecovers(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	s := open(t, f, time.Second, fieldid.GPUTemp, fieldid.PowerUsage, fieldid.ProfSMActive)

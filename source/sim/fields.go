@@ -136,7 +136,7 @@ var gpuFields = []fieldInfo{
 	{id: fieldid.ProfNVLinkTXBytes, nvlink: true},
 	{id: fieldid.ProfNVLinkRXBytes, nvlink: true},
 	{id: fieldid.ExpGPUHealthStatus},
-	{id: fieldid.ExpP2PStatus, nvlink: true},
+	{id: fieldid.ExpP2PStatus},
 }
 
 // fieldsByID holds every field the simulator produces, per-link ones

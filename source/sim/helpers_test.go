@@ -58,6 +58,7 @@ type recSink struct {
 	fails   int
 	xids    []xidRec
 	health  map[string][]source.HealthResult
+	p2p     map[string][]source.P2PLink
 }
 
 func newRec() *recSink {
@@ -79,6 +80,12 @@ func (r *recSink) Unsupported(e *source.Entity, f uint16, reason string) {
 func (r *recSink) Fail(*source.Entity, uint16, error) { r.fails++ }
 func (r *recSink) XID(e *source.Entity, x uint64, ts int64) {
 	r.xids = append(r.xids, xidRec{e.Key(), x, ts})
+}
+func (r *recSink) P2P(e *source.Entity, _ int64, l []source.P2PLink) {
+	if r.p2p == nil {
+		r.p2p = map[string][]source.P2PLink{}
+	}
+	r.p2p[e.Key()] = l
 }
 func (r *recSink) Health(e *source.Entity, _ int64, h []source.HealthResult) {
 	if r.health == nil {
@@ -103,6 +110,7 @@ func (c *countSink) Text(*source.Entity, uint16, string)          { c.text++ }
 func (c *countSink) Unsupported(*source.Entity, uint16, string)   { c.unsup++ }
 func (c *countSink) Fail(*source.Entity, uint16, error)           {}
 func (c *countSink) XID(*source.Entity, uint64, int64)            { c.xid++ }
+func (c *countSink) P2P(*source.Entity, int64, []source.P2PLink)  { c.n++ }
 func (c *countSink) Health(*source.Entity, int64, []source.HealthResult) {
 	c.health++
 }

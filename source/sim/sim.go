@@ -76,6 +76,9 @@ type gpuSim struct {
 	light bool
 	// unplugged GPUs give no samples; listed ones are among the entities.
 	unplugged, listed bool
+	// p2p is the NVLink P2P status towards every other listed GPU, built
+	// when DCGM_EXP_P2P_STATUS is watched and handed to the sink as is.
+	p2p []source.P2PLink
 	// kind is the GPU's workload when it runs one of Kinds, nil for the
 	// node-wide job.
 	kind   *kindJob
@@ -381,6 +384,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	if id == fieldid.XIDErrors {
 		p.xid = true
 	}
+	if id == fieldid.ExpP2PStatus {
+		s.buildP2P()
+	}
 	for _, g := range s.gpus {
 		if !g.listed {
 			continue
@@ -437,6 +443,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			sink.Health(o.ent, ns, s.healthOf(o.g))
 			continue
 		}
+		if o.f.id == fieldid.ExpP2PStatus {
+			sink.P2P(o.ent, ns, o.g.p2p)
+			continue
+		}
 		sink.Value(o.ent, o.f.id, ns, s.value(o))
 	}
 	if p.xid {
@@ -486,6 +496,27 @@ func healthWith(r source.HealthResult) []source.HealthResult {
 	h := source.PassingHealth()
 	source.SetHealth(h, r)
 	return h
+}
+
+// buildP2P gives every listed GPU its P2P status towards each other listed
+// GPU: OK over NVLink, NotSupported on a model without it, as DCGM reports a
+// PCIe-only node.
+func (s *Source) buildP2P() {
+	status := source.P2POK
+	if s.cfg.links == 0 {
+		status = source.P2PNotSupported
+	}
+	for _, g := range s.gpus {
+		g.p2p = nil
+		if !g.listed {
+			continue
+		}
+		for _, peer := range s.gpus {
+			if peer != g && peer.listed {
+				g.p2p = append(g.p2p, source.P2PLink{Peer: peer.ent.GPU, Status: status})
+			}
+		}
+	}
 }
 
 func (s *Source) healthOf(g *gpuSim) []source.HealthResult {

@@ -664,3 +664,32 @@ func TestTrainingMemoryStaysUnderTheNearFullAlert(t *testing.T) {
 		})
 	}
 }
+
+// DCGM_EXP_P2P_STATUS is one status per ordered pair of GPUs, as
+// dcgm-exporter reads it from DCGM (internal/pkg/collector/
+// p2p_status_collector.go): every GPU towards every other one, never towards
+// itself; OK over NVLink, NotSupported on a model without NVLink.
+func TestP2PStatusIsOnePerOrderedPair(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		status int
+	}{{"h100", source.P2POK}, {"l4", source.P2PNotSupported}} {
+		t.Run(tc.model, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.GPUs, cfg.Model = 4, tc.model
+			s, c := newSim(t, cfg, fieldid.ExpP2PStatus)
+			rec := newRec()
+			run(t, s, c, rec, time.Second, time.Second)
+			assert.Empty(t, rec.unsup)
+			for _, g := range gpuEntities(s) {
+				var want []source.P2PLink
+				for peer := range 4 {
+					if peer != g.GPU {
+						want = append(want, source.P2PLink{Peer: peer, Status: tc.status})
+					}
+				}
+				assert.Equal(t, want, rec.p2p[g.Key()], "GPU %d", g.GPU)
+			}
+		})
+	}
+}

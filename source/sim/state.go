@@ -334,7 +334,7 @@ func (s *Source) value(o *op) float64 {
 			return 1
 		}
 		return 0
-	case fieldid.RowRemapFailure, fieldid.VGPULicenseStatus, fieldid.ExpP2PStatus:
+	case fieldid.RowRemapFailure, fieldid.VGPULicenseStatus:
 		return 0
 	case fieldid.NVLinkCRCFlitErrorCountTotal:
 		return s.linkErrTotal(g, 0)

@@ -35,6 +35,9 @@ func emitted(t *testing.T, ids []uint16) map[uint16]bool {
 	if len(rec.health) > 0 {
 		out[fieldid.ExpGPUHealthStatus] = true
 	}
+	if len(rec.p2p) > 0 {
+		out[fieldid.ExpP2PStatus] = true
+	}
 	return out
 }
 

@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -53,7 +55,7 @@ var (
 // notIdentity are the labels that are not part of an entity's identity:
 // label-type fields, and what the families of dcgm-exporter's exporter-side
 // fields add (expcollector.go, gpu_collector.go: err_code, err_msg).
-var notIdentity = regexp.MustCompile(`^(DCGM_FI_.*|err_code|err_msg|xid|clock_event|window_size_in_ms|health_watch|health_error_code)$`)
+var notIdentity = regexp.MustCompile(`^(DCGM_FI_.*|err_code|err_msg|xid|clock_event|window_size_in_ms|health_watch|health_error_code|peer_gpu|link_status)$`)
 
 var (
 	nvswitchValue = regexp.MustCompile(`^nvswitch[0-9]+$`) // toSwitchMetric: "nvswitch%d"
@@ -232,4 +234,83 @@ func labelOf(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// DCGM_EXP_P2P_STATUS as dcgm-exporter writes it
+// (internal/pkg/collector/p2p_status_collector.go, GetMetrics, and
+// p2pStatusToString; labels from const.go): one series per ordered pair of
+// GPUs on the first GPU's identity, peer_gpu the other's index, link_status
+// the status name, the value the status code; never a GPU towards itself.
+// The line is the one default-counters.csv ships commented out.
+func TestP2PStatusIsOneSeriesPerOrderedPair(t *testing.T) {
+	const csv = "DCGM_EXP_P2P_STATUS, counter, P2P NvLink status\n"
+	names := map[float64]string{0: "OK", 1: "ChipsetNotSupported", 2: "GPUNotSupported", 3: "TopologyNotSupported",
+		4: "DisabledByRegKey", 5: "NotSupported", 6: "Unknown"}
+	tests := []struct {
+		name string
+		gpus int
+		open func(t *testing.T, clk *sourcetest.Clock) source.Source
+		// want is the status of GPU i towards peer j.
+		want func(i, j int) float64
+	}{
+		{"sim", 3, func(t *testing.T, clk *sourcetest.Clock) source.Source {
+			cfg := sim.DefaultConfig()
+			cfg.GPUs, cfg.Now = 3, clk.Now
+			src, err := sim.New(cfg)
+			require.NoError(t, err)
+			return src
+		}, func(int, int) float64 { return 0 }},
+		{"nvml", 8, func(t *testing.T, clk *sourcetest.Clock) source.Source {
+			f := nvmlfake.New(nvmlfake.DGXH100)
+			f.Update(1, func(g *nvmlfake.GPU) {
+				g.R.P2P = map[int]gonvml.GpuP2PStatus{6: gonvml.P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED}
+			})
+			src, err := nvml.New(nvml.Config{Lib: f, Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = src.Close() })
+			return src
+		}, func(i, j int) float64 {
+			if i == 1 && j == 6 {
+				return 3
+			}
+			return 0
+		}},
+		{"dcgm", 2, func(t *testing.T, clk *sourcetest.Clock) source.Source {
+			fake := dcgmfake.New(dcgmfake.WithClock(clk))
+			fake.SetP2P([][]int{{0, 5}, {2, 0}}, nil)
+			src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second, Log: quietLog(), Clock: clk})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = src.Close() })
+			return src
+		}, func(i, j int) float64 { return [][]float64{{0, 5}, {2, 0}}[i][j] }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+			mfs := render(t, tc.open(t, clk), csv, clk)
+			seen := checkLayouts(t, mfs)
+			assert.Equal(t, tc.gpus*(tc.gpus-1), seen["GPU"], "one series per ordered pair")
+			mf := mfs["DCGM_EXP_P2P_STATUS"]
+			require.NotNil(t, mf)
+			assert.Equal(t, dto.MetricType_COUNTER, mf.GetType(), "the type the file gives")
+			pairs := map[string]bool{}
+			for _, m := range mf.Metric {
+				gpu, peer := labelOf(m, "gpu"), labelOf(m, "peer_gpu")
+				require.NotEqual(t, gpu, peer, "no GPU towards itself")
+				i, j := atoi(t, gpu), atoi(t, peer)
+				want := tc.want(i, j)
+				assert.Equal(t, want, m.GetCounter().GetValue(), "GPU %d towards %d", i, j)
+				assert.Equal(t, names[want], labelOf(m, "link_status"), "GPU %d towards %d", i, j)
+				pairs[gpu+"/"+peer] = true
+			}
+			assert.Len(t, pairs, tc.gpus*(tc.gpus-1))
+		})
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }

@@ -49,6 +49,8 @@ type Fake struct {
 	profErr    error
 	pauseErr   error
 	incidents  []dcgm.HealthIncident
+	p2p        [][]int
+	p2pErr     error
 	gen        GenFunc
 	clock      clock.Clock
 
@@ -217,6 +219,14 @@ func (f *Fake) SetHealth(in ...dcgm.HealthIncident) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.incidents = in
+}
+
+// SetP2P sets what NvLinkP2PStatus reports: row i, column j is GPU i's
+// status towards GPU j; err, when not nil, is returned instead.
+func (f *Fake) SetP2P(matrix [][]int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.p2p, f.p2pErr = matrix, err
 }
 
 // Inject adds one sample of field on e, stamped now, to every watch that
@@ -684,6 +694,24 @@ func (f *Fake) HealthCheck(group dcgm.Handle) ([]dcgm.HealthIncident, error) {
 		return nil, fmt.Errorf("fake host engine: no health watches on group %d", group)
 	}
 	return slices.Clone(f.incidents), nil
+}
+
+// NvLinkP2PStatus implements dcgm.Client.
+func (f *Fake) NvLinkP2PStatus() ([][]int, error) {
+	f.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if f.p2pErr != nil {
+		return nil, f.p2pErr
+	}
+	out := make([][]int, len(f.p2p))
+	for i, row := range f.p2p {
+		out[i] = slices.Clone(row)
+	}
+	return out, nil
 }
 
 // SupportedProfilingFields implements dcgm.Client.

@@ -33,6 +33,7 @@ type Recorder struct {
 	unsupported map[string]string
 	fails       int
 	health      map[string][]source.HealthResult
+	p2p         map[string][]source.P2PLink
 }
 
 var _ source.Sink = (*Recorder)(nil)
@@ -104,6 +105,25 @@ func (r *Recorder) Health(e *source.Entity, _ int64, results []source.HealthResu
 		r.health = map[string][]source.HealthResult{}
 	}
 	r.health[e.Key()] = results
+}
+
+// P2P implements source.Sink: it keeps the latest status per entity.
+func (r *Recorder) P2P(e *source.Entity, _ int64, links []source.P2PLink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p2p == nil {
+		r.p2p = map[string][]source.P2PLink{}
+	}
+	r.p2p[e.Key()] = links
+}
+
+// P2POf returns the latest P2P status of the entity with key, and whether
+// there is one.
+func (r *Recorder) P2POf(key string) ([]source.P2PLink, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.p2p[key]
+	return l, ok
 }
 
 // HealthOf returns the latest health check of the entity with key.

@@ -503,6 +503,25 @@ func (c *Client) HealthCheck(group dcgm.Handle) ([]dcgm.HealthIncident, error) {
 	return out, nil
 }
 
+// NvLinkP2PStatus implements dcgm.Client.
+func (c *Client) NvLinkP2PStatus() ([][]int, error) {
+	if !c.connected {
+		return nil, errNotConnected
+	}
+	st, err := nvdcgm.GetNvLinkP2PStatus()
+	if err != nil {
+		return nil, wrap("reading the NVLink P2P status", err)
+	}
+	out := make([][]int, len(st.Gpus))
+	for i, row := range st.Gpus {
+		out[i] = make([]int, len(row))
+		for j, l := range row {
+			out[i][j] = int(l)
+		}
+	}
+	return out, nil
+}
+
 // SupportedProfilingFields implements dcgm.Client.
 func (c *Client) SupportedProfilingFields(gpu uint) ([]uint16, error) {
 	if !c.connected {

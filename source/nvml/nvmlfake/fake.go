@@ -64,7 +64,10 @@ type Readings struct {
 	VGPULicensed  *bool
 	Serial, VBIOS string
 	// GPM holds the metric values GpmMetricsGet returns for this GPU.
-	GPM       map[gonvml.GpmMetricId]float64
+	GPM map[gonvml.GpmMetricId]float64
+	// P2P answers GetP2PStatus towards the GPU of that index; a peer
+	// missing from the map is P2P_STATUS_OK.
+	P2P       map[int]gonvml.GpuP2PStatus
 	Processes []gonvml.ProcessInfo
 	ProcUtil  []gonvml.ProcessUtilizationSample
 }
@@ -338,6 +341,21 @@ func (g *GPU) install(i int) {
 			}
 			return r.PCIeRxKBs
 		})
+	}
+	d.GetP2PStatusFunc = func(peer gonvml.Device, idx gonvml.GpuP2PCapsIndex) (gonvml.GpuP2PStatus, gonvml.Return) {
+		if idx != gonvml.P2P_CAPS_INDEX_NVLINK {
+			return gonvml.P2P_STATUS_UNKNOWN, gonvml.ERROR_INVALID_ARGUMENT
+		}
+		j := -1
+		for k, o := range g.f.GPUs {
+			if gonvml.Device(o.Device) == peer {
+				j = k
+			}
+		}
+		if j < 0 || j == i {
+			return gonvml.P2P_STATUS_UNKNOWN, gonvml.ERROR_INVALID_ARGUMENT
+		}
+		return read(g, "GetP2PStatus", func(r *Readings) gonvml.GpuP2PStatus { return r.P2P[j] })
 	}
 	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) {
 		return read(g, "GetPcieReplayCounter", func(r *Readings) int { return r.PCIeReplay })
