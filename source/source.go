@@ -294,6 +294,8 @@ type Process struct {
 }
 
 // ProcessLister is implemented by sources that can list GPU processes.
+// Processes returns nil when the source cannot list them now (auto on
+// DCGM), and an empty slice when no process runs.
 type ProcessLister interface {
 	Processes() []Process
 }

@@ -111,6 +111,8 @@ type Engine struct {
 	m selfMetrics
 	// col is the outcome of each field group's latest collection.
 	col collectStats
+	// splitter, when an enricher shares out fields among its rows.
+	splitter *splitter
 
 	// insMu serialises insight computations; the scratch below is theirs.
 	insMu       sync.Mutex
@@ -192,6 +194,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
+	e.splitter = newSplitter(e.enr)
 	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight, opts.InsightWindow))
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
@@ -605,6 +608,7 @@ func (e *Engine) relabelLocked() {
 	}
 	for _, es := range e.order {
 		es.labels, es.labelMap = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
+		es.split = buildSplitLabels(es, es.parent, e.plan, &e.opts, e.enr, e.splitter)
 		es.enrichGen = gen
 	}
 }

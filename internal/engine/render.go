@@ -71,6 +71,10 @@ func (e *Engine) Render(buf []byte) []byte {
 				buf = append(buf, m.header...)
 				wrote = true
 			}
+			var split bool
+			if buf, split = e.appendSplit(buf, m.field.Name, es, m.field.ID, sv.v); split {
+				continue
+			}
 			for _, l := range es.labels {
 				if xid {
 					buf = appendXIDSample(buf, m.field.Name, l, sv.v)

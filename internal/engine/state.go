@@ -128,6 +128,9 @@ type entityState struct {
 	// labelMap is the first set's labels by name, values unescaped, for the
 	// samples API; read-only once built.
 	labelMap map[string]string
+	// split holds the label sets of the fields an enricher shares out
+	// among its rows; nil when it gives the entity none.
+	split *splitLabels
 	// enrichGen is the sum of the enrichers' generations labels was built
 	// with.
 	enrichGen uint64

@@ -51,3 +51,22 @@ type ExtraLabeler interface {
 type RowValuer interface {
 	ValueRows(e *source.Entity) [][]string
 }
+
+// RowSplitter is implemented by enrichers whose rows are the holders of a
+// shared device, and that know each holder's own part of some fields (its
+// processes' utilisation and memory), as dcgm-exporter writes them under
+// --kubernetes-virtual-gpus: for those fields the entity's series without
+// this enricher's labels keep the device's value, and one series per row of
+// SplitRows carries that row's value. Other fields follow ValueRows.
+type RowSplitter interface {
+	// SplitFields are the field IDs split among the rows; fixed for the
+	// enricher's lifetime.
+	SplitFields() []uint16
+	// SplitRows are the rows of an entity's split series, one value per
+	// LabelNames entry each; nil when the entity's fields are not split.
+	// Read-only, and changes only with Generation.
+	SplitRows(e *source.Entity) [][]string
+	// SplitValues is the field's value for each row of SplitRows, as of the
+	// enricher's last refresh; nil when it has none.
+	SplitValues(e *source.Entity, field uint16) []float64
+}

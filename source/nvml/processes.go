@@ -17,7 +17,8 @@ const noInstance = 0xFFFFFFFF
 func (s *Source) Processes() []source.Process {
 	s.procMu.RLock()
 	defer s.procMu.RUnlock()
-	var out []source.Process
+	// Not nil when empty: nil says "cannot list" (source.ProcessLister).
+	out := []source.Process{}
 	for _, d := range s.devs() {
 		out = append(out, s.procs[d.index]...)
 	}

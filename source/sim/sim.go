@@ -697,7 +697,7 @@ func (s *Source) Processes() []source.Process {
 	if s.started {
 		tsec = float64(ns-s.t0*tickNS) / 1e9
 	}
-	var out []source.Process
+	out := []source.Process{} // empty, not nil: the sim can always list
 	for _, g := range s.gpus {
 		if g.unplugged || g.free {
 			continue

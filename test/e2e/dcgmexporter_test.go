@@ -87,7 +87,8 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 		}
 	}
 	// A MIG GPU instance carries 8 identity labels, the driver version,
-	// pod, namespace, container and vgpu, 2 of a family and 4 added later:
-	// 11 pod labels fit.
-	assert.Contains(t, p.Output(), "max_pod_labels=11")
+	// pod, namespace, container, pod_uid (always on the per-pod values of
+	// GPU_UTIL and FB_USED) and vgpu, 2 of a family and 4 added later: 10
+	// pod labels fit.
+	assert.Contains(t, p.Output(), "max_pod_labels=10")
 }

@@ -75,12 +75,8 @@ func (e *Enricher) draRows(held map[string][]draHolder, logs *logIndex) map[stri
 	for key, hs := range held {
 		for _, h := range hs {
 			row := []string{h.Pod, h.Namespace, h.Container}
-			if e.cfg.PodUIDLabel {
-				uid := ""
-				if logs != nil {
-					uid = logs.uidByPod[h.Namespace+"/"+h.Pod]
-				}
-				row = append(row, uid)
+			if e.cfg.PodUIDLabel || e.cfg.VirtualGPUs {
+				row = append(row, e.uidLabel(logs, h.Namespace, h.Pod))
 			}
 			if e.cfg.VirtualGPUs {
 				row = append(row, "")

@@ -74,7 +74,9 @@ var DRALabels = []string{"dra_claim_name", "dra_claim_namespace", "dra_driver_na
 // budget before the enricher exists.
 func LabelNames(podUID, virtualGPUs, dra bool) []string {
 	labels := []string{LabelPod, LabelNamespace, LabelContainer}
-	if podUID {
+	// With virtual GPUs the per-pod values of the per-process fields always
+	// carry pod_uid (SplitRows); other series carry it only when asked for.
+	if podUID || virtualGPUs {
 		labels = append(labels, LabelPodUID)
 	}
 	if virtualGPUs {
@@ -232,7 +234,10 @@ type snapshot struct {
 	rows map[string][][]string
 	// draRows holds, with DRA, one row per container whose claim holds
 	// the GPU; keyed by the GPU's UUID key.
-	draRows      map[string][][]string
+	draRows map[string][][]string
+	// split holds, with VirtualGPUs, each held entity's per-pod values of
+	// the per-process fields; keyed by the entity's Key.
+	split        map[string]*splitEntity
 	pods         int
 	shared       int
 	unknownIDs   int
@@ -587,7 +592,7 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 	}
 
 	var logs *logIndex
-	if e.cfg.PodUIDLabel || (e.cfg.SharedGPUAttribution && e.cfg.Processes != nil) {
+	if e.cfg.PodUIDLabel || e.cfg.VirtualGPUs || (e.cfg.SharedGPUAttribution && e.cfg.Processes != nil) {
 		var err error
 		logs, err = readLogIndex(e.cfg.LogRoot)
 		if err != nil {
@@ -601,14 +606,7 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 		s.rows = map[string][][]string{}
 		for key, ows := range owners {
 			for _, o := range ows {
-				row := []string{o.Pod, o.Namespace, o.Container}
-				if e.cfg.PodUIDLabel {
-					uid := ""
-					if logs != nil {
-						uid = logs.uidByPod[o.Namespace+"/"+o.Pod]
-					}
-					row = append(row, uid)
-				}
+				row := []string{o.Pod, o.Namespace, o.Container, e.uidLabel(logs, o.Namespace, o.Pod)}
 				s.rows[key] = append(s.rows[key], e.padDRA(append(row, o.VGPU)))
 			}
 		}
@@ -624,12 +622,8 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 			// certain, the container is not.
 			v[2] = ""
 		}
-		if e.cfg.PodUIDLabel {
-			uid := ""
-			if logs != nil {
-				uid = logs.uidByPod[ows[0].Namespace+"/"+ows[0].Pod]
-			}
-			v = append(v, uid)
+		if e.cfg.PodUIDLabel || e.cfg.VirtualGPUs {
+			v = append(v, e.uidLabel(logs, ows[0].Namespace, ows[0].Pod))
 		}
 		if e.cfg.VirtualGPUs {
 			v = append(v, ows[0].VGPU)
@@ -642,6 +636,9 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 
 	if e.cfg.SharedGPUAttribution && e.cfg.Processes != nil {
 		e.attributeProcesses(s, owners, logs)
+	}
+	if e.cfg.VirtualGPUs && e.cfg.Processes != nil {
+		s.split = e.splitByPod(s.rows, owners, logs)
 	}
 	s.alloc = e.allocations(owners)
 	return s
@@ -697,7 +694,7 @@ func samePod(ows []owner) bool {
 // publish swaps in s, bumping the generation when the labels changed.
 func (e *Enricher) publish(s *snapshot) {
 	old := e.snap.Swap(s)
-	if !sameValues(old.values, s.values) || !sameRows(old.rows, s.rows) || !sameRows(old.draRows, s.draRows) {
+	if !sameValues(old.values, s.values) || !sameRows(old.rows, s.rows) || !sameRows(old.draRows, s.draRows) || !sameSplitRows(old.split, s.split) {
 		e.gen.Add(1)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -395,9 +396,12 @@ func TestVirtualGPUsGiveOneRowPerHolder(t *testing.T) {
 	e, _ := newEnricher(t, Config{Socket: srv.Socket(), VirtualGPUs: true})
 	require.NoError(t, e.Refresh(context.Background()))
 
-	assert.Equal(t, []string{"pod", "namespace", "container", "vgpu"}, e.LabelNames())
-	assert.ElementsMatch(t, [][]string{{"a", "ml", "c", "0"}, {"b", "ml", "c", "1"}}, e.ValueRows(gpuEntity(0, uuid0)))
-	assert.Equal(t, [][]string{{"solo", "ml", "main", ""}}, e.ValueRows(gpuEntity(1, uuid1)))
+	// pod_uid is among the names: the per-pod values of GPU_UTIL and FB_USED
+	// always carry it (SplitRows); the copies carry it only with
+	// --kubernetes.pod-uid-label.
+	assert.Equal(t, []string{"pod", "namespace", "container", "pod_uid", "vgpu"}, e.LabelNames())
+	assert.ElementsMatch(t, [][]string{{"a", "ml", "c", "", "0"}, {"b", "ml", "c", "", "1"}}, e.ValueRows(gpuEntity(0, uuid0)))
+	assert.Equal(t, [][]string{{"solo", "ml", "main", "", ""}}, e.ValueRows(gpuEntity(1, uuid1)))
 	assert.Nil(t, e.ValueRows(gpuEntity(2, uuid2)), "a GPU no pod holds keeps its one series")
 	assert.Nil(t, e.Values(gpuEntity(0, uuid0)), "a shared GPU has no single owner")
 
@@ -416,5 +420,33 @@ func TestSharedReplica(t *testing.T) {
 		"nvidia1/gi0/vgpu5": "5",
 	} {
 		assert.Equal(t, want, sharedReplica(id), id)
+	}
+}
+
+// A source that cannot list processes (auto on DCGM) hands nil: the
+// per-pod values would all be 0, so the fields are copied instead, as
+// dcgm-exporter does without per-process data
+// (internal/pkg/transformation/kubernetes.go, createPerProcessMetrics
+// returns nothing without device pods in its process data).
+func TestVirtualGPUsWithoutProcessListDoNotSplit(t *testing.T) {
+	srv := startKubelet(t, []kubelettest.Pod{gpuPod("ml", "a", "c", "nvidia.com/gpu", uuid0+"::0")})
+	ent := gpuEntity(0, uuid0)
+	for _, tc := range []struct {
+		name  string
+		procs []source.Process
+		split bool
+	}{{"cannot list", nil, false}, {"no process runs", []source.Process{}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newEnricher(t, Config{Socket: srv.Socket(), VirtualGPUs: true,
+				Processes: func() []source.Process { return tc.procs },
+				Entities:  func() []*source.Entity { return []*source.Entity{ent} }})
+			require.NoError(t, e.Refresh(context.Background()))
+			if !tc.split {
+				assert.Nil(t, e.SplitRows(ent))
+				return
+			}
+			assert.Equal(t, [][]string{{"a", "ml", "c", "", "0"}}, e.SplitRows(ent))
+			assert.Equal(t, []float64{0}, e.SplitValues(ent, fieldid.GPUUtil), "an idle pod has 0")
+		})
 	}
 }

@@ -27,24 +27,7 @@ func (e *Enricher) attributeProcesses(s *snapshot, owners map[string][]owner, lo
 	if len(procs) == 0 {
 		return
 	}
-	gpuIndex := map[string]int{}
-	migUUID := map[string]string{} // parent UUID/GI -> MIG UUID
-	if e.cfg.Entities != nil {
-		for _, ent := range e.cfg.Entities() {
-			if ent == nil {
-				continue
-			}
-			switch ent.Kind {
-			case source.GPU:
-				gpuIndex[normUUID(ent.UUID)] = ent.GPU
-			case source.GPUInstance:
-				if ent.MIGUUID != "" {
-					migUUID[normUUID(ent.UUID)+"/"+strconv.Itoa(ent.GPUInstanceID)] = normUUID(ent.MIGUUID)
-				}
-			}
-		}
-	}
-
+	gpuIndex, migUUID := e.entityIndex()
 	agg := map[usageKey]*podUsage{}
 	for _, p := range procs {
 		uuid := normUUID(p.UUID)
@@ -98,6 +81,29 @@ func (e *Enricher) attributeProcesses(s *snapshot, owners map[string][]owner, lo
 		}
 		return a.ref.Namespace+"/"+a.ref.Pod+"/"+a.ref.Container < b.ref.Namespace+"/"+b.ref.Pod+"/"+b.ref.Container
 	})
+}
+
+// entityIndex maps the source's GPU UUIDs to their index, and parent
+// UUID/GI to the MIG instance's UUID, for ownerOfProcess.
+func (e *Enricher) entityIndex() (gpuIndex map[string]int, migUUID map[string]string) {
+	gpuIndex, migUUID = map[string]int{}, map[string]string{}
+	if e.cfg.Entities == nil {
+		return gpuIndex, migUUID
+	}
+	for _, ent := range e.cfg.Entities() {
+		if ent == nil {
+			continue
+		}
+		switch ent.Kind {
+		case source.GPU:
+			gpuIndex[normUUID(ent.UUID)] = ent.GPU
+		case source.GPUInstance:
+			if ent.MIGUUID != "" {
+				migUUID[normUUID(ent.UUID)+"/"+strconv.Itoa(ent.GPUInstanceID)] = normUUID(ent.MIGUUID)
+			}
+		}
+	}
+	return gpuIndex, migUUID
 }
 
 // ownerOfProcess finds the container of a GPU process: the container ID of
