@@ -606,6 +606,7 @@ func (e *Engine) relabelLocked() {
 			es.parent.migParent = true
 		}
 	}
+	shareHostText(e.order, gpus, e.plan)
 	for _, es := range e.order {
 		es.labels, es.labelMap = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
 		es.split = buildSplitLabels(es, es.parent, e.plan, &e.opts, e.enr, e.splitter)

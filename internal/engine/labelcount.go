@@ -132,10 +132,12 @@ func kindName(e *source.Entity) string {
 }
 
 // writesLabelFields says whether label-type fields go on an entity's
-// series: Grace CPUs have no board to describe, and in nvidia_gpu_exporter's
-// layout they label nvidia_smi_gpu_info alone.
-func writesLabelFields(e *source.Entity, layout counters.Layout) bool {
-	return e.Kind != source.CPU && e.Kind != source.CPUCore && layout != counters.LayoutNvidiaSMI
+// series: on every kind, as dcgm-exporter writes them (toCPUMetric and
+// toSwitchMetric read them like toMetric; CPUs carry the host-wide ones),
+// except in nvidia_gpu_exporter's layout, where they label
+// nvidia_smi_gpu_info alone.
+func writesLabelFields(_ *source.Entity, layout counters.Layout) bool {
+	return layout != counters.LayoutNvidiaSMI
 }
 
 // layoutOf is the label layout of a counters set; dcgm-exporter's without one.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -66,6 +67,38 @@ func baseLabels(es *entityState, parent *entityState, p *plan, opts *Options) []
 		}
 	}
 	return out
+}
+
+// shareHostText gives the entities outside any GPU (CPUs, CPU cores,
+// NvSwitches and their links) the host-wide label-type fields (DCGM's
+// global fields, such as the driver version) that the GPUs carry:
+// dcgm-exporter reads every label field on every entity it exports
+// (internal/pkg/collector/gpu_collector.go: toCPUMetric, toSwitchMetric),
+// and DCGM answers a global field on any entity with the host's value.
+func shareHostText(order []*entityState, gpus map[int]*entityState, p *plan) {
+	if len(gpus) == 0 || len(p.labelFields) == 0 {
+		return
+	}
+	for i, f := range p.labelFields {
+		if fieldid.Of(f.ID).Level != fieldid.LevelNone {
+			continue
+		}
+		// The lowest GPU that has the field: all carry the same value.
+		host, from := "", -1
+		for idx, g := range gpus {
+			if i < len(g.text) && g.text[i] != "" && (from < 0 || idx < from) {
+				host, from = g.text[i], idx
+			}
+		}
+		if host == "" {
+			continue
+		}
+		for _, es := range order {
+			if es.ent.GPU < 0 && i < len(es.text) {
+				es.text[i] = host
+			}
+		}
+	}
 }
 
 // enrichedSets extends each label set with one enricher's labels: one copy

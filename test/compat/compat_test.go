@@ -314,3 +314,37 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// Label-type fields go on every entity kind: dcgm-exporter's toCPUMetric
+// and toSwitchMetric (internal/pkg/collector/gpu_collector.go) read the
+// label counters on CPUs, CPU cores and switches as toMetric does on GPUs,
+// and DCGM answers the driver version, a global field, on any entity.
+func TestLabelFieldsOnEveryEntityKind(t *testing.T) {
+	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+	gen := func(e dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
+		if field == fieldid.DriverVersion {
+			return dcgm.Value{Kind: dcgm.KindString, Str: "580.65.06"}, true
+		}
+		return dcgmfake.DefaultGen(e, field, seq)
+	}
+	fake := dcgmfake.New(dcgmfake.WithClock(clk), dcgmfake.WithSwitches([]uint{0}, nil),
+		dcgmfake.WithCPUs(dcgm.CPUInfo{ID: 0, Cores: []uint{0, 1}}), dcgmfake.WithGen(gen))
+	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 15 * time.Second, Log: quietLog(), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = src.Close() })
+	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT, gauge, s\n"+
+		"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT, gauge, c\nDCGM_FI_DEV_CPU_CLOCK_CURRENT, gauge, k\nDCGM_FI_DRIVER_VERSION, label, d\n", clk)
+	gpu := mfs["DCGM_FI_DEV_GPU_TEMP"]
+	require.NotNil(t, gpu)
+	driver := labelOf(gpu.Metric[0], "DCGM_FI_DRIVER_VERSION")
+	require.Equal(t, "580.65.06", driver, "the GPU carries the driver version")
+	seen := map[string]int{}
+	for _, name := range []string{"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT", "DCGM_FI_DEV_CPU_CLOCK_CURRENT", "DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT"} {
+		require.NotNil(t, mfs[name], name)
+		for _, m := range mfs[name].Metric {
+			assert.Equal(t, driver, labelOf(m, "DCGM_FI_DRIVER_VERSION"), "%s %v", name, m.Label)
+			seen[name]++
+		}
+	}
+	assert.Equal(t, map[string]int{"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT": 1, "DCGM_FI_DEV_CPU_CLOCK_CURRENT": 2, "DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT": 1}, seen)
+}
