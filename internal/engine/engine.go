@@ -113,6 +113,12 @@ type Engine struct {
 	col collectStats
 	// splitter, when an enricher shares out fields among its rows.
 	splitter *splitter
+	// healthOnly are the GPUs -d leaves out, kept for the health family
+	// only (healthPtr finds them by the source's pointer); healthOrder is
+	// order and them, sorted.
+	healthOnly  []*entityState
+	healthPtr   map[*source.Entity]*entityState
+	healthOrder []*entityState
 
 	// insMu serialises insight computations; the scratch below is theirs.
 	insMu       sync.Mutex
@@ -308,6 +314,9 @@ func (e *Engine) Reload(set *counters.Set) error {
 		es.resize(np, old)
 		es.enrichGen = ^uint64(0)
 	}
+	for _, es := range e.healthOnly {
+		es.resize(np, old)
+	}
 	e.mu.Unlock()
 	e.refreshEntities()
 	e.startLoops()
@@ -452,7 +461,11 @@ func (e *Engine) apply(b *batch) {
 		}
 	}
 	for _, h := range b.health {
-		if es := e.byPtr[h.e]; es != nil && h.ts >= es.healthTS {
+		es := e.byPtr[h.e]
+		if es == nil {
+			es = e.healthPtr[h.e]
+		}
+		if es != nil && h.ts >= es.healthTS {
 			es.health, es.healthTS = h.results, h.ts
 			e.sampled = true
 		}
@@ -468,6 +481,9 @@ func (e *Engine) apply(b *batch) {
 	relabel := false
 	for _, t := range b.texts {
 		es := e.byPtr[t.e]
+		if es == nil {
+			es = e.healthPtr[t.e] // label fields name a health-only GPU too
+		}
 		ti, ok := p.textOf[t.field]
 		if es == nil || !ok || es.text[ti] == t.s {
 			continue
@@ -529,11 +545,13 @@ func (e *Engine) refreshEntities() {
 		}
 		list = kept
 	}
+	all := list
 	if e.opts.Select != nil {
 		list = e.opts.Select(list)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.keepHealthOnly(all, list)
 	byPtr := make(map[*source.Entity]*entityState, len(list))
 	byKey := make(map[string]*entityState, len(list))
 	for _, ent := range list {
@@ -554,7 +572,47 @@ func (e *Engine) refreshEntities() {
 		e.order = append(e.order, es)
 	}
 	sort.Slice(e.order, func(i, j int) bool { return entityLess(&e.order[i].ent, &e.order[j].ent) })
+	e.healthOrder = append(append(e.healthOrder[:0], e.order...), e.healthOnly...)
+	sort.Slice(e.healthOrder, func(i, j int) bool { return entityLess(&e.healthOrder[i].ent, &e.healthOrder[j].ent) })
 	e.relabelLocked()
+}
+
+// keepHealthOnly keeps a state for each GPU the device options (-d) leave
+// out, for DCGM_EXP_GPU_HEALTH_STATUS alone: dcgm-exporter's health
+// collector watches every GPU whatever -d says
+// (internal/pkg/collector/gpu_health_collector.go,
+// NewGPUHealthStatusCollector: deviceinfo with MajorRange -1). Called with
+// mu held.
+func (e *Engine) keepHealthOnly(all, selected []*source.Entity) {
+	old := make(map[string]*entityState, len(e.healthOnly))
+	for _, es := range e.healthOnly {
+		old[es.key] = es
+	}
+	e.healthOnly = e.healthOnly[:0]
+	clear(e.healthPtr)
+	if e.plan.expHealth == nil || len(all) == len(selected) {
+		return
+	}
+	kept := make(map[*source.Entity]bool, len(selected))
+	for _, ent := range selected {
+		kept[ent] = true
+	}
+	for _, ent := range all {
+		if ent.Kind != source.GPU || kept[ent] {
+			continue
+		}
+		es := old[ent.Key()]
+		if es == nil {
+			es = newEntityState(ent, e.plan)
+		} else {
+			es.ent = *ent
+		}
+		if e.healthPtr == nil {
+			e.healthPtr = map[*source.Entity]*entityState{}
+		}
+		e.healthPtr[ent] = es
+		e.healthOnly = append(e.healthOnly, es)
+	}
 }
 
 func entityLess(a, b *source.Entity) bool {
@@ -607,6 +665,10 @@ func (e *Engine) relabelLocked() {
 		}
 	}
 	shareHostText(e.order, gpus, e.plan)
+	for _, es := range e.healthOnly {
+		es.parent = nil
+		es.labels, es.labelMap = buildLabels(es, nil, e.plan, &e.opts, e.enr)
+	}
 	for _, es := range e.order {
 		es.labels, es.labelMap = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
 		es.split = buildSplitLabels(es, es.parent, e.plan, &e.opts, e.enr, e.splitter)

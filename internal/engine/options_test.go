@@ -103,6 +103,47 @@ func TestSelectDropsTheOtherEntities(t *testing.T) {
 	assert.Len(t, e.Entities(), 2, "enrichers see the selected entities only")
 }
 
+// dcgm-exporter's health collector watches every GPU whatever -d selects
+// (internal/pkg/collector/gpu_health_collector.go,
+// NewGPUHealthStatusCollector: deviceinfo with MajorRange -1), so
+// DCGM_EXP_GPU_HEALTH_STATUS covers the GPUs -d leaves out, with their
+// label fields, while every other family keeps to the selection.
+func TestHealthStatusCoversGPUsTheSelectionLeavesOut(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(3, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
+	src.Now = clk.Now
+	src.Texts = map[uint16]string{fieldid.DriverVersion: "580.1"}
+	first := func(list []*source.Entity) []*source.Entity {
+		var out []*source.Entity
+		for _, e := range list {
+			if e.GPU == 0 {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_GPU_HEALTH_STATUS, gauge, h\nDCGM_FI_DRIVER_VERSION, label, d\n"),
+		DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog(), Select: first})
+	require.NoError(t, err)
+	require.NoError(t, e.Open())
+	collectAll(t, e)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	health := map[string]int{}
+	for _, m := range series(mfs, "DCGM_EXP_GPU_HEALTH_STATUS", nil) {
+		health[labelOf(m, "gpu")]++
+		assert.Equal(t, "580.1", labelOf(m, "DCGM_FI_DRIVER_VERSION"))
+	}
+	n := len(source.HealthWatches)
+	assert.Equal(t, map[string]int{"0": n, "1": n, "2": n}, health, "one series per watch on every GPU")
+	var temp []string
+	for _, m := range series(mfs, "DCGM_FI_DEV_GPU_TEMP", nil) {
+		temp = append(temp, labelOf(m, "gpu"))
+	}
+	assert.Equal(t, []string{"0"}, temp, "other families keep to -d")
+	assert.Len(t, e.Entities(), 1)
+}
+
 // dcgm-exporter's device options over a node with a MIG GPU
 // (devicemonitoring/device_monitoring.go, handleGPUOptions): g exports GPUs
 // only, the MIG GPU included and none of its instances; i exports the GPU
