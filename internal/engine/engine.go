@@ -38,7 +38,13 @@ type Options struct {
 	// configuration calls Window and ClockEventsWindow, for messages;
 	// "window" and "clock-events count window" when empty.
 	WindowOption, ClockEventsWindowOption string
-	Hostname                              string
+	// ClockEventsPeriod is the sampling period DCGM_EXP_CLOCK_EVENTS_COUNT
+	// counts at: dcgm-exporter reads the field every --collect-interval
+	// (30 s by default), so its count is in samples of that period. Each
+	// period of the window with the bit set in its last sample counts one,
+	// whatever the field's own interval; 0 counts every sample.
+	ClockEventsPeriod time.Duration
+	Hostname          string
 	// HostnameLabel names the host label: "Hostname" (the default) as every
 	// released dcgm-exporter, or "hostname" as its main branch since #655.
 	HostnameLabel string

@@ -447,6 +447,47 @@ func TestClockEventsCountIsDCGMExportersFamily(t *testing.T) {
 	})
 }
 
+// dcgm-exporter samples DCGM_FI_DEV_CLOCKS_EVENT_REASONS every
+// --collect-interval (30 s by default; internal/pkg/devicewatchlistmanager:
+// WatchDeviceFields at collectInterval) and counts the samples of the window
+// (expcollector.go, getMetrics). gpuscope samples the field every second, so
+// it counts in periods of dcgm-exporter's interval: a power cap held for 90
+// of the window's 300 seconds counts 3, as there, not 90, and an alert
+// written against dcgm-exporter's count fires as late as it did.
+func TestClockEventsCountIsInDCGMExporterSamples(t *testing.T) {
+	for _, tc := range []struct {
+		period time.Duration
+		want   float64
+	}{{30 * time.Second, 3}, {0, 90}} {
+		t.Run(tc.period.String(), func(t *testing.T) {
+			clk := newClock()
+			// Start on a period boundary, so that 90 s are three periods.
+			clk.Add(time.Duration(30e9 - clk.Now().UnixNano()%30e9))
+			start := clk.Now()
+			src := sourcetest.NewGPUs(1, func(_ *source.Entity, _ uint16, now time.Time) (float64, bool) {
+				if d := now.Sub(start); d > 0 && d <= 90*time.Second {
+					return 0x4, true
+				}
+				return 0, true
+			})
+			src.Now = clk.Now
+			e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, events\n"),
+				DefaultInterval: time.Second, ClockEventsWindow: 5 * time.Minute, ClockEventsPeriod: tc.period,
+				Hostname: "node-1", Now: clk.Now, Log: quietLog()})
+			require.NoError(t, err)
+			require.NoError(t, src.Watch(e.plan.groups))
+			e.refreshEntities()
+			for range 300 {
+				clk.Add(time.Second)
+				collectAll(t, e)
+			}
+			m := series(scrape(t, e), "DCGM_EXP_CLOCK_EVENTS_COUNT", map[string]string{"clock_event": "power_cap"})
+			require.Len(t, m, 1)
+			assert.Equal(t, tc.want, value(m[0]))
+		})
+	}
+}
+
 func TestStaleSeriesLeaveTheExposition(t *testing.T) {
 	clk := newClock()
 	src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))

@@ -315,7 +315,7 @@ func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 				if es = expEntity(es); es == nil {
 					return b
 				}
-				if !es.clockRec.clockCounts(since, &counts) {
+				if !es.clockRec.clockCounts(since, int64(e.opts.ClockEventsPeriod), &counts) {
 					return appendSample(b, f.Name, labels, zero, 0)
 				}
 				for i, n := range counts {

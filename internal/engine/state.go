@@ -102,11 +102,22 @@ func (r *eventRing) count(code uint64, since int64) int {
 // that new: dcgm-exporter's counting
 // (internal/pkg/collector/clock_events_collector.go and expcollector.go: every
 // value of the field read with GetValuesSince over the window adds one to each
-// reason whose bit it has).
-func (r *eventRing) clockCounts(since int64, out *[9]int) (sampled bool) {
+// reason whose bit it has). With a period, the samples are those
+// dcgm-exporter would have taken at that period: the last one of each
+// period-aligned slot.
+func (r *eventRing) clockCounts(since, period int64, out *[9]int) (sampled bool) {
 	*out = [9]int{}
+	slot, first := int64(0), true
 	r.each(since, func(ev event) {
 		sampled = true
+		if period > 0 {
+			// Newest first: the first sample met in a slot is its last.
+			s := ev.ts / period
+			if !first && s == slot {
+				return
+			}
+			slot, first = s, false
+		}
 		for i, ce := range gpuevents.ClockEvents {
 			if ev.code&ce.Bit != 0 {
 				out[i]++
