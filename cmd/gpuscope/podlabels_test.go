@@ -43,8 +43,10 @@ func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
 		// later leave 12.
 		{"thirteen named keys", []string{"--kubernetes.pod-labels", thirteen},
 			`--kubernetes.pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series of a MIG GPU instance already carries 18 of the 30 labels`},
-		{"vgpu and compute instances take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes-virtual-gpus", "--mig-compute-instances"},
-			"matches up to 12 label keys but only 10 fit: a series of a MIG compute instance already carries 20 of the 30 labels"},
+		// vgpu and pod_uid (which the per-pod values of virtual GPUs always
+		// carry) and GPU_CI_ID take three more.
+		{"vgpu and compute instances take three more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes-virtual-gpus", "--mig-compute-instances"},
+			"matches up to 12 label keys but only 9 fit: a series of a MIG compute instance already carries 21 of the 30 labels"},
 		{"pod_uid and hpc_job take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes.pod-uid-label", "--hpc-job-mapping-dir", t.TempDir()},
 			"matches up to 12 label keys but only 10 fit"},
 		{"a counters file that leaves no room", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*"},

@@ -216,5 +216,9 @@ func labelOptions(cfg *config.Config) map[string]string {
 	for _, l := range podattr.DRALabels {
 		m[l] = cfg.Flag(config.FlagDRA)
 	}
+	if cfg.Kubernetes.VirtualGPUs && !cfg.Kubernetes.PodUIDLabel {
+		// The per-pod values of virtual GPUs carry pod_uid on their own.
+		m[podattr.LabelPodUID] = cfg.Flag(config.FlagVirtualGPUs)
+	}
 	return m
 }
