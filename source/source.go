@@ -124,7 +124,12 @@ func (e *Entity) Key() string {
 // source one Group per distinct interval; for DCGM each becomes a field group.
 type Group struct {
 	Interval time.Duration
-	Fields   []counters.Field
+	// Fields are the fields the source reads, each once: never a derived
+	// exporter-side field nor the health pseudo-field (ReadFor).
+	Fields []counters.Field
+	// Health asks for the GPUs' health checks at Interval, handed over with
+	// Sink.Health (DCGM_EXP_GPU_HEALTH_STATUS in the counters file).
+	Health bool
 }
 
 // Sink receives what a source reads. A source calls it from inside Collect

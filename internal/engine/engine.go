@@ -528,14 +528,7 @@ func (e *Engine) apply(b *batch) {
 	}
 }
 
-func fieldName(p *plan, id uint16) string {
-	for _, f := range p.set.Fields {
-		if f.ID == id {
-			return f.Name
-		}
-	}
-	return fieldFor(p.set, id).Name
-}
+func fieldName(p *plan, id uint16) string { return source.FieldFor(p.set.Fields, id).Name }
 
 // refreshEntities re-reads the source's entity list. States are kept by
 // entity key, so a reconnect or a switch between DCGM and NVML keeps the

@@ -187,7 +187,7 @@ func labelFieldsOf(set *counters.Set) []counters.Field {
 		if f.Type != counters.Label || seen[f.ID] {
 			continue
 		}
-		if _, derived := fieldid.BaseOf(f.ID); derived {
+		if read, _ := source.ReadFor(f.ID); read != f.ID {
 			continue
 		}
 		seen[f.ID] = true

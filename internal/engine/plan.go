@@ -87,50 +87,89 @@ func neverStale(id uint16) bool { return id == fieldid.XIDErrors }
 // reasons are watched implicitly when an exporter-side field needs them.
 func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, ins insightPlan) *plan {
 	p := &plan{set: set, slotOf: map[uint16]int{}, textOf: map[uint16]int{}, insight: ins, layout: set.Layout}
-	intervalOf := map[uint16]time.Duration{}
-	want := func(id uint16, iv time.Duration) {
-		if iv <= 0 {
-			iv = defaultInterval
-		}
-		if cur, ok := intervalOf[id]; !ok || iv < cur {
-			intervalOf[id] = iv
+	intervals := intervalWants{of: map[uint16]time.Duration{}, def: defaultInterval}
+	sourceFields := p.resolveFields(&intervals)
+	if ins.on {
+		for _, f := range insightFields {
+			intervals.want(f.ID, insightInterval)
 		}
 	}
+	p.addSlots(intervals.of, clockWin)
+	p.labelFields = labelFieldsOf(set)
+	for i, f := range p.labelFields {
+		p.textOf[f.ID] = i
+	}
+	for _, f := range sourceFields {
+		if f.Type != counters.Label {
+			p.metrics = append(p.metrics, p.newMetric(f, win))
+		}
+	}
+	if ins.on {
+		for _, f := range insightFields {
+			s := &p.slots[p.slotOf[f.ID]]
+			s.ringCap = max(s.ringCap, window.CapacityFor(ins.window, s.interval))
+		}
+	}
+	p.groupSlots()
+	return p
+}
+
+// intervalWants collects the shortest watch interval any line asks of each
+// field the source reads.
+type intervalWants struct {
+	of  map[uint16]time.Duration
+	def time.Duration
+}
+
+func (w *intervalWants) want(id uint16, iv time.Duration) {
+	if iv <= 0 {
+		iv = w.def
+	}
+	if cur, ok := w.of[id]; !ok || iv < cur {
+		w.of[id] = iv
+	}
+}
+
+// resolveFields reads the lines of the counters file as source.ReadFor
+// decides, after setting aside the nvidia_gpu_exporter lines that export no
+// field value of their own (roles): a derived field asks its base field of the source and enables
+// the family the engine derives; the health pseudo-field asks for health
+// checks; every other field is read and exported as it is, and returned.
+func (p *plan) resolveFields(w *intervalWants) []counters.Field {
 	var sourceFields []counters.Field
-	for i := range set.Fields {
-		f := set.Fields[i]
+	for i := range p.set.Fields {
+		f := p.set.Fields[i]
 		if f.Export.Role != counters.RoleValue {
 			p.roles = append(p.roles, f)
 			if r := f.Export.Role; r == counters.RoleXIDTotal || r == counters.RoleXIDLast {
-				want(fieldid.XIDErrors, 0)
+				w.want(fieldid.XIDErrors, 0)
 			}
 			continue
 		}
-		if base, derived := fieldid.BaseOf(f.ID); derived {
-			// The source reads the base field; the engine derives this one.
+		read, health := source.ReadFor(f.ID)
+		switch {
+		case health:
+			// The family is rendered from the checks, one series per watch;
+			// its slot keeps the interval and the staleness.
+			p.expHealth = &p.set.Fields[i]
+			w.want(fieldid.ExpGPUHealthStatus, f.Interval)
+			continue
+		case read != f.ID:
 			switch f.ID {
 			case fieldid.ExpXIDErrorsCount:
-				p.expXID = &set.Fields[i]
+				p.expXID = &p.set.Fields[i]
 			case fieldid.ExpClockEventsCount:
-				p.expClock = &set.Fields[i]
+				p.expClock = &p.set.Fields[i]
 			}
-			p.xid = p.xid || base == fieldid.XIDErrors
-			p.clock = p.clock || base == fieldid.ClocksEventReasons
-			want(base, f.Interval)
+		case f.ID == fieldid.ExpP2PStatus:
+			// One series per GPU and peer, from the source's reads.
+			p.expP2P = &p.set.Fields[i]
+			w.want(f.ID, f.Interval)
 			continue
+		default:
+			sourceFields = append(sourceFields, f)
 		}
-		switch f.ID {
-		case fieldid.ExpGPUHealthStatus:
-			// The source runs health checks while the field is watched; the
-			// family is rendered from the checks, one series per watch.
-			p.expHealth = &set.Fields[i]
-			want(f.ID, f.Interval)
-			continue
-		case fieldid.ExpP2PStatus:
-			// Likewise one series per GPU and peer, from the source's reads.
-			p.expP2P = &set.Fields[i]
-			want(f.ID, f.Interval)
-			continue
+		switch read {
 		case fieldid.XIDErrors:
 			p.xid = true
 		case fieldid.ClocksEventReasons:
@@ -138,14 +177,14 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			// gpuscope's own clock-event family.
 			p.clock = p.clock || f.Export.Bit == 0
 		}
-		want(f.ID, f.Interval)
-		sourceFields = append(sourceFields, f)
+		w.want(read, f.Interval)
 	}
-	if ins.on {
-		for _, f := range insightFields {
-			want(f.ID, insightInterval)
-		}
-	}
+	return sourceFields
+}
+
+// addSlots gives every field read a slot, in field ID order, with its
+// interval and how long its latest sample stays current.
+func (p *plan) addSlots(intervalOf map[uint16]time.Duration, clockWin time.Duration) {
 	ids := make([]uint16, 0, len(intervalOf))
 	for id := range intervalOf {
 		ids = append(ids, id)
@@ -166,39 +205,36 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 		p.slotOf[id] = len(p.slots)
 		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})
 	}
-	p.labelFields = labelFieldsOf(set)
-	for i, f := range p.labelFields {
-		p.textOf[f.ID] = i
+}
+
+// newMetric is the family of one exported field, with its window
+// statistics' families when the line asks for them; it sizes the slot's
+// ring to hold the window.
+func (p *plan) newMetric(f counters.Field, win time.Duration) metric {
+	si := p.slotOf[f.ID]
+	lv := fieldid.Of(f.ID).Level
+	m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String()),
+		gpuLevel: lv == fieldid.LevelGPU || lv == fieldid.LevelNone}
+	if len(f.Stats) == 0 {
+		return m
 	}
-	for _, f := range sourceFields {
-		si := p.slotOf[f.ID]
-		if f.Type == counters.Label {
-			continue
-		}
-		lv := fieldid.Of(f.ID).Level
-		m := metric{field: f, slot: si, header: familyHeader(f.Name, f.Help, f.Type.String()),
-			gpuLevel: lv == fieldid.LevelGPU || lv == fieldid.LevelNone}
-		if len(f.Stats) > 0 {
-			s := &p.slots[si]
-			s.ringCap = max(s.ringCap, window.CapacityFor(win, s.interval))
-			m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
-			for _, st := range f.Stats {
-				if st == counters.StatP50 || st == counters.StatP90 || st == counters.StatP99 {
-					m.percentiles = true
-				}
-			}
-			m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
-			m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
-		}
-		p.metrics = append(p.metrics, m)
-	}
-	if ins.on {
-		for _, f := range insightFields {
-			s := &p.slots[p.slotOf[f.ID]]
-			s.ringCap = max(s.ringCap, window.CapacityFor(ins.window, s.interval))
+	s := &p.slots[si]
+	s.ringCap = max(s.ringCap, window.CapacityFor(win, s.interval))
+	m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
+	for _, st := range f.Stats {
+		if st == counters.StatP50 || st == counters.StatP90 || st == counters.StatP99 {
+			m.percentiles = true
 		}
 	}
-	// One group per distinct interval, shortest first, each field once.
+	m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
+	m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
+	return m
+}
+
+// groupSlots makes one source group per distinct interval, shortest first,
+// each field once; the health slot asks for health checks instead of a
+// field.
+func (p *plan) groupSlots() {
 	byInterval := map[time.Duration]int{}
 	for _, s := range p.slots {
 		gi, ok := byInterval[s.interval]
@@ -207,27 +243,13 @@ func newPlan(set *counters.Set, defaultInterval, win, clockWin time.Duration, in
 			byInterval[s.interval] = gi
 			p.groups = append(p.groups, source.Group{Interval: s.interval})
 		}
-		p.groups[gi].Fields = append(p.groups[gi].Fields, fieldFor(set, s.id))
+		if s.id == fieldid.ExpGPUHealthStatus {
+			p.groups[gi].Health = true
+			continue
+		}
+		p.groups[gi].Fields = append(p.groups[gi].Fields, source.FieldFor(p.set.Fields, s.id))
 	}
 	sort.SliceStable(p.groups, func(i, j int) bool { return p.groups[i].Interval < p.groups[j].Interval })
-	return p
-}
-
-// fieldFor returns the CSV line of a field ID, or a bare field for the
-// implicitly watched ones.
-func fieldFor(set *counters.Set, id uint16) counters.Field {
-	for _, f := range set.Fields {
-		if f.ID == id {
-			return f
-		}
-	}
-	// The implicitly watched base fields and the insight metrics' profiling
-	// fields are named by the catalog.
-	f := counters.Field{ID: id, Type: counters.Gauge}
-	if info, ok := counters.ByID(id); ok {
-		f.Name = info.Name
-	}
-	return f
 }
 
 func familyHeader(name, help, typ string) string {

@@ -131,11 +131,10 @@ type pendingUnsupported struct {
 // groupPlan is how one engine group is read.
 type groupPlan struct {
 	interval time.Duration
-	// fields are the DCGM field IDs whose samples go to the sink, including
-	// the base fields of derived exporter-side fields (the XID errors and
-	// clock-event reasons).
+	// fields are the DCGM field IDs whose samples go to the sink.
 	fields  map[uint16]bool
 	cursors []groupCursor
+	// health runs DCGM's health checks (source.Group.Health).
 	health  bool
 	p2p     bool
 	pending []pendingUnsupported
@@ -407,26 +406,19 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 		if iv <= 0 {
 			iv = s.cfg.DefaultInterval
 		}
-		p := &groupPlan{interval: iv, fields: map[uint16]bool{}}
+		p := &groupPlan{interval: iv, fields: map[uint16]bool{}, health: g.Health}
 		for _, f := range g.Fields {
-			if base, derived := fieldid.BaseOf(f.ID); derived {
-				p.fields[base] = true
+			if f.ID == fieldid.ExpP2PStatus {
+				p.p2p = true
 				continue
 			}
-			switch f.ID {
-			case fieldid.ExpGPUHealthStatus:
-				p.health = true
-			case fieldid.ExpP2PStatus:
-				p.p2p = true
-			default:
-				if fieldLevel(f.ID) == levelExporter {
-					for _, gpu := range c.gpus {
-						p.pending = append(p.pending, pendingUnsupported{c.gpuEnt[gpu.ID], f.ID, "not read by the dcgm source"})
-					}
-					continue
+			if fieldLevel(f.ID) == levelExporter {
+				for _, gpu := range c.gpus {
+					p.pending = append(p.pending, pendingUnsupported{c.gpuEnt[gpu.ID], f.ID, "not read by the dcgm source"})
 				}
-				p.fields[f.ID] = true
+				continue
 			}
+			p.fields[f.ID] = true
 		}
 		if _, ok := byInterval[iv]; !ok {
 			order = append(order, iv)

@@ -25,12 +25,14 @@ import (
 	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
 )
 
+// group is the group the engine would watch for these fields of a counters
+// file.
 func group(iv time.Duration, ids ...uint16) source.Group {
-	g := source.Group{Interval: iv}
+	var fields []counters.Field
 	for _, id := range ids {
-		g.Fields = append(g.Fields, counters.Field{ID: id, Name: fmt.Sprint(id), Type: counters.Gauge})
+		fields = append(fields, counters.Field{ID: id, Name: fmt.Sprint(id), Type: counters.Gauge})
 	}
-	return g
+	return source.GroupOf(iv, fields)
 }
 
 // epoch is where the tests' fake clocks start.

@@ -134,7 +134,7 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 		case !ok:
 			dr.unsupported(0, d.gpu, f.ID, unsupportedReason(f.ID))
 			continue
-		case spec.derived, spec.xid:
+		case spec.xid:
 			continue
 		case spec.p2p:
 			if !dr.skip(0, f.ID) {

@@ -38,20 +38,23 @@ func TestCountersFilesOnDGXH100(t *testing.T) {
 			s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Close()) }()
-			require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: set.Fields}}))
+			require.NoError(t, s.Watch([]source.Group{source.GroupOf(time.Second, set.Fields)}))
 			sink := newSink()
 			collectTwice(t, s, sink)
 			for i := range f.GPUs {
 				e := gpuEntity(t, s, i)
 				for _, fld := range set.Fields {
-					k := sample{e.Key(), fld.ID}
+					// A derived field is served when its base field is read.
+					read, health := source.ReadFor(fld.ID)
+					if health {
+						read = fld.ID
+					}
+					k := sample{e.Key(), read}
 					_, isValue := sink.values[k]
 					_, isText := sink.texts[k]
-					reads, _ := sup.Reads(fld.ID)
+					serves, _ := sup.Serves(fld.ID)
 					switch {
-					case fieldMap[fld.ID].derived:
-						assert.Empty(t, sink.unsupported[k], "%s: derived by the engine", fld.Name)
-					case reads:
+					case serves:
 						assert.True(t, isValue || isText, "%s (line %d) on GPU %d: unsupported %v, fails %v",
 							fld.Name, fld.Line, i, sink.unsupported[k], sink.fails[k])
 					default:

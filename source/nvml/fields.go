@@ -23,7 +23,7 @@ const (
 const reasonPreHopper = "needs DCGM: profiling counters are only read by the DCGM host engine on pre-Hopper GPUs"
 
 // fieldSpec says how one DCGM field is read through NVML. Exactly one of
-// value, text, gpm, derived or xid is set.
+// value, text, gpm or xid is set.
 type fieldSpec struct {
 	value func(r *reading) (float64, error)
 	text  func(r *reading) (string, error)
@@ -33,9 +33,6 @@ type fieldSpec struct {
 	gpmScale float64
 	// instance marks fields also read on each MIG GPU instance.
 	instance bool
-	// derived fields are computed by the engine from other fields; the
-	// source accepts them and reads nothing.
-	derived bool
 	// xid is the XID errors field, fed from the event goroutine.
 	xid bool
 	// p2p is DCGM_EXP_P2P_STATUS, read towards every other GPU.
@@ -197,9 +194,7 @@ var fieldMap = map[uint16]fieldSpec{
 	fieldid.ProfNVLinkTXBytes:    {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, gpmScale: mib},
 	fieldid.ProfNVLinkRXBytes:    {instance: true, gpm: gonvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, gpmScale: mib},
 
-	fieldid.ExpXIDErrorsCount:   {derived: true},
-	fieldid.ExpClockEventsCount: {derived: true},
-	fieldid.ExpP2PStatus:        {p2p: true},
+	fieldid.ExpP2PStatus: {p2p: true},
 }
 
 // unreadNotes says why the NVML source does not read fields an operator

@@ -112,7 +112,7 @@ func open(t *testing.T, f *nvmlfake.Fake, interval time.Duration, ids ...uint16)
 		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Watch([]source.Group{{Interval: interval, Fields: fields(ids...)}}))
+	require.NoError(t, s.Watch([]source.Group{source.GroupOf(interval, fields(ids...))}))
 	return s
 }
 

@@ -198,6 +198,11 @@ func (s *Source) Watch(groups []source.Group) error {
 	cp := make([]source.Group, len(groups))
 	for i, g := range groups {
 		cp[i] = source.Group{Interval: g.Interval, Fields: append([]counters.Field(nil), g.Fields...)}
+		if g.Health {
+			// NVML runs no health checks: they are reported unsupported on
+			// each GPU, as a field it cannot read is.
+			cp[i].Fields = append(cp[i].Fields, source.FieldFor(nil, fieldid.ExpGPUHealthStatus))
+		}
 	}
 	s.mu.Lock()
 	s.groups = cp
@@ -354,7 +359,7 @@ func (s *Source) failAll(sink source.Sink, d *device, fields []counters.Field, e
 		return
 	}
 	for _, f := range fields {
-		if spec, ok := fieldMap[f.ID]; ok && !spec.derived {
+		if _, ok := fieldMap[f.ID]; ok {
 			sink.Fail(d.gpu, f.ID, err)
 		}
 	}

@@ -173,14 +173,6 @@ func FieldIDs() []uint16 {
 	return ids
 }
 
-// engineDerived are exporter-side fields the engine computes from the base
-// field a source reports (XID events, the clock-event bitmask); no source
-// samples them.
-func engineDerived(id uint16) bool {
-	_, derived := fieldid.BaseOf(id)
-	return derived
-}
-
 // linkFieldNote is why the sim produces no field that DCGM keeps per NVLink
 // entity (the PPCNT port counters, the link state): it simulates no link
 // entities, and invents no per-link values.

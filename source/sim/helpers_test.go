@@ -122,7 +122,7 @@ func newSim(t testing.TB, cfg Config, ids ...uint16) (*Source, *clock) {
 	cfg.Now = c.Now
 	s, err := New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fieldsOf(ids...)}}))
+	require.NoError(t, s.Watch([]source.Group{source.GroupOf(time.Second, fieldsOf(ids...))}))
 	return s, c
 }
 

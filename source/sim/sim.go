@@ -146,6 +146,8 @@ type groupPlan struct {
 	unsup    []unsupported
 	reported bool
 	xid      bool
+	// health runs the GPUs' health checks (source.Group.Health).
+	health bool
 }
 
 // Violation counters.
@@ -332,6 +334,7 @@ func (s *Source) watchLocked(groups []source.Group) {
 	s.xidWatched = false
 	for i, gr := range groups {
 		p := &s.groups[i]
+		p.health = gr.Health
 		for _, f := range gr.Fields {
 			s.plan(p, f.ID, needMIG)
 		}
@@ -345,13 +348,6 @@ func (s *Source) watchLocked(groups []source.Group) {
 }
 
 func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
-	if engineDerived(id) {
-		// The engine derives these; the XID count needs the XID events.
-		if id == fieldid.ExpXIDErrorsCount {
-			p.xid = true
-		}
-		return
-	}
 	info := fieldsByID[id]
 	unsup := func(reason string) {
 		for _, g := range s.gpus {
@@ -439,15 +435,18 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			sink.Text(o.ent, o.f.id, s.text(o.g, o.f.id))
 			continue
 		}
-		if o.f.id == fieldid.ExpGPUHealthStatus {
-			sink.Health(o.ent, ns, s.healthOf(o.g))
-			continue
-		}
 		if o.f.id == fieldid.ExpP2PStatus {
 			sink.P2P(o.ent, ns, o.g.p2p)
 			continue
 		}
 		sink.Value(o.ent, o.f.id, ns, s.value(o))
+	}
+	if p.health {
+		for _, g := range s.gpus {
+			if g.listed && !g.unplugged {
+				sink.Health(g.ent, ns, s.healthOf(g))
+			}
+		}
 	}
 	if p.xid {
 		for _, g := range s.gpus {

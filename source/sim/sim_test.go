@@ -102,8 +102,8 @@ func TestSameSeedSameValuesOtherSeedOthers(t *testing.T) {
 		// Two groups at different intervals, as the engine watches them.
 		half := len(ids) / 2
 		require.NoError(t, s.Watch([]source.Group{
-			{Interval: 100 * time.Millisecond, Fields: fieldsOf(ids[:half]...)},
-			{Interval: time.Second, Fields: fieldsOf(ids[half:]...)},
+			source.GroupOf(100*time.Millisecond, fieldsOf(ids[:half]...)),
+			source.GroupOf(time.Second, fieldsOf(ids[half:]...)),
 		}))
 		rec := newRec()
 		for i := 0; i < 1200; i++ {
@@ -419,8 +419,8 @@ func TestXIDsReachTheSinkOnceWithExporterCountOnly(t *testing.T) {
 	require.NoError(t, err)
 	xidCount := counters.Field{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: fieldid.ExpXIDErrorsCount, Type: counters.Counter}
 	require.NoError(t, s.Watch([]source.Group{
-		{Interval: time.Second, Fields: []counters.Field{xidCount}},
-		{Interval: time.Second, Fields: fieldsOf(fieldid.XIDErrors)},
+		source.GroupOf(time.Second, []counters.Field{xidCount}),
+		source.GroupOf(time.Second, fieldsOf(fieldid.XIDErrors)),
 	}))
 	rec := newRec()
 	for i := 0; i < 3600; i++ {

@@ -37,7 +37,7 @@ type Source struct {
 	// the XID errors field, then cleared.
 	XIDs []XID
 	// Health is the health check handed to the sink for each GPU at every
-	// Collect of a group with DCGM_EXP_GPU_HEALTH_STATUS; a GPU without an
+	// Collect of a group that asks for health checks; a GPU without an
 	// entry passes every watch.
 	Health map[*source.Entity][]source.HealthResult
 	// Down makes Collect fail and Status report the source down.
@@ -119,16 +119,6 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 				}
 				continue
 			}
-			if f.ID == fieldid.ExpGPUHealthStatus {
-				if e.Kind == source.GPU {
-					h, ok := s.Health[e]
-					if !ok {
-						h = source.PassingHealth()
-					}
-					sink.Health(e, ts, h)
-				}
-				continue
-			}
 			if f.ID == fieldid.XIDErrors {
 				for _, x := range s.XIDs {
 					if x.Entity == e {
@@ -147,6 +137,18 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		}
 		if f.ID == fieldid.XIDErrors {
 			s.XIDs = nil
+		}
+	}
+	if s.groups[group].Health {
+		for _, e := range s.Ents {
+			if e.Kind != source.GPU {
+				continue
+			}
+			h, ok := s.Health[e]
+			if !ok {
+				h = source.PassingHealth()
+			}
+			sink.Health(e, ts, h)
 		}
 	}
 	if s.ChangeEntities {
