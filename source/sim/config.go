@@ -79,6 +79,7 @@ type resolved struct {
 	mig   []migProfile
 }
 
+// resolve validates cfg and applies its defaults.
 func resolve(cfg Config) (*resolved, error) {
 	r := &resolved{Config: cfg}
 	if r.GPUs == 0 {
@@ -87,87 +88,13 @@ func resolve(cfg Config) (*resolved, error) {
 	if r.GPUs < 1 || r.GPUs > MaxGPUs {
 		return nil, fmt.Errorf("sim: GPUs %d: must be between 1 and %d", cfg.GPUs, MaxGPUs)
 	}
-	name := strings.ToLower(strings.TrimSpace(r.Model))
-	if name == "" {
-		name = "h100"
+	if err := r.resolveModel(); err != nil {
+		return nil, err
 	}
-	m, ok := models[name]
-	if !ok {
-		return nil, fmt.Errorf("sim: unknown model %q (known: %s)", cfg.Model, strings.Join(Models(), ", "))
-	}
-	r.model = m
-	switch {
-	case r.NVLinks < 0:
-		return nil, fmt.Errorf("sim: NVLinks %d: must not be negative", cfg.NVLinks)
-	case r.NVLinks == 0:
-		r.links = m.links
-	case m.links == 0:
-		return nil, fmt.Errorf("sim: NVLinks %d: model %s has no NVLink", cfg.NVLinks, m.key)
-	case r.NVLinks > m.links:
-		return nil, fmt.Errorf("sim: NVLinks %d: model %s has at most %d", cfg.NVLinks, m.key, m.links)
-	default:
-		r.links = r.NVLinks
-	}
-	mig, err := parseMIG(m, r.MIG)
-	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
-	}
-	r.mig = mig
-	if math.IsNaN(r.EventRate) || math.IsInf(r.EventRate, 0) || r.EventRate < 0 {
-		return nil, fmt.Errorf("sim: EventRate %v: must be a finite number >= 0", cfg.EventRate)
-	}
-	if r.SharedGPUs < 0 || r.SharedGPUs > r.GPUs {
-		return nil, fmt.Errorf("sim: SharedGPUs %d: must be between 0 and GPUs (%d)", cfg.SharedGPUs, r.GPUs)
-	}
-	if r.SharedGPUs > 0 && len(mig) > 0 {
-		return nil, fmt.Errorf("sim: SharedGPUs %d with MIG %q: MIG already gives each pod its own instance", cfg.SharedGPUs, cfg.MIG)
-	}
-	role := map[int]string{}
-	for _, l := range []struct {
-		name string
-		idx  []int
-	}{{"FreeGPUs", r.FreeGPUs}, {"LightGPUs", r.LightGPUs}} {
-		for _, i := range l.idx {
-			if i < 0 || i >= r.GPUs {
-				return nil, fmt.Errorf("sim: %s: index %d out of range 0..%d", l.name, i, r.GPUs-1)
-			}
-			if prev, ok := role[i]; ok {
-				return nil, fmt.Errorf("sim: %s: GPU %d is already in %s", l.name, i, prev)
-			}
-			role[i] = l.name
+	for _, check := range []func() error{r.checkRates, r.checkGPURoles, r.checkWorkloads} {
+		if err := check(); err != nil {
+			return nil, err
 		}
-	}
-	seen := make(map[int]bool, len(r.IdleGPUs))
-	for _, i := range r.IdleGPUs {
-		if i < 0 || i >= r.GPUs {
-			return nil, fmt.Errorf("sim: IdleGPUs: index %d out of range 0..%d", i, r.GPUs-1)
-		}
-		if seen[i] {
-			return nil, fmt.Errorf("sim: IdleGPUs: index %d repeated", i)
-		}
-		seen[i] = true
-	}
-	if len(r.Workloads) > 0 {
-		if len(r.Workloads) != r.GPUs {
-			return nil, fmt.Errorf("sim: Workloads: %d given for %d GPUs", len(r.Workloads), r.GPUs)
-		}
-		if len(mig) > 0 {
-			return nil, fmt.Errorf("sim: Workloads with MIG %q: each MIG instance runs its own training job", cfg.MIG)
-		}
-		for i, w := range r.Workloads {
-			if !w.valid() {
-				return nil, fmt.Errorf("sim: Workloads: GPU %d: unknown kind %q (known: %s, %s)", i, w, kindNames(), DataParallel)
-			}
-		}
-	}
-	if math.IsNaN(r.StepJitter) || r.StepJitter < 0 || r.StepJitter > 0.5 {
-		return nil, fmt.Errorf("sim: StepJitter %v: must be between 0 and 0.5", cfg.StepJitter)
-	}
-	if math.IsNaN(r.Noise) || r.Noise < 0 || r.Noise > 0.5 {
-		return nil, fmt.Errorf("sim: Noise %v: must be between 0 and 0.5", cfg.Noise)
-	}
-	if r.BindUnbindPoll < 0 {
-		return nil, fmt.Errorf("sim: BindUnbindPoll %s: must not be negative", cfg.BindUnbindPoll)
 	}
 	if r.Hostname == "" {
 		r.Hostname = "gpuscope-sim"
@@ -176,4 +103,109 @@ func resolve(cfg Config) (*resolved, error) {
 		r.Now = time.Now
 	}
 	return r, nil
+}
+
+// resolveModel looks the GPU model up and settles its NVLinks and MIG
+// layout.
+func (r *resolved) resolveModel() error {
+	name := strings.ToLower(strings.TrimSpace(r.Model))
+	if name == "" {
+		name = "h100"
+	}
+	m, ok := models[name]
+	if !ok {
+		return fmt.Errorf("sim: unknown model %q (known: %s)", r.Model, strings.Join(Models(), ", "))
+	}
+	r.model = m
+	switch {
+	case r.NVLinks < 0:
+		return fmt.Errorf("sim: NVLinks %d: must not be negative", r.NVLinks)
+	case r.NVLinks == 0:
+		r.links = m.links
+	case m.links == 0:
+		return fmt.Errorf("sim: NVLinks %d: model %s has no NVLink", r.NVLinks, m.key)
+	case r.NVLinks > m.links:
+		return fmt.Errorf("sim: NVLinks %d: model %s has at most %d", r.NVLinks, m.key, m.links)
+	default:
+		r.links = r.NVLinks
+	}
+	mig, err := parseMIG(m, r.MIG)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	r.mig = mig
+	return nil
+}
+
+// checkRates checks the event rate, the step jitter, the noise and the
+// bind/unbind poll.
+func (r *resolved) checkRates() error {
+	switch {
+	case math.IsNaN(r.EventRate) || math.IsInf(r.EventRate, 0) || r.EventRate < 0:
+		return fmt.Errorf("sim: EventRate %v: must be a finite number >= 0", r.EventRate)
+	case math.IsNaN(r.StepJitter) || r.StepJitter < 0 || r.StepJitter > 0.5:
+		return fmt.Errorf("sim: StepJitter %v: must be between 0 and 0.5", r.StepJitter)
+	case math.IsNaN(r.Noise) || r.Noise < 0 || r.Noise > 0.5:
+		return fmt.Errorf("sim: Noise %v: must be between 0 and 0.5", r.Noise)
+	case r.BindUnbindPoll < 0:
+		return fmt.Errorf("sim: BindUnbindPoll %s: must not be negative", r.BindUnbindPoll)
+	}
+	return nil
+}
+
+// checkGPURoles checks the GPUs given a role: shared, free, light or idle
+// GPUs are in range, and a GPU has at most one of the free and light roles.
+func (r *resolved) checkGPURoles() error {
+	if r.SharedGPUs < 0 || r.SharedGPUs > r.GPUs {
+		return fmt.Errorf("sim: SharedGPUs %d: must be between 0 and GPUs (%d)", r.SharedGPUs, r.GPUs)
+	}
+	if r.SharedGPUs > 0 && len(r.mig) > 0 {
+		return fmt.Errorf("sim: SharedGPUs %d with MIG %q: MIG already gives each pod its own instance", r.SharedGPUs, r.MIG)
+	}
+	role := map[int]string{}
+	for _, l := range []struct {
+		name string
+		idx  []int
+	}{{"FreeGPUs", r.FreeGPUs}, {"LightGPUs", r.LightGPUs}} {
+		for _, i := range l.idx {
+			if i < 0 || i >= r.GPUs {
+				return fmt.Errorf("sim: %s: index %d out of range 0..%d", l.name, i, r.GPUs-1)
+			}
+			if prev, ok := role[i]; ok {
+				return fmt.Errorf("sim: %s: GPU %d is already in %s", l.name, i, prev)
+			}
+			role[i] = l.name
+		}
+	}
+	seen := make(map[int]bool, len(r.IdleGPUs))
+	for _, i := range r.IdleGPUs {
+		if i < 0 || i >= r.GPUs {
+			return fmt.Errorf("sim: IdleGPUs: index %d out of range 0..%d", i, r.GPUs-1)
+		}
+		if seen[i] {
+			return fmt.Errorf("sim: IdleGPUs: index %d repeated", i)
+		}
+		seen[i] = true
+	}
+	return nil
+}
+
+// checkWorkloads checks that the workloads, when given, name a known kind
+// for each GPU of a node without MIG.
+func (r *resolved) checkWorkloads() error {
+	if len(r.Workloads) == 0 {
+		return nil
+	}
+	if len(r.Workloads) != r.GPUs {
+		return fmt.Errorf("sim: Workloads: %d given for %d GPUs", len(r.Workloads), r.GPUs)
+	}
+	if len(r.mig) > 0 {
+		return fmt.Errorf("sim: Workloads with MIG %q: each MIG instance runs its own training job", r.MIG)
+	}
+	for i, w := range r.Workloads {
+		if !w.valid() {
+			return fmt.Errorf("sim: Workloads: GPU %d: unknown kind %q (known: %s, %s)", i, w, kindNames(), DataParallel)
+		}
+	}
+	return nil
 }

@@ -198,7 +198,7 @@ func (s *Source) noise(g *gpuSim, sub int, id uint16) float64 {
 
 // value is the current value of one planned (entity, field).
 func (s *Source) value(o *op) float64 {
-	g, m := o.g, s.cfg.model
+	g := o.g
 	id := o.f.id
 	if o.f.scope == scopeLink {
 		return s.linkValue(g, o.f.kind, o.f.link)
@@ -225,143 +225,176 @@ func (s *Source) value(o *op) float64 {
 			return s.linkBytes(g, o.ent.Link, true)
 		}
 	}
-	switch id {
-	case fieldid.SMClock:
-		switch {
-		case g.act.idle:
-			return m.idleSMClock
-		case g.capped:
-			return math.Round(m.maxSMClock*(0.88+0.06*fraction(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15
-		}
-		return m.maxSMClock
-	case fieldid.MemClock:
-		return m.memClock
-	case fieldid.VideoClock:
-		// The video clock follows the SM clock at about the ratio an H100
-		// shows (765 MHz idle, 1755 MHz busy against 1980 MHz SM).
-		if g.act.idle {
-			return math.Round(m.maxSMClock * 0.386)
-		}
-		return math.Round(m.maxSMClock * 0.886)
-	case fieldid.Pstate, fieldid.ComputeMode, fieldid.GetGPURecoveryAction:
-		// Data-center GPUs stay in P0 under persistence mode, busy or not;
-		// the compute mode is Default and no recovery action is pending.
-		return 0
-	case fieldid.PersistenceMode:
-		return 1
-	case fieldid.MIGMode:
-		if len(s.cfg.mig) > 0 {
-			return 1
-		}
-		return 0
-	case fieldid.FabricManagerStatus:
-		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
-		return 3
-	case fieldid.PowerMgmtLimitDef, fieldid.PowerMgmtLimitMax:
-		return m.limitW
-	case fieldid.PowerMgmtLimitMin:
-		// About 2/7 of the limit, as an H100 SXM allows 200 W of 700 W.
-		return math.Round(m.limitW * 2 / 7)
-	case fieldid.PCIeTXThroughput:
-		return math.Round(g.act.pcieTX * m.pcieBytes / 1024)
-	case fieldid.PCIeRXThroughput:
-		return math.Round(g.act.pcieRX * m.pcieBytes / 1024)
-	case fieldid.ClocksEventReasons:
-		return float64(g.reasons)
-	case fieldid.MaxSMClock:
-		return m.maxSMClock
-	case fieldid.MaxMemClock:
-		return m.memClock
-	case fieldid.MemoryTemp:
-		return math.Round(g.memTemp)
-	case fieldid.GPUTemp:
-		return math.Round(g.temp)
-	case fieldid.PowerUsage:
-		return math.Round(g.powerAvg*1000) / 1000
-	case fieldid.TotalEnergyConsumption:
-		return math.Floor(g.energy)
-	case fieldid.PowerUsageInstant:
-		return math.Round(g.powerInst*1000) / 1000
-	case fieldid.PowerMgmtLimit, fieldid.EnforcedPowerLimit:
-		return m.limitW
-	case fieldid.PCIeReplayCounter:
-		return g.pcieReplay
-	case fieldid.GPUUtil:
-		return math.Round(100 * clamp01(g.act.gr/0.95*(1+0.03*s.noise(g, 0, id))))
-	case fieldid.MemCopyUtil:
-		return math.Round(100 * clamp01(0.9*g.act.dram*(1+0.05*s.noise(g, 0, id))))
-	case fieldid.EncUtil, fieldid.DecUtil:
-		return 0
-	case fieldid.XIDErrors:
-		return g.lastXID
-	case fieldid.PowerViolation:
-		return g.viol[violPower]
-	case fieldid.ThermalViolation:
-		return g.viol[violThermal]
-	case fieldid.BoardLimitViolation:
-		return g.viol[violBoard]
-	case fieldid.LowUtilViolation:
-		return g.viol[violLowUtil]
-	case fieldid.SyncBoostViolation, fieldid.ReliabilityViolation:
-		return 0
-	case fieldid.FBTotal:
-		return float64(m.fbTotal)
-	case fieldid.FBUsed:
-		return float64(g.fbUsed)
-	case fieldid.FBFree:
-		return float64(m.fbTotal - m.fbReserved - g.fbUsed)
-	case fieldid.FBReserved:
-		return float64(m.fbReserved)
-	case fieldid.ECCSBEVolTotal:
-		return g.eccSBEVol
-	case fieldid.ECCDBEVolTotal:
-		return g.eccDBEVol
-	case fieldid.ECCSBEAggTotal:
-		return g.eccSBEAgg
-	case fieldid.ECCDBEAggTotal:
-		return g.eccDBEAgg
-	case fieldid.RetiredSBE, fieldid.RetiredDBE, fieldid.RetiredPending:
-		// These boards repair memory by row remapping; pages are not retired.
-		return 0
-	case fieldid.UncorrectableRemappedRows:
-		return g.remapUncorr
-	case fieldid.CorrectableRemappedRows:
-		return g.remapCorr
-	case fieldid.RowRemapPending:
-		// An uncorrectable error's remap only takes effect at the next GPU
-		// reset, which the simulated node never does.
-		if g.remapUncorr > 0 {
-			return 1
-		}
-		return 0
-	case fieldid.RowRemapFailure, fieldid.VGPULicenseStatus:
-		return 0
-	case fieldid.NVLinkCRCFlitErrorCountTotal:
-		return s.linkErrTotal(g, 0)
-	case fieldid.NVLinkCRCDataErrorCountTotal:
-		return s.linkErrTotal(g, 1)
-	case fieldid.NVLinkReplayErrorCountTotal:
-		return s.linkErrTotal(g, 2)
-	case fieldid.NVLinkRecoveryErrorCountTotal:
-		return s.linkErrTotal(g, 3)
-	case fieldid.NVLinkBandwidthTotal:
-		sum := 0.0
-		for l := 0; l < s.cfg.links; l++ {
-			sum += s.linkValue(g, linkBandwidth, l)
-		}
-		return sum
-	case fieldid.ProfNVLinkTXBytes, fieldid.ProfNVLinkRXBytes:
-		sum := 0.0
-		for l := 0; l < s.cfg.links; l++ {
-			sum += s.linkBytes(g, l, id == fieldid.ProfNVLinkRXBytes)
-		}
-		return sum
+	if v, ok := s.clockPowerValue(g, id); ok {
+		return v
+	}
+	if v, ok := s.memoryValue(g, id); ok {
+		return v
+	}
+	if v, ok := s.eventValue(g, id); ok {
+		return v
 	}
 	v := s.profValue(&g.act, id, s.noise(g, 0, id), 1)
 	if s.cfg.Noise > 0 && g.kind != nil {
 		v = s.extraNoise(g, id, v)
 	}
 	return v
+}
+
+// clockPowerValue reads the clock, temperature, power and utilisation
+// fields of a GPU; false for the others.
+func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
+	m := s.cfg.model
+	switch id {
+	case fieldid.SMClock:
+		switch {
+		case g.act.idle:
+			return m.idleSMClock, true
+		case g.capped:
+			return math.Round(m.maxSMClock*(0.88+0.06*fraction(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15, true
+		}
+		return m.maxSMClock, true
+	case fieldid.MemClock:
+		return m.memClock, true
+	case fieldid.VideoClock:
+		// The video clock follows the SM clock at about the ratio an H100
+		// shows (765 MHz idle, 1755 MHz busy against 1980 MHz SM).
+		if g.act.idle {
+			return math.Round(m.maxSMClock * 0.386), true
+		}
+		return math.Round(m.maxSMClock * 0.886), true
+	case fieldid.Pstate, fieldid.ComputeMode, fieldid.GetGPURecoveryAction:
+		// Data-center GPUs stay in P0 under persistence mode, busy or not;
+		// the compute mode is Default and no recovery action is pending.
+		return 0, true
+	case fieldid.PersistenceMode:
+		return 1, true
+	case fieldid.MIGMode:
+		if len(s.cfg.mig) > 0 {
+			return 1, true
+		}
+		return 0, true
+	case fieldid.FabricManagerStatus:
+		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
+		return 3, true
+	case fieldid.PowerMgmtLimitDef, fieldid.PowerMgmtLimitMax:
+		return m.limitW, true
+	case fieldid.PowerMgmtLimitMin:
+		// About 2/7 of the limit, as an H100 SXM allows 200 W of 700 W.
+		return math.Round(m.limitW * 2 / 7), true
+	case fieldid.PCIeTXThroughput:
+		return math.Round(g.act.pcieTX * m.pcieBytes / 1024), true
+	case fieldid.PCIeRXThroughput:
+		return math.Round(g.act.pcieRX * m.pcieBytes / 1024), true
+	case fieldid.ClocksEventReasons:
+		return float64(g.reasons), true
+	case fieldid.MaxSMClock:
+		return m.maxSMClock, true
+	case fieldid.MaxMemClock:
+		return m.memClock, true
+	case fieldid.MemoryTemp:
+		return math.Round(g.memTemp), true
+	case fieldid.GPUTemp:
+		return math.Round(g.temp), true
+	case fieldid.PowerUsage:
+		return math.Round(g.powerAvg*1000) / 1000, true
+	case fieldid.TotalEnergyConsumption:
+		return math.Floor(g.energy), true
+	case fieldid.PowerUsageInstant:
+		return math.Round(g.powerInst*1000) / 1000, true
+	case fieldid.PowerMgmtLimit, fieldid.EnforcedPowerLimit:
+		return m.limitW, true
+	case fieldid.PCIeReplayCounter:
+		return g.pcieReplay, true
+	case fieldid.GPUUtil:
+		return math.Round(100 * clamp01(g.act.gr/0.95*(1+0.03*s.noise(g, 0, id)))), true
+	case fieldid.MemCopyUtil:
+		return math.Round(100 * clamp01(0.9*g.act.dram*(1+0.05*s.noise(g, 0, id)))), true
+	case fieldid.EncUtil, fieldid.DecUtil:
+		return 0, true
+	}
+	return 0, false
+}
+
+// memoryValue reads the frame buffer, ECC and row-remapping fields of a
+// GPU; false for the others.
+func (s *Source) memoryValue(g *gpuSim, id uint16) (float64, bool) {
+	m := s.cfg.model
+	switch id {
+	case fieldid.FBTotal:
+		return float64(m.fbTotal), true
+	case fieldid.FBUsed:
+		return float64(g.fbUsed), true
+	case fieldid.FBFree:
+		return float64(m.fbTotal - m.fbReserved - g.fbUsed), true
+	case fieldid.FBReserved:
+		return float64(m.fbReserved), true
+	case fieldid.ECCSBEVolTotal:
+		return g.eccSBEVol, true
+	case fieldid.ECCDBEVolTotal:
+		return g.eccDBEVol, true
+	case fieldid.ECCSBEAggTotal:
+		return g.eccSBEAgg, true
+	case fieldid.ECCDBEAggTotal:
+		return g.eccDBEAgg, true
+	case fieldid.RetiredSBE, fieldid.RetiredDBE, fieldid.RetiredPending:
+		// These boards repair memory by row remapping; pages are not retired.
+		return 0, true
+	case fieldid.UncorrectableRemappedRows:
+		return g.remapUncorr, true
+	case fieldid.CorrectableRemappedRows:
+		return g.remapCorr, true
+	case fieldid.RowRemapPending:
+		// An uncorrectable error's remap only takes effect at the next GPU
+		// reset, which the simulated node never does.
+		if g.remapUncorr > 0 {
+			return 1, true
+		}
+		return 0, true
+	case fieldid.RowRemapFailure, fieldid.VGPULicenseStatus:
+		return 0, true
+	}
+	return 0, false
+}
+
+// eventValue reads the XID, violation and NVLink counter fields of a GPU;
+// false for the others.
+func (s *Source) eventValue(g *gpuSim, id uint16) (float64, bool) {
+	switch id {
+	case fieldid.XIDErrors:
+		return g.lastXID, true
+	case fieldid.PowerViolation:
+		return g.viol[violPower], true
+	case fieldid.ThermalViolation:
+		return g.viol[violThermal], true
+	case fieldid.BoardLimitViolation:
+		return g.viol[violBoard], true
+	case fieldid.LowUtilViolation:
+		return g.viol[violLowUtil], true
+	case fieldid.SyncBoostViolation, fieldid.ReliabilityViolation:
+		return 0, true
+	case fieldid.NVLinkCRCFlitErrorCountTotal:
+		return s.linkErrTotal(g, 0), true
+	case fieldid.NVLinkCRCDataErrorCountTotal:
+		return s.linkErrTotal(g, 1), true
+	case fieldid.NVLinkReplayErrorCountTotal:
+		return s.linkErrTotal(g, 2), true
+	case fieldid.NVLinkRecoveryErrorCountTotal:
+		return s.linkErrTotal(g, 3), true
+	case fieldid.NVLinkBandwidthTotal:
+		sum := 0.0
+		for l := 0; l < s.cfg.links; l++ {
+			sum += s.linkValue(g, linkBandwidth, l)
+		}
+		return sum, true
+	case fieldid.ProfNVLinkTXBytes, fieldid.ProfNVLinkRXBytes:
+		sum := 0.0
+		for l := 0; l < s.cfg.links; l++ {
+			sum += s.linkBytes(g, l, id == fieldid.ProfNVLinkRXBytes)
+		}
+		return sum, true
+	}
+	return 0, false
 }
 
 // extraNoise adds Config.Noise to a profiling activity of a GPU running a
