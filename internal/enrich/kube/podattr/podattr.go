@@ -524,93 +524,144 @@ func (e *Enricher) wanted(resource string) bool {
 // build turns a kubelet answer into a snapshot.
 func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapshot {
 	s := &snapshot{values: map[string][]string{}}
-	owners := map[string][]owner{}
-	var draHeld map[string][]draHolder
-	overflow := 0
+	sc := &ownerScan{owners: map[string][]owner{}}
 	for _, pod := range resp.GetPodResources() {
-		if pod == nil || pod.GetName() == "" || pod.GetNamespace() == "" {
-			s.malformed++
-			e.logOnce("malformed-pod", func() {
-				e.log.WithField("pod", pod.GetName()).WithField("namespace", pod.GetNamespace()).
-					Warn("kubelet answer holds a pod without name or namespace; skipped (logged once)")
-			})
-			continue
-		}
-		holdsGPU := false
-		for _, c := range pod.GetContainers() {
-			if c == nil || c.GetName() == "" {
-				s.malformed++
-				e.logOnce("malformed-container", func() {
-					e.log.WithField("pod", pod.GetNamespace()+"/"+pod.GetName()).
-						Warn("kubelet answer holds a container without a name; skipped (logged once)")
-				})
-				continue
-			}
-			for _, d := range c.GetDevices() {
-				if d == nil || !e.wanted(d.GetResourceName()) {
-					continue
-				}
-				for _, id := range d.GetDeviceIds() {
-					o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
-					if e.cfg.VirtualGPUs {
-						o.VGPU = sharedReplica(id)
-					}
-					key, err := deviceKey(id)
-					if err != nil {
-						s.unknownIDs++
-						e.logOnce("id/"+id, func() {
-							e.log.WithError(err).WithFields(logrus.Fields{
-								"resource": d.GetResourceName(), "pod": o.Namespace + "/" + o.Pod,
-							}).Warn("cannot map device ID to a GPU; its pod gets no labels (logged once per ID)")
-						})
-						continue
-					}
-					holdsGPU = true
-					cur, exists := owners[key]
-					if !exists && len(owners) >= e.cfg.MaxDevices {
-						overflow++
-						continue
-					}
-					if !containsOwner(cur, o) && len(cur) < maxOwnersPerDevice {
-						owners[key] = append(cur, o)
-					}
-				}
-			}
-		}
-		if e.cfg.DRA != nil && e.draHolders(pod, &draHeld, &overflow) {
-			holdsGPU = true
-		}
-		if holdsGPU {
-			s.pods++
-		}
+		e.scanPod(pod, s, sc)
 	}
-	if overflow > 0 {
+	if sc.overflow > 0 {
 		e.logOnce("overflow", func() {
 			e.log.WithField("max_devices", e.cfg.MaxDevices).
 				Warn("kubelet answer names more GPU devices than the cap; the rest get no labels (logged once)")
 		})
 	}
-
-	var logs *logIndex
-	if e.cfg.PodUIDLabel || e.cfg.VirtualGPUs || (e.cfg.SharedGPUAttribution && e.cfg.Processes != nil) {
-		var err error
-		logs, err = readLogIndex(e.cfg.LogRoot)
-		if err != nil {
-			e.logOnce("logindex", func() {
-				e.log.WithError(err).Warn("cannot read the kubelet log directories; pod_uid and per-pod process attribution are incomplete (logged once)")
-			})
-		}
-	}
-
+	logs := e.readLogs()
 	if e.cfg.VirtualGPUs {
-		s.rows = map[string][][]string{}
-		for key, ows := range owners {
-			for _, o := range ows {
-				row := []string{o.Pod, o.Namespace, o.Container, e.uidLabel(logs, o.Namespace, o.Pod)}
-				s.rows[key] = append(s.rows[key], e.padDRA(append(row, o.VGPU)))
+		s.rows = e.replicaRows(sc.owners, logs)
+	}
+	e.podValues(s, sc.owners, logs)
+	if e.cfg.DRA != nil {
+		s.draRows = e.draRows(sc.draHeld, logs)
+	}
+	if e.cfg.SharedGPUAttribution && e.cfg.Processes != nil {
+		e.attributeProcesses(s, sc.owners, logs)
+	}
+	if e.cfg.VirtualGPUs && e.cfg.Processes != nil {
+		s.split = e.splitByPod(s.rows, sc.owners, logs)
+	}
+	s.alloc = e.allocations(sc.owners)
+	return s
+}
+
+// ownerScan is what build gathers from the pods of a kubelet answer: the
+// containers holding each device, the DRA claims' holders, and how many
+// devices the cap left out.
+type ownerScan struct {
+	owners   map[string][]owner
+	draHeld  map[string][]draHolder
+	overflow int
+}
+
+// scanPod adds the devices a pod's containers hold to sc, and counts the
+// pod when it holds a GPU; a pod or container without a name is counted as
+// malformed and skipped.
+func (e *Enricher) scanPod(pod *podresourcesv1.PodResources, s *snapshot, sc *ownerScan) {
+	if pod == nil || pod.GetName() == "" || pod.GetNamespace() == "" {
+		s.malformed++
+		e.logOnce("malformed-pod", func() {
+			e.log.WithField("pod", pod.GetName()).WithField("namespace", pod.GetNamespace()).
+				Warn("kubelet answer holds a pod without name or namespace; skipped (logged once)")
+		})
+		return
+	}
+	holdsGPU := false
+	for _, c := range pod.GetContainers() {
+		if c == nil || c.GetName() == "" {
+			s.malformed++
+			e.logOnce("malformed-container", func() {
+				e.log.WithField("pod", pod.GetNamespace()+"/"+pod.GetName()).
+					Warn("kubelet answer holds a container without a name; skipped (logged once)")
+			})
+			continue
+		}
+		for _, d := range c.GetDevices() {
+			if d != nil && e.wanted(d.GetResourceName()) && e.scanDevices(pod, c, d, s, sc) {
+				holdsGPU = true
 			}
 		}
 	}
+	if e.cfg.DRA != nil && e.draHolders(pod, &sc.draHeld, &sc.overflow) {
+		holdsGPU = true
+	}
+	if holdsGPU {
+		s.pods++
+	}
+}
+
+// scanDevices records container c as an owner of each GPU device d names,
+// up to the caps; it says whether any ID named a GPU.
+func (e *Enricher) scanDevices(pod *podresourcesv1.PodResources, c *podresourcesv1.ContainerResources,
+	d *podresourcesv1.ContainerDevices, s *snapshot, sc *ownerScan) bool {
+	holdsGPU := false
+	for _, id := range d.GetDeviceIds() {
+		o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
+		if e.cfg.VirtualGPUs {
+			o.VGPU = sharedReplica(id)
+		}
+		key, err := deviceKey(id)
+		if err != nil {
+			s.unknownIDs++
+			e.logOnce("id/"+id, func() {
+				e.log.WithError(err).WithFields(logrus.Fields{
+					"resource": d.GetResourceName(), "pod": o.Namespace + "/" + o.Pod,
+				}).Warn("cannot map device ID to a GPU; its pod gets no labels (logged once per ID)")
+			})
+			continue
+		}
+		holdsGPU = true
+		cur, exists := sc.owners[key]
+		if !exists && len(sc.owners) >= e.cfg.MaxDevices {
+			sc.overflow++
+			continue
+		}
+		if !containsOwner(cur, o) && len(cur) < maxOwnersPerDevice {
+			sc.owners[key] = append(cur, o)
+		}
+	}
+	return holdsGPU
+}
+
+// readLogs reads the kubelet's log directories when pod_uid, virtual GPUs
+// or per-pod process attribution need them; nil when none does or they
+// cannot be read.
+func (e *Enricher) readLogs() *logIndex {
+	if !e.cfg.PodUIDLabel && !e.cfg.VirtualGPUs && (!e.cfg.SharedGPUAttribution || e.cfg.Processes == nil) {
+		return nil
+	}
+	logs, err := readLogIndex(e.cfg.LogRoot)
+	if err != nil {
+		e.logOnce("logindex", func() {
+			e.log.WithError(err).Warn("cannot read the kubelet log directories; pod_uid and per-pod process attribution are incomplete (logged once)")
+		})
+	}
+	return logs
+}
+
+// replicaRows gives each device one row per container holding it, with
+// the vgpu label (--kubernetes-virtual-gpus).
+func (e *Enricher) replicaRows(owners map[string][]owner, logs *logIndex) map[string][][]string {
+	rows := map[string][][]string{}
+	for key, ows := range owners {
+		for _, o := range ows {
+			row := []string{o.Pod, o.Namespace, o.Container, e.uidLabel(logs, o.Namespace, o.Pod)}
+			rows[key] = append(rows[key], e.padDRA(append(row, o.VGPU)))
+		}
+	}
+	return rows
+}
+
+// podValues gives each device that one pod holds that pod's labels, and
+// counts the devices that several pods share.
+func (e *Enricher) podValues(s *snapshot, owners map[string][]owner, logs *logIndex) {
 	for key, ows := range owners {
 		if !samePod(ows) {
 			s.shared++
@@ -630,18 +681,6 @@ func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapsho
 		}
 		s.values[key] = e.padDRA(v)
 	}
-	if e.cfg.DRA != nil {
-		s.draRows = e.draRows(draHeld, logs)
-	}
-
-	if e.cfg.SharedGPUAttribution && e.cfg.Processes != nil {
-		e.attributeProcesses(s, owners, logs)
-	}
-	if e.cfg.VirtualGPUs && e.cfg.Processes != nil {
-		s.split = e.splitByPod(s.rows, owners, logs)
-	}
-	s.alloc = e.allocations(owners)
-	return s
 }
 
 // allocations lists the holders of each GPU and MIG instance the engine
