@@ -427,6 +427,15 @@ func (e *Engine) apply(b *batch) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.plan
+	e.applyValuesLocked(p, b)
+	e.applyEventsLocked(b)
+	e.applyTextsLocked(p, b)
+	e.applyProblemsLocked(p, b)
+}
+
+// applyValuesLocked stores the batch's samples: the latest value of each
+// series, its ring, and the clock-event reasons' bits.
+func (e *Engine) applyValuesLocked(p *plan, b *batch) {
 	for i := range b.vals {
 		s := &b.vals[i]
 		es := e.byPtr[s.e]
@@ -461,6 +470,10 @@ func (e *Engine) apply(b *batch) {
 	if len(b.vals) > 0 {
 		e.raw.publishLocked()
 	}
+}
+
+// applyEventsLocked stores the batch's XID events and health checks.
+func (e *Engine) applyEventsLocked(b *batch) {
 	for _, x := range b.xids {
 		if es := e.byPtr[x.e]; es != nil {
 			es.addXID(x.code, x.ts)
@@ -482,8 +495,12 @@ func (e *Engine) apply(b *batch) {
 			e.sampled = true
 		}
 	}
-	// Label strings are rebuilt once for the batch: a driver upgrade
-	// changes a text field on every GPU at once.
+}
+
+// applyTextsLocked stores the label-type fields' values and rebuilds the
+// label strings once for the batch when one changed: a driver upgrade
+// changes a text field on every GPU at once.
+func (e *Engine) applyTextsLocked(p *plan, b *batch) {
 	relabel := false
 	for _, t := range b.texts {
 		es := e.byPtr[t.e]
@@ -500,6 +517,12 @@ func (e *Engine) apply(b *batch) {
 	if relabel {
 		e.relabelLocked()
 	}
+}
+
+// applyProblemsLocked records the fields an entity does not support, which
+// leave the exposition, and the failed reads, each logged once until the
+// field reads again.
+func (e *Engine) applyProblemsLocked(p *plan, b *batch) {
 	for _, u := range b.unsupported {
 		es := e.byPtr[u.e]
 		si, ok := p.slotOf[u.field]

@@ -226,106 +226,132 @@ func (e *Engine) renderP2P(buf []byte, now int64) []byte {
 func (e *Engine) renderEvents(buf []byte, now int64) []byte {
 	p := e.plan
 	if p.xid {
-		buf = appendFamily(buf, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
-			func(b []byte, es *entityState, labels string) []byte {
-				for _, x := range es.xids {
-					b = appendSample(b, "gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
-				}
-				return b
-			})
-		buf = appendFamily(buf, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
-			func(b []byte, es *entityState, labels string) []byte {
-				for _, x := range es.xids {
-					b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
-				}
-				return b
-			})
+		buf = e.renderXIDs(buf)
 	}
 	if f := p.expXID; f != nil {
-		// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
-		// counts the values of the XID errors field within the window by XID and shows
-		// one series per XID seen; a GPU with none gets one series of value
-		// 0 without an xid label.
-		since := now - int64(e.opts.XIDWindow)
-		win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
-		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-			func(b []byte, es *entityState, labels string) []byte {
-				if es = expEntity(es); es == nil {
-					return b
-				}
-				seen := false
-				for _, x := range es.xids {
-					n := es.xidRecent.count(x.code, since)
-					if n == 0 {
-						continue
-					}
-					seen = true
-					b = appendSample(b, f.Name, labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
-				}
-				if !seen {
-					b = appendSample(b, f.Name, labels, win+"} ", 0)
-				}
-				return b
-			})
+		buf = e.renderXIDCount(buf, f, now)
 	}
 	if p.clock {
-		buf = appendFamily(buf, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
-			func(b []byte, es *entityState, labels string) []byte {
-				if !es.clockSeen {
-					return b
-				}
-				for i, ce := range gpuevents.ClockEvents {
-					v := 0.0
-					if es.clockMask&ce.Bit != 0 {
-						v = 1
-					}
-					b = appendSample(b, "gpuscope_clock_event_active", labels, clockEventTails[i], v)
-				}
-				return b
-			})
-		buf = appendFamily(buf, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
-			func(b []byte, es *entityState, labels string) []byte {
-				if !es.clockSeen {
-					return b
-				}
-				for i := range gpuevents.ClockEvents {
-					b = appendSample(b, "gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
-				}
-				return b
-			})
+		buf = e.renderClockEvents(buf)
 	}
 	if f := p.expClock; f != nil {
-		// dcgm-exporter (internal/pkg/collector/clock_events_collector.go and
-		// expcollector.go): each sample within the window adds one to every
-		// reason whose bit it has; only reasons counted appear, and a GPU
-		// with no sample in the window gets one series of value 0 without a
-		// clock_event label. A GPU whose samples all have no bit set gets no
-		// series, as there.
-		since := now - int64(e.opts.ClockEventsWindow)
-		win := `window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
-		// The label tails are built once per render, not per GPU.
-		var tails [len(clockEventTails)]string
-		for i, ce := range gpuevents.ClockEvents {
-			tails[i] = `,clock_event="` + ce.Name + `",` + win + `} `
-		}
-		zero := "," + win + "} "
-		var counts [9]int
-		buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-			func(b []byte, es *entityState, labels string) []byte {
-				if es = expEntity(es); es == nil {
-					return b
-				}
-				if !es.clockRec.clockCounts(since, int64(e.opts.ClockEventsPeriod), &counts) {
-					return appendSample(b, f.Name, labels, zero, 0)
-				}
-				for i, n := range counts {
-					if n > 0 {
-						b = appendSample(b, f.Name, labels, tails[i], float64(n))
-					}
-				}
-				return b
-			})
+		buf = e.renderClockEventsCount(buf, f, now)
 	}
+	return buf
+}
+
+// renderXIDs writes gpuscope's XID families: the count and the last time
+// seen of each XID per GPU.
+func (e *Engine) renderXIDs(buf []byte) []byte {
+	buf = appendFamily(buf, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
+		func(b []byte, es *entityState, labels string) []byte {
+			for _, x := range es.xids {
+				b = appendSample(b, "gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
+			}
+			return b
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
+		func(b []byte, es *entityState, labels string) []byte {
+			for _, x := range es.xids {
+				b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
+			}
+			return b
+		})
+	return buf
+}
+
+// renderXIDCount writes dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT.
+func (e *Engine) renderXIDCount(buf []byte, f *counters.Field, now int64) []byte {
+	// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
+	// counts the values of the XID errors field within the window by XID and shows
+	// one series per XID seen; a GPU with none gets one series of value
+	// 0 without an xid label.
+	since := now - int64(e.opts.XIDWindow)
+	win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
+	buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+		func(b []byte, es *entityState, labels string) []byte {
+			if es = expEntity(es); es == nil {
+				return b
+			}
+			seen := false
+			for _, x := range es.xids {
+				n := es.xidRecent.count(x.code, since)
+				if n == 0 {
+					continue
+				}
+				seen = true
+				b = appendSample(b, f.Name, labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+			}
+			if !seen {
+				b = appendSample(b, f.Name, labels, win+"} ", 0)
+			}
+			return b
+		})
+	return buf
+}
+
+// renderClockEvents writes gpuscope's clock-event families: whether each
+// reason is set, and how often it became set.
+func (e *Engine) renderClockEvents(buf []byte) []byte {
+	buf = appendFamily(buf, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
+		func(b []byte, es *entityState, labels string) []byte {
+			if !es.clockSeen {
+				return b
+			}
+			for i, ce := range gpuevents.ClockEvents {
+				v := 0.0
+				if es.clockMask&ce.Bit != 0 {
+					v = 1
+				}
+				b = appendSample(b, "gpuscope_clock_event_active", labels, clockEventTails[i], v)
+			}
+			return b
+		})
+	buf = appendFamily(buf, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
+		func(b []byte, es *entityState, labels string) []byte {
+			if !es.clockSeen {
+				return b
+			}
+			for i := range gpuevents.ClockEvents {
+				b = appendSample(b, "gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
+			}
+			return b
+		})
+	return buf
+}
+
+// renderClockEventsCount writes dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT.
+func (e *Engine) renderClockEventsCount(buf []byte, f *counters.Field, now int64) []byte {
+	// dcgm-exporter (internal/pkg/collector/clock_events_collector.go and
+	// expcollector.go): each sample within the window adds one to every
+	// reason whose bit it has; only reasons counted appear, and a GPU
+	// with no sample in the window gets one series of value 0 without a
+	// clock_event label. A GPU whose samples all have no bit set gets no
+	// series, as there.
+	since := now - int64(e.opts.ClockEventsWindow)
+	win := `window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
+	// The label tails are built once per render, not per GPU.
+	var tails [len(clockEventTails)]string
+	for i, ce := range gpuevents.ClockEvents {
+		tails[i] = `,clock_event="` + ce.Name + `",` + win + `} `
+	}
+	zero := "," + win + "} "
+	var counts [9]int
+	buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+		func(b []byte, es *entityState, labels string) []byte {
+			if es = expEntity(es); es == nil {
+				return b
+			}
+			if !es.clockRec.clockCounts(since, int64(e.opts.ClockEventsPeriod), &counts) {
+				return appendSample(b, f.Name, labels, zero, 0)
+			}
+			for i, n := range counts {
+				if n > 0 {
+					b = appendSample(b, f.Name, labels, tails[i], float64(n))
+				}
+			}
+			return b
+		})
 	return buf
 }
 
