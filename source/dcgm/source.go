@@ -184,6 +184,9 @@ func (s *Source) connect() (*connState, error) {
 	return conn, nil
 }
 
+// discover lists the host engine's entities: GPUs, their MIG instances,
+// NvSwitches, CPUs and their cores, and the links. Only a failed GPU list
+// is an error; the others leave their entities out, with a warning.
 func (s *Source) discover() (*connState, error) {
 	gpus, err := s.client.GPUs()
 	if err != nil {
@@ -198,6 +201,26 @@ func (s *Source) discover() (*connState, error) {
 		c.add(EntityRef{EntityGPU, g.ID}, &e)
 		c.gpuEnt[g.ID] = &e
 	}
+	s.discoverMIG(c)
+	s.discoverSwitchesAndCPUs(c)
+	links, err := s.client.SwitchLinks()
+	if err != nil {
+		s.log.WithError(err).Warn("cannot list NvSwitch links; link fields are not sampled")
+	}
+	for _, l := range links {
+		if !l.Up {
+			continue
+		}
+		e := source.Entity{Kind: source.NVLink, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: int(l.Index), Switch: int(l.Switch), CPU: -1, CPUCore: -1}
+		c.add(EntityRef{EntityLink, l.ID}, &e)
+		c.links = append(c.links, l)
+	}
+	s.discoverGPULinks(c)
+	return c, nil
+}
+
+// discoverMIG adds the GPU and compute instances of the GPUs.
+func (s *Source) discoverMIG(c *connState) {
 	migs, err := s.client.MIGHierarchy()
 	if err != nil {
 		// GPUs without MIG are still worth serving; the instances are
@@ -235,6 +258,11 @@ func (s *Source) discover() (*connState, error) {
 		c.migs = append(c.migs, m)
 		c.migOf[m.GPU] = append(c.migOf[m.GPU], m.Entity)
 	}
+}
+
+// discoverSwitchesAndCPUs adds the NvSwitches, the CPUs and their cores.
+func (s *Source) discoverSwitchesAndCPUs(c *connState) {
+	var err error
 	if c.switches, err = s.client.Switches(); err != nil {
 		s.log.WithError(err).Warn("cannot list NvSwitches; NvSwitch fields are not sampled")
 		c.switches = nil
@@ -257,20 +285,6 @@ func (s *Source) discover() (*connState, error) {
 		}
 	}
 	c.cpus = cpus
-	links, err := s.client.SwitchLinks()
-	if err != nil {
-		s.log.WithError(err).Warn("cannot list NvSwitch links; link fields are not sampled")
-	}
-	for _, l := range links {
-		if !l.Up {
-			continue
-		}
-		e := source.Entity{Kind: source.NVLink, GPU: -1, GPUInstanceID: -1, ComputeInstanceID: -1, Link: int(l.Index), Switch: int(l.Switch), CPU: -1, CPUCore: -1}
-		c.add(EntityRef{EntityLink, l.ID}, &e)
-		c.links = append(c.links, l)
-	}
-	s.discoverGPULinks(c)
-	return c, nil
 }
 
 // discoverGPULinks adds the NVLinks of each GPU that are up as link entities
@@ -458,87 +472,75 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 				return nil, err
 			}
 		}
-		for id := range p.fields {
-			if !fieldid.IsProfiling(id) {
-				continue
-			}
-			for _, g := range c.gpus {
-				sup := c.prof[g.ID]
-				if sup.fields[id] {
-					continue
-				}
-				reason := sup.reason
-				if reason == "" {
-					reason = "profiling metric not supported by this GPU"
-				}
-				p.pending = append(p.pending, pendingUnsupported{c.gpuEnt[g.ID], id, reason})
-				for _, r := range c.migOf[g.ID] {
-					p.pending = append(p.pending, pendingUnsupported{c.byRef[r], id, reason})
-				}
-			}
-		}
+		p.pending = append(p.pending, unsupportedProfiling(c, p.fields)...)
 	}
 	return plans, nil
 }
 
-func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*watchedGroup, error) {
-	var gpuIDs, switchIDs, linkIDs, cpuIDs, coreIDs []uint16
-	for _, id := range ids {
-		switch fieldLevel(id) {
-		case levelGPU:
-			gpuIDs = append(gpuIDs, id)
-		case levelSwitch:
-			switchIDs = append(switchIDs, id)
-		case levelLink:
-			linkIDs = append(linkIDs, id)
-		case levelCPU:
-			cpuIDs = append(cpuIDs, id)
-		case levelCPUCore:
-			coreIDs = append(coreIDs, id)
+// unsupportedProfiling lists the profiling fields of a group that a GPU
+// cannot sample, on the GPU and each of its MIG instances, with the reason.
+func unsupportedProfiling(c *connState, fields map[uint16]bool) []pendingUnsupported {
+	var out []pendingUnsupported
+	for id := range fields {
+		if !fieldid.IsProfiling(id) {
+			continue
+		}
+		for _, g := range c.gpus {
+			sup := c.prof[g.ID]
+			if sup.fields[id] {
+				continue
+			}
+			reason := sup.reason
+			if reason == "" {
+				reason = "profiling metric not supported by this GPU"
+			}
+			out = append(out, pendingUnsupported{c.gpuEnt[g.ID], id, reason})
+			for _, r := range c.migOf[g.ID] {
+				out = append(out, pendingUnsupported{c.byRef[r], id, reason})
+			}
 		}
 	}
-	var watched []*watchedGroup
-	fgByKey := map[string]Handle{}
-	add := func(fields []uint16, members []EntityRef) error {
-		if len(fields) == 0 || len(members) == 0 {
-			return nil
-		}
-		eg, err := s.client.CreateGroup("gpuscope_"+iv.String()+"_e"+strconv.Itoa(len(c.entityGroups)), members)
-		if err != nil {
-			return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
-		}
-		c.entityGroups = append(c.entityGroups, eg)
-		// A DCGM field group holds at most MaxFieldsPerGroup fields: more
-		// are watched through several field groups on the same entities.
-		for chunk := range slices.Chunk(fields, MaxFieldsPerGroup) {
-			key := fieldsKey(chunk)
-			fg, ok := fgByKey[key]
-			if !ok {
-				name := "gpuscope_" + iv.String() + "_" + strconv.Itoa(len(c.fieldGroups))
-				h, err := s.client.CreateFieldGroup(name, chunk)
-				if err != nil {
-					return fmt.Errorf("creating field group for interval %s: %w", iv, err)
-				}
-				c.fieldGroups = append(c.fieldGroups, h)
-				fgByKey[key], fg = h, h
-			}
-			keepAge := s.cfg.keepAge(iv)
-			keepSamples := int(keepAge/iv) + keepSamplesSlack
-			if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
-				return fmt.Errorf("watching fields %v every %s: %w", chunk, iv, err)
-			}
-			watched = append(watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
-		}
-		return nil
-	}
+	return out
+}
 
-	// GPUs with the same profiling support share one field group.
-	type part struct {
-		fields  []uint16
-		members []EntityRef
+// watchInterval watches the fields of one interval on the entities each
+// field's level applies to: GPUs (with their MIG instances) grouped by the
+// profiling fields they support, NvSwitches, links, CPUs and CPU cores.
+func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]*watchedGroup, error) {
+	byLevel := map[level][]uint16{}
+	for _, id := range ids {
+		byLevel[fieldLevel(id)] = append(byLevel[fieldLevel(id)], id)
 	}
-	var parts []*part
-	byKey := map[string]*part{}
+	w := &intervalWatch{s: s, c: c, iv: iv, fgByKey: map[string]Handle{}}
+	for _, p := range gpuParts(c, byLevel[levelGPU]) {
+		if err := w.add(p.fields, p.members); err != nil {
+			return nil, err
+		}
+	}
+	sw, ln, cpus, cores := nonGPUMembers(c)
+	for _, p := range []watchPart{
+		{byLevel[levelSwitch], sw}, {byLevel[levelLink], ln}, {byLevel[levelCPU], cpus}, {byLevel[levelCPUCore], cores},
+	} {
+		if err := w.add(p.fields, p.members); err != nil {
+			return nil, err
+		}
+	}
+	return w.watched, nil
+}
+
+// watchPart is fields watched together on a set of entities.
+type watchPart struct {
+	fields  []uint16
+	members []EntityRef
+}
+
+// gpuParts groups the GPUs, each with its MIG instances, by the GPU-level
+// fields they can sample: GPUs with the same profiling support share one
+// field group, as DCGM refuses a watch with a profiling field one member
+// cannot sample.
+func gpuParts(c *connState, gpuIDs []uint16) []*watchPart {
+	var parts []*watchPart
+	byKey := map[string]*watchPart{}
 	for _, g := range c.gpus {
 		fields := make([]uint16, 0, len(gpuIDs))
 		for _, id := range gpuIDs {
@@ -549,19 +551,19 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 		key := fieldsKey(fields)
 		p := byKey[key]
 		if p == nil {
-			p = &part{fields: fields}
+			p = &watchPart{fields: fields}
 			byKey[key] = p
 			parts = append(parts, p)
 		}
 		p.members = append(p.members, EntityRef{EntityGPU, g.ID})
 		p.members = append(p.members, c.migOf[g.ID]...)
 	}
-	for _, p := range parts {
-		if err := add(p.fields, p.members); err != nil {
-			return nil, err
-		}
-	}
-	var sw, ln []EntityRef
+	return parts
+}
+
+// nonGPUMembers lists the NvSwitches, the links, the CPUs and the CPU
+// cores of the connection.
+func nonGPUMembers(c *connState) (sw, ln, cpus, cores []EntityRef) {
 	for _, id := range c.switches {
 		sw = append(sw, EntityRef{EntitySwitch, id})
 	}
@@ -574,26 +576,60 @@ func (s *Source) watchInterval(c *connState, iv time.Duration, ids []uint16) ([]
 	for _, l := range c.links {
 		ln = append(ln, EntityRef{EntityLink, l.ID})
 	}
-	if err := add(switchIDs, sw); err != nil {
-		return nil, err
-	}
-	if err := add(linkIDs, ln); err != nil {
-		return nil, err
-	}
-	var cpus, cores []EntityRef
 	for _, cpu := range c.cpus {
 		cpus = append(cpus, EntityRef{EntityCPU, cpu.ID})
 		for _, core := range cpu.Cores {
 			cores = append(cores, EntityRef{EntityCPUCore, core})
 		}
 	}
-	if err := add(cpuIDs, cpus); err != nil {
-		return nil, err
+	return sw, ln, cpus, cores
+}
+
+// intervalWatch creates the entity and field groups of one interval and
+// watches them, sharing a field group between entity groups with the same
+// fields.
+type intervalWatch struct {
+	s       *Source
+	c       *connState
+	iv      time.Duration
+	fgByKey map[string]Handle
+	watched []*watchedGroup
+}
+
+// add watches fields on members, through several field groups when there
+// are more fields than one DCGM field group holds.
+func (w *intervalWatch) add(fields []uint16, members []EntityRef) error {
+	if len(fields) == 0 || len(members) == 0 {
+		return nil
 	}
-	if err := add(coreIDs, cores); err != nil {
-		return nil, err
+	s, c, iv := w.s, w.c, w.iv
+	eg, err := s.client.CreateGroup("gpuscope_"+iv.String()+"_e"+strconv.Itoa(len(c.entityGroups)), members)
+	if err != nil {
+		return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
 	}
-	return watched, nil
+	c.entityGroups = append(c.entityGroups, eg)
+	// A DCGM field group holds at most MaxFieldsPerGroup fields: more
+	// are watched through several field groups on the same entities.
+	for chunk := range slices.Chunk(fields, MaxFieldsPerGroup) {
+		key := fieldsKey(chunk)
+		fg, ok := w.fgByKey[key]
+		if !ok {
+			name := "gpuscope_" + iv.String() + "_" + strconv.Itoa(len(c.fieldGroups))
+			h, err := s.client.CreateFieldGroup(name, chunk)
+			if err != nil {
+				return fmt.Errorf("creating field group for interval %s: %w", iv, err)
+			}
+			c.fieldGroups = append(c.fieldGroups, h)
+			w.fgByKey[key], fg = h, h
+		}
+		keepAge := s.cfg.keepAge(iv)
+		keepSamples := int(keepAge/iv) + keepSamplesSlack
+		if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
+			return fmt.Errorf("watching fields %v every %s: %w", chunk, iv, err)
+		}
+		w.watched = append(w.watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
+	}
+	return nil
 }
 
 func fieldsKey(ids []uint16) string {
