@@ -296,43 +296,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
-
-	results := make(chan *result, len(devices))
-	started := make([]bool, len(devices))
-	pending := 0
-	for i, d := range devices {
-		if !d.busy.CompareAndSwap(false, true) {
-			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w since an earlier collection", d.index, ErrReadTimeout))
-			continue
-		}
-		started[i] = true
-		pending++
-		s.inflight.Add(1)
-		go func() {
-			defer s.inflight.Done()
-			r := s.read(d, group, g.Fields, gen, now)
-			// Free the GPU before handing over the result, so the next
-			// collection never sees a finished read as still running.
-			d.busy.Store(false)
-			results <- r
-		}()
-	}
-
-	got := make([]*result, len(devices))
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-wait:
-	for pending > 0 {
-		select {
-		case r := <-results:
-			got[r.dev] = r
-			pending--
-		case <-timer.C:
-			break wait
-		case <-ctx.Done():
-			break wait
-		}
-	}
+	got, started := s.readAll(ctx, devices, group, g.Fields, gen, now, timeout, sink)
 	for i, d := range devices {
 		switch {
 		case got[i] != nil:
@@ -351,6 +315,50 @@ wait:
 		return fmt.Errorf("nvml: GPUs or MIG layout changed: %w", source.ErrEntitiesChanged)
 	}
 	return nil
+}
+
+// readAll reads every GPU that is not still busy with an earlier read, one
+// goroutine each, and waits for them until timeout or ctx ends. It returns
+// the results by GPU and which reads were started; a busy GPU's fields are
+// counted as failed.
+func (s *Source) readAll(ctx context.Context, devices []*device, group int, fields []counters.Field, gen uint64,
+	now time.Time, timeout time.Duration, sink source.Sink) ([]*result, []bool) {
+	results := make(chan *result, len(devices))
+	started := make([]bool, len(devices))
+	pending := 0
+	for i, d := range devices {
+		if !d.busy.CompareAndSwap(false, true) {
+			s.failAll(sink, d, fields, fmt.Errorf("GPU %d: %w since an earlier collection", d.index, ErrReadTimeout))
+			continue
+		}
+		started[i] = true
+		pending++
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			r := s.read(d, group, fields, gen, now)
+			// Free the GPU before handing over the result, so the next
+			// collection never sees a finished read as still running.
+			d.busy.Store(false)
+			results <- r
+		}()
+	}
+	got := make([]*result, len(devices))
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+wait:
+	for pending > 0 {
+		select {
+		case r := <-results:
+			got[r.dev] = r
+			pending--
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	return got, started
 }
 
 // failAll counts a failed read of every field the GPU serves in the group.
