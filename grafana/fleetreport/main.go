@@ -55,6 +55,8 @@ func main() {
 	}
 }
 
+// run checks the Prometheus and Thanos addresses are on this host, then
+// writes the fleet's figures and the timing of every dashboard query.
 func run(c config, w io.Writer) error {
 	for _, u := range []string{c.prometheus, c.thanos} {
 		if err := loopback(u); err != nil {
@@ -69,15 +71,48 @@ func run(c config, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prom := client{base: c.prometheus}
 	// Evaluate everything at one instant a minute back, so that the remote
 	// write into Thanos has caught up with it.
-	at := time.Now().Add(-time.Minute).Truncate(15 * time.Second)
+	r := &queryReport{c: c, rules: rules, prom: client{base: c.prometheus}, at: time.Now().Add(-time.Minute).Truncate(15 * time.Second), t: &table{}}
+	if c.thanos != "" {
+		r.thanos = &client{base: c.thanos, drop: []string{"receive", "tenant_id"}}
+	}
+	r.fleetFigures()
+	for _, q := range qs {
+		if err := r.query(q); err != nil {
+			return err
+		}
+	}
+	r.summary()
+	r.t.print(w)
+	if r.mismatches > 0 {
+		return fmt.Errorf("%d queries answered differently by Thanos Query", r.mismatches)
+	}
+	return nil
+}
 
-	t := &table{}
+// queryReport builds the report's table: the fleet's figures, then each
+// dashboard query timed on a tenth of the fleet and on all of it, with its
+// recording rules expanded, and on Thanos.
+type queryReport struct {
+	c                    config
+	rules                map[string]string
+	prom                 client
+	thanos               *client
+	at                   time.Time
+	t                    *table
+	slowSmall, slowAll   time.Duration
+	slowSmallQ, slowAllQ string
+	mismatches           int
+}
+
+// fleetFigures adds the fleet's size, the figures read from Prometheus and
+// the gpuscope processes' cost.
+func (r *queryReport) fleetFigures() {
+	c, t := r.c, r.t
 	t.add(fmt.Sprintf("fleet: %d nodes x %d GPUs = %d GPUs, %s run", c.nodes, c.gpus, c.nodes*c.gpus, c.duration), "", "", "", "")
 	for _, f := range figures {
-		v, err := prom.scalar(f.expr, at)
+		v, err := r.prom.scalar(f.expr, r.at)
 		cell := f.format(v)
 		if err != nil {
 			cell = "error: " + err.Error()
@@ -86,70 +121,67 @@ func run(c config, w io.Writer) error {
 	}
 	t.add(fmt.Sprintf("gpuscope processes (%d): CPU, summed", c.procs), "", fmt.Sprintf("%.1f%% of one core", c.procsCPU), "", "")
 	t.add(fmt.Sprintf("gpuscope processes (%d): RSS, summed (max)", c.procs), "", fmt.Sprintf("%d MiB", c.procsRSSMiB), "", "")
+}
 
-	var thanos *client
-	if c.thanos != "" {
-		thanos = &client{base: c.thanos, drop: []string{"receive", "tenant_id"}}
+// query times one dashboard query and adds its row, keeping the slowest
+// and counting the answers Thanos gives differently.
+func (r *queryReport) query(q dash.Query) error {
+	c := r.c
+	name := q.Panel + " " + q.RefID
+	small := substitute(q.Expr, c.small, c.duration)
+	all := substitute(q.Expr, ".*", c.duration)
+	rawExpr, err := expandRules(all, r.rules)
+	if err != nil {
+		return fmt.Errorf("panel %q: %w", q.Panel, err)
 	}
-	var slowSmall, slowAll time.Duration
-	var slowSmallQ, slowAllQ string
-	mismatches := 0
-	for _, q := range qs {
-		name := q.Panel + " " + q.RefID
-		small := substitute(q.Expr, c.small, c.duration)
-		all := substitute(q.Expr, ".*", c.duration)
-		rawExpr, err := expandRules(all, rules)
+	ts, _, err := r.prom.timed(small, q.Instant, r.at, c.duration)
+	if err != nil {
+		return fmt.Errorf("panel %q, %s: %w", q.Panel, small, err)
+	}
+	ta, want, err := r.prom.timed(all, q.Instant, r.at, c.duration)
+	if err != nil {
+		return fmt.Errorf("panel %q, %s: %w", q.Panel, all, err)
+	}
+	cellRaw := "same query"
+	if rawExpr != all {
+		tr, _, err := r.prom.timed(rawExpr, q.Instant, r.at, c.duration)
 		if err != nil {
-			return fmt.Errorf("panel %q: %w", q.Panel, err)
+			return fmt.Errorf("panel %q, raw %s: %w", q.Panel, rawExpr, err)
 		}
-		ts, _, err := prom.timed(small, q.Instant, at, c.duration)
+		cellRaw = tr.String()
+	}
+	cellThanos := ""
+	if r.thanos != nil {
+		tt, got, err := r.thanos.timed(all, q.Instant, r.at, c.duration)
 		if err != nil {
-			return fmt.Errorf("panel %q, %s: %w", q.Panel, small, err)
+			return fmt.Errorf("thanos, panel %q, %s: %w", q.Panel, all, err)
 		}
-		ta, want, err := prom.timed(all, q.Instant, at, c.duration)
-		if err != nil {
-			return fmt.Errorf("panel %q, %s: %w", q.Panel, all, err)
+		verdict := "same answer"
+		if why := compare(want, got); why != "" {
+			verdict = "DIFFERENT: " + why
+			r.mismatches++
 		}
-		cellRaw := "same query"
-		if rawExpr != all {
-			tr, _, err := prom.timed(rawExpr, q.Instant, at, c.duration)
-			if err != nil {
-				return fmt.Errorf("panel %q, raw %s: %w", q.Panel, rawExpr, err)
-			}
-			cellRaw = tr.String()
-		}
-		cellThanos := ""
-		if thanos != nil {
-			tt, got, err := thanos.timed(all, q.Instant, at, c.duration)
-			if err != nil {
-				return fmt.Errorf("thanos, panel %q, %s: %w", q.Panel, all, err)
-			}
-			verdict := "same answer"
-			if why := compare(want, got); why != "" {
-				verdict = "DIFFERENT: " + why
-				mismatches++
-			}
-			cellThanos = tt.String() + ", " + verdict
-		}
-		if ts.p50 > slowSmall {
-			slowSmall, slowSmallQ = ts.p50, name
-		}
-		if ta.p50 > slowAll {
-			slowAll, slowAllQ = ta.p50, name
-		}
-		t.add("query: "+name, ts.String(), ta.String(), cellRaw, cellThanos)
+		cellThanos = tt.String() + ", " + verdict
 	}
-	ratio := float64(slowAll) / float64(max(slowSmall, time.Microsecond))
-	t.add("slowest dashboard query p50: tenth of the fleet / whole fleet (ratio)",
-		ms(slowSmall)+" ("+slowSmallQ+")", ms(slowAll)+" ("+slowAllQ+")", fmt.Sprintf("ratio %.2f", ratio), "")
-	if thanos != nil {
-		t.add("queries whose Thanos answer differs from Prometheus'", "", "", "", strconv.Itoa(mismatches))
+	if ts.p50 > r.slowSmall {
+		r.slowSmall, r.slowSmallQ = ts.p50, name
 	}
-	t.print(w)
-	if mismatches > 0 {
-		return fmt.Errorf("%d queries answered differently by Thanos Query", mismatches)
+	if ta.p50 > r.slowAll {
+		r.slowAll, r.slowAllQ = ta.p50, name
 	}
+	r.t.add("query: "+name, ts.String(), ta.String(), cellRaw, cellThanos)
 	return nil
+}
+
+// summary adds the slowest query on a tenth of the fleet and on all of it,
+// and the count of Thanos' differing answers.
+func (r *queryReport) summary() {
+	ratio := float64(r.slowAll) / float64(max(r.slowSmall, time.Microsecond))
+	r.t.add("slowest dashboard query p50: tenth of the fleet / whole fleet (ratio)",
+		ms(r.slowSmall)+" ("+r.slowSmallQ+")", ms(r.slowAll)+" ("+r.slowAllQ+")", fmt.Sprintf("ratio %.2f", ratio), "")
+	if r.thanos != nil {
+		r.t.add("queries whose Thanos answer differs from Prometheus'", "", "", "", strconv.Itoa(r.mismatches))
+	}
 }
 
 func readDashboard(path string) ([]dash.Query, error) {
