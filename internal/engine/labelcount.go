@@ -153,7 +153,7 @@ func layoutOf(set *counters.Set) counters.Layout {
 // their MIG instances two (err_code and err_msg on the XID field, xid and
 // xid_description on gpuscope's XID counts, clock_event or xid with
 // window_size_in_ms on dcgm-exporter's window counts, health_watch and
-// health_error_code) or one (clock_event, bound).
+// health_error_code, peer_gpu and link_status) or one (clock_event, bound).
 func (s SeriesShape) familyLabels(e *source.Entity) int {
 	n := 0
 	if s.Counters == nil {
@@ -169,7 +169,8 @@ func (s SeriesShape) familyLabels(e *source.Entity) int {
 	if e.Kind != source.GPU && e.Kind != source.GPUInstance && e.Kind != source.ComputeInstance {
 		return n
 	}
-	if has[fieldid.XIDErrors] || has[fieldid.ExpXIDErrorsCount] || has[fieldid.ExpClockEventsCount] || has[fieldid.ExpGPUHealthStatus] {
+	if has[fieldid.XIDErrors] || has[fieldid.ExpXIDErrorsCount] || has[fieldid.ExpClockEventsCount] ||
+		has[fieldid.ExpGPUHealthStatus] || has[fieldid.ExpP2PStatus] {
 		return 2
 	}
 	if has[fieldid.ClocksEventReasons] || s.Insight {

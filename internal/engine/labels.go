@@ -242,7 +242,7 @@ func identityOf(e *source.Entity, oldNamespace bool, layout counters.Layout) []i
 // familyLabels are the labels that families add after an entity's label set.
 var familyLabels = []string{
 	"stat", "xid", "xid_description", "err_code", "err_msg", "clock_event", "window_size_in_ms",
-	"health_watch", "health_error_code", "field", "bound",
+	"health_watch", "health_error_code", "field", "bound", "peer_gpu", "link_status",
 }
 
 // identityNames are the identity labels of every entity kind, and both
