@@ -49,6 +49,20 @@ func (e *Engine) Render(buf []byte) []byte {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	now := e.opts.Now().UnixNano()
+	buf = e.renderValues(buf, now)
+	buf = e.renderWindows(buf, sc, now)
+	buf = e.renderEvents(buf, now)
+	buf = e.renderNvidiaSMI(buf)
+	buf = e.renderHealthChecks(buf, now)
+	buf = e.renderP2P(buf, now)
+	buf = e.renderInsight(buf, now)
+	buf = e.renderHealth(buf)
+	return buf
+}
+
+// renderValues writes the latest value of every field's series that is not
+// stale.
+func (e *Engine) renderValues(buf []byte, now int64) []byte {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
@@ -84,6 +98,13 @@ func (e *Engine) Render(buf []byte) []byte {
 			}
 		}
 	}
+	return buf
+}
+
+// renderWindows writes the window statistics of the fields that ask for
+// them, each family followed by its samples count.
+func (e *Engine) renderWindows(buf []byte, sc *renderScratch, now int64) []byte {
+	p := e.plan
 	since := now - int64(e.opts.Window)
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
@@ -119,12 +140,6 @@ func (e *Engine) Render(buf []byte) []byte {
 		}
 		buf = append(buf, sc.samples...)
 	}
-	buf = e.renderEvents(buf, now)
-	buf = e.renderNvidiaSMI(buf)
-	buf = e.renderHealthChecks(buf, now)
-	buf = e.renderP2P(buf, now)
-	buf = e.renderInsight(buf, now)
-	buf = e.renderHealth(buf)
 	return buf
 }
 
