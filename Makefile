@@ -1,16 +1,41 @@
-# gpuscope: build, run, test, benchmark.
+# gpuscope: build, run, test, benchmark, release.
 
 GO        ?= go
-BIN       ?= bin/gpuscope
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version comes from the git tag vX.Y.Z (scripts/version.sh): X.Y.Z at
+# the tag, X.Y.Z-N-gHASH after it, -dirty with uncommitted changes.
+VERSION   ?= $(shell scripts/version.sh)
 REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+# SOURCE_DATE_EPOCH (scripts/release.sh sets the commit's time) makes the
+# build date, and so the binary, the same on every build of one commit.
+BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y%m%d-%H:%M:%S)
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
-             -X $(VPKG).BuildUser=gpuscope -X $(VPKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+             -X $(VPKG).BuildUser=gpuscope -X $(VPKG).BuildDate=$(BUILD_DATE)
 # go-nvml's headers use deprecated declarations on purpose; silence them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
+
+# Target platform: linux on this machine's architecture unless GOARCH says
+# otherwise. go-nvml and go-dcgm need cgo, so a build for another
+# architecture needs that architecture's C cross compiler: Debian's
+# gcc-aarch64-linux-gnu for arm64 (scripts/install-test-deps.sh installs
+# it), gcc-x86-64-linux-gnu for amd64. CC=... overrides the choice.
+HOSTARCH  := $(shell $(GO) env GOHOSTARCH)
+GOOS      ?= linux
+GOARCH    ?= $(HOSTARCH)
+CROSS_CC_arm64 := aarch64-linux-gnu-gcc
+CROSS_CC_amd64 := x86_64-linux-gnu-gcc
+ifeq ($(GOARCH),$(HOSTARCH))
+BIN       ?= bin/gpuscope
+BUILD_ENV := GOOS=$(GOOS) GOARCH=$(GOARCH)
+else
+BIN       ?= bin/gpuscope-$(GOOS)-$(GOARCH)
+ifeq ($(origin CC),default)
+CC        := $(CROSS_CC_$(GOARCH))
+endif
+BUILD_ENV := GOOS=$(GOOS) GOARCH=$(GOARCH) CC=$(CC)
+endif
 
 # Images (need a Docker engine with BuildKit; none is used by the tests).
 IMAGE        ?= gpuscope
@@ -20,10 +45,13 @@ CUDA_VERSION ?= 13.2.1
 IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
                 --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
 
-.PHONY: build run test bench fuzz fleet lint generate clean image image-nvml
+.PHONY: build run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
+	@if [ -z "$(CC)" ]; then echo "make build: no C cross compiler is known for GOARCH=$(GOARCH); set CC=..." >&2; exit 1; fi
+	@if [ "$(GOARCH)" != "$(HOSTARCH)" ] && ! command -v "$(firstword $(CC))" >/dev/null; then \
+		echo "make build: $(CC), the C cross compiler for GOARCH=$(GOARCH), is not installed (scripts/install-test-deps.sh installs it on Debian)" >&2; exit 1; fi
+	$(BUILD_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
 
 # Simulated node of 8 x H100 with pod labels, mixed workloads and workload
 # insight; no GPU needed.
@@ -56,9 +84,22 @@ generate:
 image:
 	$(DOCKER) build $(IMAGE_ARGS) --target runtime -t $(IMAGE):$(VERSION) .
 
+# The default image for linux/amd64 and linux/arm64 under one tag (a
+# manifest list). buildx pushes it: a multi-platform image cannot be loaded
+# into the classic image store. IMAGE names the registry's repository.
+PLATFORMS ?= linux/amd64,linux/arm64
+image-multiarch:
+	$(DOCKER) buildx build --platform $(PLATFORMS) $(IMAGE_ARGS) --target runtime -t $(IMAGE):$(VERSION) --push .
+
 # NVML only, distroless: no DCGM, so --source=nvml.
 image-nvml:
 	$(DOCKER) build $(IMAGE_ARGS) --target nvml -t $(IMAGE):$(VERSION)-nvml .
 
+# Release archives for linux/amd64 and linux/arm64, their SBOMs and
+# SHA256SUMS, into DIST (dist/). See docs/releasing.md.
+DIST ?= dist
+release:
+	VERSION=$(VERSION) DIST=$(DIST) GO=$(GO) scripts/release.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package), tmux and chromium (Debian's packages) and Helm (built from the Go
-# module proxy).
+# package), tmux and chromium (Debian's packages), Helm (built from the Go
+# module proxy), and for the linux/arm64 build and its test under emulation
+# Debian's C cross compiler (gcc-aarch64-linux-gnu), qemu-user-static and the
+# arm64 C library (libc6-arm64-cross) that qemu runs the binary against.
 set -euo pipefail
 
 need_root() {
@@ -43,6 +45,23 @@ if ! command -v chromium >/dev/null; then
   if ! { need_root apt-get update -qq &&
     need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; then
     echo "install-test-deps: chromium could not be installed; the /fields browser test will skip" >&2
+  fi
+fi
+
+# The arm64 cross build and its test (test/release). Where they cannot be
+# installed (no apt-get, or the install fails) that test skips, saying so,
+# and fails under CI=true.
+if [ "$(uname -m)" = x86_64 ]; then
+  missing=()
+  command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+  command -v qemu-aarch64-static >/dev/null || command -v qemu-aarch64 >/dev/null || missing+=(qemu-user-static)
+  [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-arm64-cross)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-test-deps: installing Debian's ${missing[*]} for the linux/arm64 build and its test under qemu (about 30 seconds; ~550 MB installed)"
+    if ! { command -v apt-get >/dev/null && need_root apt-get update -qq &&
+      need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+      echo "install-test-deps: ${missing[*]} could not be installed; the linux/arm64 release test will skip" >&2
+    fi
   fi
 fi
 
