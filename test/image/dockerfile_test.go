@@ -28,6 +28,7 @@ type instruction struct {
 
 type stage struct {
 	name, base string
+	platform   string // FROM --platform=..., empty for the target platform
 	ins        []instruction
 }
 
@@ -50,7 +51,11 @@ func parseDockerfile(t *testing.T, path string) (args map[string]string, stages 
 		switch {
 		case in.cmd == "FROM":
 			fields := strings.Fields(in.args)
-			s := &stage{base: fields[0]}
+			s := &stage{}
+			if p, ok := strings.CutPrefix(fields[0], "--platform="); ok {
+				s.platform, fields = p, fields[1:]
+			}
+			s.base = fields[0]
 			if len(fields) == 3 && strings.EqualFold(fields[1], "AS") {
 				s.name = fields[2]
 			}
