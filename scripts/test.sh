@@ -62,8 +62,11 @@ modules=$!
 
 # Unit, integration and end-to-end tests of the exporter's module. Several
 # packages run real binaries and wait on them, so more run at once than
-# there are cores.
-gotest . "$events" -p 4
+# there are cores. test/release builds both release binaries and the SBOM
+# tool: on a machine whose Go build cache is cold that alone takes about 20
+# minutes on 2 cores (a minute or two once cached), past go test's default
+# 10-minute limit per package.
+gotest . "$events" -p 4 -timeout 45m
 
 wait "$modules"
 cat "$work/modules.log"

@@ -124,3 +124,20 @@ func mustRead(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestChartRunsTheReleaseImageOnEveryArchitecture renders the chart with its
+// defaults: the DaemonSet pulls the image tagged with the chart's
+// appVersion (a manifest list of amd64 and arm64), and nothing pins it to
+// one architecture's nodes.
+func TestChartRunsTheReleaseImageOnEveryArchitecture(t *testing.T) {
+	helm := e2etest.RequireTool(t, "helm")
+	root := e2etest.RepoRoot()
+	chart := filepath.Join(root, "deploy", "helm", "gpuscope")
+	out, err := exec.Command(helm, "template", "gpuscope", chart).CombinedOutput()
+	require.NoError(t, err, "helm template: %s", out)
+	version := chartField(t, filepath.Join(chart, "Chart.yaml"), "appVersion")
+	assert.Contains(t, string(out), `image: "ghcr.io/gpuscope/gpuscope:`+version+`"`)
+	for _, pin := range []string{"kubernetes.io/arch", "amd64", "arm64", "x86_64"} {
+		assert.NotContains(t, string(out), pin, "the rendered chart names no architecture")
+	}
+}
