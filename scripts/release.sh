@@ -51,6 +51,7 @@ dist=$(cd "$dist" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 files=()
+sboms=()
 for arch in $arches; do
 	name="gpuscope-$version-linux-$arch"
 	dir="$work/$name"
@@ -72,15 +73,20 @@ for arch in $arches; do
 	# The SBOM is read from the binary's own build information, so it lists
 	# exactly the modules linked into it. Every module is in the module
 	# cache after the build, so no network is needed (GOPROXY=off); the
-	# license of gpuscope's own module, which is not in that cache, is in
-	# LICENSE.
-	if ! GOPROXY=off GONOSUMDB=github.com/NVIDIA/go-dcgm "$sbomtool" bin -json -licenses -noserial -notimestamp \
-		-version "v$version" -output "$dist/$name.sbom.cdx.json" "$dir/gpuscope" >"$work/sbom-$arch.log" 2>&1; then
-		cat "$work/sbom-$arch.log" >&2
-		echo "release: cyclonedx-gomod failed for $name" >&2
+	# licence of gpuscope's own module, which is not in that cache, is in
+	# LICENSE. Licence detection takes half a minute and needs no compiler,
+	# so it runs while the next architecture builds.
+	GOPROXY=off GONOSUMDB=github.com/NVIDIA/go-dcgm "$sbomtool" bin -json -licenses -noserial -notimestamp \
+		-version "v$version" -output "$dist/$name.sbom.cdx.json" "$dir/gpuscope" >"$work/sbom-$arch.log" 2>&1 &
+	sboms+=("$!:$arch")
+	files+=("$name.sbom.cdx.json")
+done
+for job in "${sboms[@]}"; do
+	if ! wait "${job%%:*}"; then
+		cat "$work/sbom-${job#*:}.log" >&2
+		echo "release: cyclonedx-gomod failed for linux/${job#*:}" >&2
 		exit 1
 	fi
-	files+=("$name.sbom.cdx.json")
 done
 
 (cd "$dist" && sha256sum "${files[@]}" >SHA256SUMS)
