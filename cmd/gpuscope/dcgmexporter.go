@@ -21,6 +21,9 @@ import (
 // accepted but changes nothing here, and why.
 func warnUnsupported(log *logrus.Entry, cfg *config.Config) {
 	warn := func(flag, why string) { log.WithField("flag", cfg.Flag(flag)).Warn(why) }
+	for _, w := range cfg.Warnings {
+		log.WithField("flag", w.Flag).Warn(w.Message)
+	}
 	if cfg.DisableStartupValidate {
 		warn(config.FlagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")
 	}

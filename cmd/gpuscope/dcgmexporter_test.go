@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
@@ -110,7 +111,7 @@ func flagCases() map[string]flagCase {
 		"devices":                        {value: "g:0,1", got: get(func(c *config.Config) any { return c.Collection.Devices.GPUs.String() }), want: "g:0,1"},
 		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return c.Labels.NoHostname }), want: "true"},
 		"switch-devices":                 {value: "i:3-4", got: get(func(c *config.Config) any { return c.Collection.Devices.Switches.String() }), want: "i:3,4"},
-		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.Source }), want: "sim"},
+		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.DCGM.AcceptFakeGPUs }), want: "true"},
 		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},
 		"xid-count-window-size":          {value: "60000", want: "1m0s", got: get(func(c *config.Config) any { return c.Collection.XIDWindow })},
 		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Labels.ReplaceBlanksInModelName }), want: "true"},
@@ -254,9 +255,7 @@ func TestBadDCGMExporterFlagsAreOneLineAndExitTwo(t *testing.T) {
 		{[]string{"-m", "just-a-name"}, []string{"--configmap-data", "namespace:name"}},
 		{[]string{"--gpu-bind-unbind-poll-interval", "often"}, []string{"--gpu-bind-unbind-poll-interval", "Go duration"}},
 		{[]string{"--dump-retention", "a day"}, []string{"dump-retention"}},
-		{[]string{"--kubernetes-pod-label-allowlist-regex", "team"}, []string{"needs --kubernetes-enable-pod-labels"}},
 		{[]string{"--kubernetes-enable-pod-labels", "--kubernetes-pod-label-allowlist-regex", "te(am"}, []string{"--kubernetes-pod-label-allowlist-regex", "te(am"}},
-		{[]string{"--fake-gpus", "--source", "nvml"}, []string{"--fake-gpus", "--source is nvml"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -306,6 +305,39 @@ func TestComputeInstancesFlag(t *testing.T) {
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, p.cfg.Collection.ComputeInstances)
+		})
+	}
+}
+
+// Values dcgm-exporter accepts start gpuscope too, where gpuscope changes
+// or ignores them: -c is an IntFlag of milliseconds there (pkg/cmd/app.go),
+// so any integer goes, and gpuscope raises what is below 100ms; the pod-label
+// allowlist is read only with pod labels on
+// (internal/pkg/transformation/kubernetes.go); --fake-gpus keeps the real
+// source (internal/pkg/deviceinfo/device_info.go, initializeGPUInfo).
+func TestDCGMExporterValuesGpuscopeChangesStillStart(t *testing.T) {
+	tests := []struct {
+		args  []string
+		check func(t *testing.T, c *config.Config)
+	}{
+		{[]string{"-c", "10"}, func(t *testing.T, c *config.Config) {
+			assert.Equal(t, 100*time.Millisecond, c.Collection.DefaultInterval)
+			assert.Equal(t, []config.Warning{{Flag: "--collect-interval", Message: "10ms is below the minimum 100ms; sampling every 100ms"}}, c.Warnings)
+		}},
+		{[]string{"--kubernetes-pod-label-allowlist-regex", "team"}, func(t *testing.T, c *config.Config) {
+			assert.Nil(t, c.Kubernetes.PodLabels)
+			require.Len(t, c.Warnings, 1)
+		}},
+		{[]string{"--fake-gpus", "--source", "dcgm"}, func(t *testing.T, c *config.Config) {
+			assert.Equal(t, config.SourceDCGM, c.Source)
+			assert.True(t, c.DCGM.AcceptFakeGPUs)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			p, err := parseArgs(t, tt.args...)
+			require.NoError(t, err)
+			tt.check(t, p.cfg)
 		})
 	}
 }

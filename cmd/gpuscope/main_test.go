@@ -42,10 +42,8 @@ func TestBadFlagsAndVariablesNameTheFlag(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"interval below 100ms", []string{"--collect-interval", "50ms"}, nil, "--collect-interval 50ms: below the minimum 100ms"},
-		{"dcgm-exporter's short flag, milliseconds", []string{"-c", "10"}, nil, "--collect-interval 10ms: below the minimum"},
 		{"gpuscope variable", nil, map[string]string{"GPUSCOPE_COLLECT_INTERVAL": "soon"}, `--collect-interval "soon"`},
-		{"dcgm-exporter variable", nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "20"}, "--collect-interval 20ms"},
+		{"dcgm-exporter variable", nil, map[string]string{"DCGM_EXPORTER_INTERVAL": "soon"}, `--collect-interval "soon"`},
 		{"log format", []string{"--log-format", "xml"}, nil, `--log-format "xml"`},
 		{"log level", []string{"--log-level", "loud"}, nil, `--log-level "loud"`},
 		{"window", []string{"--window", "10ms"}, nil, "--window 10ms"},

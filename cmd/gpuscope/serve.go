@@ -58,12 +58,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err := startDumps(ctx, cfg, eng, src.Name(), log); err != nil {
 		return err
 	}
-	reg.MustRegister(
-		versioncollector.NewCollector("gpuscope"),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		eng,
-	)
+	reg.MustRegister(versioncollector.NewCollector("gpuscope"), eng)
+	if !cfg.Web.DisableExporterMetrics {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	startReload(ctx, cfg, eng, reg, log)
 	return listenAndServe(ctx, cfg, eng, src, set, reg, log)
 }
@@ -128,6 +126,7 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 		Window:                  col.Window,
 		XIDWindow:               col.XIDWindow,
 		ClockEventsWindow:       col.ClockEventsWindow,
+		ClockEventsPeriod:       col.ClockEventsPeriod,
 		WindowOption:            cfg.Flag(config.FlagWindow),
 		ClockEventsWindowOption: cfg.Flag(config.FlagClockWindow),
 		Hostname:                lab.Hostname,

@@ -73,6 +73,7 @@ func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
 func openDCGM(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
 	client := godcgm.New()
 	client.HostEngineLogLevel = cfg.DCGM.HostEngineLogLevel
+	client.AcceptFakeGPUs = cfg.DCGM.AcceptFakeGPUs
 	s, err := dcgm.New(client, dcgmConfig(cfg, log))
 	if err != nil {
 		return nil, fmt.Errorf("%s=dcgm: %w", cfg.Flag(config.FlagSource), err)

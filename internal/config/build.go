@@ -65,12 +65,19 @@ func (b *builder) sources() {
 	default:
 		b.fail(FlagSource, fmt.Errorf("%s %q: use auto, dcgm, nvml or sim", b.flag(FlagSource), in.Source))
 	}
-	if in.FakeGPUs {
-		if c.Given(FlagSource) && c.Source != SourceSim {
-			b.fail(FlagFakeGPUs, fmt.Errorf("%s serves simulated GPUs, but %s is %s", b.flag(FlagFakeGPUs), b.flag(FlagSource), in.Source))
-		}
-		c.Source = SourceSim
+	// dcgm-exporter's --fake-gpus reads the real host engine and keeps GPUs
+	// whose identity it cannot read (internal/pkg/deviceinfo/
+	// device_info.go, initializeGPUInfo); it never invents GPUs.
+	c.DCGM.AcceptFakeGPUs = in.FakeGPUs
+	if in.FakeGPUs && (c.Source == SourceNVML || c.Source == SourceSim) {
+		b.warn(FlagFakeGPUs, fmt.Sprintf("only the DCGM source reads fake GPUs; with %s=%s it changes nothing (simulated GPUs are %s=sim)",
+			b.flag(FlagSource), c.Source, b.flag(FlagSource)))
 	}
+}
+
+// warn records an accepted value that gpuscope changes or ignores.
+func (b *builder) warn(flag, msg string) {
+	b.cfg.Warnings = append(b.cfg.Warnings, Warning{Flag: b.flag(flag), Message: msg})
 }
 
 func (b *builder) counters() {
@@ -103,14 +110,40 @@ func (b *builder) interval(flag, s string) time.Duration {
 	return d
 }
 
+// DCGMExporterCollectInterval is dcgm-exporter's default -c.
+const DCGMExporterCollectInterval = 30 * time.Second
+
+// collectInterval reads --collect-interval. dcgm-exporter takes any
+// integer (pkg/cmd/app.go: an IntFlag of milliseconds); below the 100ms
+// gpuscope samples at most, the interval is raised to it with one warning
+// rather than refused.
+func (b *builder) collectInterval(s string) time.Duration {
+	d, err := counters.ParseInterval(s)
+	if err != nil {
+		b.fail(FlagCollectInterval, fmt.Errorf("%s %w", b.flag(FlagCollectInterval), err))
+		return 0
+	}
+	if d < counters.MinInterval {
+		b.warn(FlagCollectInterval, fmt.Sprintf("%s is below the minimum %s; sampling every %s", d, counters.MinInterval, counters.MinInterval))
+		d = counters.MinInterval
+	}
+	return d
+}
+
 func (b *builder) collection() {
 	c, in := b.cfg, b.in
 	c.Collection = Collection{
-		DefaultInterval:   b.interval(FlagCollectInterval, in.CollectInterval),
+		DefaultInterval:   b.collectInterval(in.CollectInterval),
 		Window:            in.Window,
 		XIDWindow:         b.interval(FlagXIDWindow, in.XIDWindow),
 		ClockEventsWindow: b.interval(FlagClockWindow, in.ClockEventsWindow),
 		ComputeInstances:  in.ComputeInstances,
+	}
+	// dcgm-exporter counts the clock-event samples it took every -c (30 s
+	// unless given: pkg/cmd/app.go); gpuscope's own default is faster.
+	c.Collection.ClockEventsPeriod = DCGMExporterCollectInterval
+	if c.Given(FlagCollectInterval) {
+		c.Collection.ClockEventsPeriod = c.Collection.DefaultInterval
 	}
 	for _, d := range []struct {
 		flag, value string
@@ -241,9 +274,10 @@ func (b *builder) podLabels() {
 		}
 		expr, flag = e, FlagEnablePodLabels
 	case len(in.PodLabelAllowlist) > 0:
-		b.fail(FlagPodLabelAllowlist, fmt.Errorf("%s needs %s: the allowlist filters the pod labels that flag copies",
-			b.flag(FlagPodLabelAllowlist), b.flag(FlagEnablePodLabels)))
-		return
+		// dcgm-exporter reads the allowlist only with pod labels on
+		// (internal/pkg/transformation/kubernetes.go, shouldIncludeLabel).
+		b.warn(FlagPodLabelAllowlist, fmt.Sprintf("has no effect without %s, as in dcgm-exporter: no pod labels are copied",
+			b.flag(FlagEnablePodLabels)))
 	}
 	if expr == "" {
 		return
@@ -286,7 +320,8 @@ func (b *builder) serving() {
 	c.HPCJobDir = in.HPCJobDir
 	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
 	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
-		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket}
+		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket,
+		DisableExporterMetrics: in.DisableExporterMetrics}
 	c.Dump = Dump{Enabled: in.DumpEnabled, Directory: in.DumpDirectory, Retention: time.Duration(in.DumpRetention) * time.Hour,
 		Compress: in.DumpCompression}
 	c.DisableStartupValidate = in.DisableStartupValidate

@@ -62,11 +62,21 @@ type Config struct {
 	// DisableStartupValidate is dcgm-exporter's switch for checks gpuscope
 	// does not run; it only earns a warning.
 	DisableStartupValidate bool
+	// Warnings are the values accepted as dcgm-exporter accepts them but
+	// changed or ignored, each to be logged once at start.
+	Warnings []Warning
 
 	// given names each flag given, for messages; bad holds the flags whose
 	// value did not parse, so that Validate does not report them twice.
 	given map[string]string
 	bad   map[string]bool
+}
+
+// Warning is one accepted value that gpuscope changes or ignores.
+type Warning struct {
+	// Flag names the flag as the user gave it.
+	Flag    string
+	Message string
 }
 
 // Counters says where the counters come from.
@@ -87,6 +97,9 @@ type Collection struct {
 	Window            time.Duration
 	XIDWindow         time.Duration
 	ClockEventsWindow time.Duration
+	// ClockEventsPeriod is the period DCGM_EXP_CLOCK_EVENTS_COUNT counts
+	// samples at: dcgm-exporter samples the field every -c.
+	ClockEventsPeriod time.Duration
 	Devices           devsel.Selector
 	ComputeInstances  bool
 	// BindUnbindPoll is how often the sources look for GPUs bound to or
@@ -120,6 +133,9 @@ type DCGM struct {
 	// HostEngineLogLevel, when set, is the level the embedded host engine
 	// logs at to standard error (--enable-dcgm-log).
 	HostEngineLogLevel string
+	// AcceptFakeGPUs keeps a GPU whose identity the host engine cannot
+	// read (DCGM's fake GPUs) as fake<ID>, as dcgm-exporter's --fake-gpus.
+	AcceptFakeGPUs bool
 }
 
 // Sim configures the simulated GPUs.
@@ -177,6 +193,9 @@ type Web struct {
 	EnableProfilingAPI bool
 	Pprof              bool
 	SystemdSocket      bool
+	// DisableExporterMetrics leaves out the Go runtime's (go_*) and the
+	// process's (process_*) families, as node_exporter's flag does.
+	DisableExporterMetrics bool
 }
 
 // Dump is the debug dumps of --dump-enabled.

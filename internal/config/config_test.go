@@ -62,8 +62,54 @@ func TestBuild(t *testing.T) {
 			}},
 		{"an address alone means remote mode", func(in *Input) { in.DCGMRemote = "10.0.0.2:5555" },
 			func(t *testing.T, c *Config) { assert.Equal(t, dcgm.ModeRemote, c.DCGM.Mode) }},
-		{"fake GPUs are the sim", func(in *Input) { in.FakeGPUs = true },
-			func(t *testing.T, c *Config) { assert.Equal(t, SourceSim, c.Source) }},
+		// dcgm-exporter's --fake-gpus (pkg/cmd/app.go, deviceinfo's
+		// initializeGPUInfo) reads the real host engine and keeps GPUs
+		// whose identity it cannot read; it does not simulate any.
+		{"fake GPUs keep the source and tolerate fake entities", func(in *Input) { in.FakeGPUs = true },
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, SourceAuto, c.Source)
+				assert.True(t, c.DCGM.AcceptFakeGPUs)
+				assert.Empty(t, c.Warnings)
+			}},
+		{"fake GPUs with DCGM", func(in *Input) {
+			in.FakeGPUs, in.Source, in.Given = true, "dcgm", map[string]string{FlagSource: "--source"}
+		}, func(t *testing.T, c *Config) {
+			assert.Equal(t, SourceDCGM, c.Source)
+			assert.True(t, c.DCGM.AcceptFakeGPUs)
+		}},
+		{"fake GPUs on NVML change nothing, and say so", func(in *Input) { in.FakeGPUs, in.Source = true, "nvml" },
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, SourceNVML, c.Source)
+				assert.Equal(t, []Warning{{Flag: "--fake-gpus", Message: "only the DCGM source reads fake GPUs; with --source=nvml it changes nothing (simulated GPUs are --source=sim)"}}, c.Warnings)
+			}},
+		// dcgm-exporter's -c is an IntFlag of milliseconds: any integer is
+		// accepted. Below 100ms gpuscope samples at 100ms, and says so once.
+		{"an interval below the minimum is raised to it", func(in *Input) {
+			in.CollectInterval, in.Given = "10", map[string]string{FlagCollectInterval: "-c"}
+		}, func(t *testing.T, c *Config) {
+			assert.Equal(t, 100*time.Millisecond, c.Collection.DefaultInterval)
+			assert.Equal(t, []Warning{{Flag: "-c", Message: "10ms is below the minimum 100ms; sampling every 100ms"}}, c.Warnings)
+		}},
+		// dcgm-exporter counts clock-event samples taken every -c, 30 s by
+		// default (pkg/cmd/app.go; expcollector.go).
+		{"clock events count in dcgm-exporter's default period", func(in *Input) {},
+			func(t *testing.T, c *Config) { assert.Equal(t, 30*time.Second, c.Collection.ClockEventsPeriod) }},
+		{"or in -c's when given", func(in *Input) {
+			in.CollectInterval, in.Given = "10000", map[string]string{FlagCollectInterval: "-c"}
+		}, func(t *testing.T, c *Config) { assert.Equal(t, 10*time.Second, c.Collection.ClockEventsPeriod) }},
+		{"a zero interval too", func(in *Input) { in.CollectInterval = "0" },
+			func(t *testing.T, c *Config) { assert.Equal(t, 100*time.Millisecond, c.Collection.DefaultInterval) }},
+		// dcgm-exporter reads the allowlist only with pod labels on
+		// (internal/pkg/transformation/kubernetes.go) and starts without.
+		{"an allowlist without its switch is ignored", func(in *Input) { in.PodLabelAllowlist = []string{"team"} },
+			func(t *testing.T, c *Config) {
+				assert.Nil(t, c.Kubernetes.PodLabels)
+				require.Len(t, c.Warnings, 1)
+				assert.Equal(t, "--"+FlagPodLabelAllowlist, c.Warnings[0].Flag)
+				assert.Contains(t, c.Warnings[0].Message, "has no effect without --kubernetes-enable-pod-labels")
+			}},
+		{"node_exporter's switch for the exporter's own families", func(in *Input) { in.DisableExporterMetrics = true },
+			func(t *testing.T, c *Config) { assert.True(t, c.Web.DisableExporterMetrics) }},
 		{"debug without a log level", func(in *Input) { in.Debug = true },
 			func(t *testing.T, c *Config) { assert.Equal(t, logrus.DebugLevel, c.Log.Level) }},
 		{"a log level given wins over debug", func(in *Input) {
@@ -132,7 +178,6 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		edit func(*Input)
 		want string
 	}{
-		{"interval below the minimum", func(in *Input) { in.CollectInterval = "50ms" }, "--collect-interval 50ms: below the minimum 100ms"},
 		{"interval that is no duration", func(in *Input) { in.CollectInterval = "soon" }, `--collect-interval "soon" is not a duration`},
 		{"zero interval", func(in *Input) { in.XIDWindow = "0" }, `--xid-count-window-size "0": must be positive`},
 		{"window", func(in *Input) { in.Window = 10 * time.Millisecond }, "--window 10ms: the window must be at least 100ms"},
@@ -159,8 +204,6 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"gpu id type", func(in *Input) { in.GPUIDType = "serial" }, `--kubernetes-gpu-id-type "serial": use uid or device-name`},
 		{"dcgm log level", func(in *Input) { in.DCGMLogLevel = "LOUD" }, `--dcgm-log-level "LOUD": use one of NONE, FATAL`},
 		{"bind/unbind poll", func(in *Input) { in.BindUnbindPoll = "often" }, `--gpu-bind-unbind-poll-interval "often": use a positive Go duration`},
-		{"allowlist without its switch", func(in *Input) { in.PodLabelAllowlist = []string{"team"} },
-			"--kubernetes-pod-label-allowlist-regex needs --kubernetes-enable-pod-labels"},
 		{"bad allowlist", func(in *Input) { in.EnablePodLabels, in.PodLabelAllowlist = true, []string{"te(am"} },
 			`--kubernetes-pod-label-allowlist-regex "te(am": not a regular expression`},
 		{"two ways to choose pod labels", func(in *Input) {
@@ -171,9 +214,6 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 			"--kubernetes.pod-labels needs --kubernetes: pod labels go on the series"},
 		{"bad pod-label expression", func(in *Input) { in.Kubernetes, in.PodLabels = true, "team(" },
 			`--kubernetes.pod-labels: allowlist "team(" is not a valid regular expression`},
-		{"fake GPUs and another source", func(in *Input) {
-			in.FakeGPUs, in.Source, in.Given = true, "nvml", map[string]string{FlagSource: "--source"}
-		}, "--fake-gpus serves simulated GPUs, but --source is nvml"},
 		{"sim flag on another source", func(in *Input) {
 			in.Source, in.SimGPUs, in.Given = "nvml", 2, map[string]string{FlagSimGPUs: "--sim-gpus"}
 		}, "--sim-gpus only applies to --source=sim (the source is nvml)"},

@@ -38,6 +38,7 @@ type Input struct {
 
 	EnableProfilingAPI            bool
 	MaxConnections, APIMaxStreams int
+	DisableExporterMetrics        bool
 
 	// dcgm-exporter's flags.
 	Devices, SwitchDevices, CPUDevices      string

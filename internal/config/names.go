@@ -45,6 +45,8 @@ const (
 	FlagEnableProfilingAPI = "web.enable-profiling-api"
 	FlagMaxConnections     = "web.max-connections"
 	FlagAPIMaxStreams      = "api-max-streams"
+	// FlagDisableExporterMetrics is node_exporter's flag of the same name.
+	FlagDisableExporterMetrics = "web.disable-exporter-metrics"
 	// FlagComputeInstances is gpuscope's own: dcgm-exporter's device
 	// options have no form that selects MIG compute instances.
 	FlagComputeInstances = "mig-compute-instances"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,11 +42,12 @@ func scrapeUntil(t *testing.T, base, family string, timeout time.Duration) map[s
 }
 
 // TestDCGMExporterCommandLine runs a dcgm-exporter 1.x deployment's command
-// line unchanged: its 1.x counters file, -o (1.x labels), -n (no host name),
-// -d g:0,1 (GPUs 0 and 1 only), the device-name GPU IDs, and fake GPUs.
+// line unchanged on the sim: its 1.x counters file, -o (1.x labels), -n (no
+// host name), -d g:0,1 (GPUs 0 and 1 only), the device-name GPU IDs, and
+// --fake-gpus, which only the DCGM source reads (it warns here).
 func TestDCGMExporterCommandLine(t *testing.T) {
 	csv := filepath.Join(compattest.Dir(t), "1.x-compatibility-metrics.csv")
-	base, _ := e2etest.GPUScope(t, "--kubernetes-gpu-id-type=device-name", "-d", "g:0,1", "-o", "-n", "--fake-gpus", "-f", csv)
+	base, _ := e2etest.GPUScope(t, "--source=sim", "--kubernetes-gpu-id-type=device-name", "-d", "g:0,1", "-o", "-n", "--fake-gpus", "-f", csv)
 	mfs := scrapeUntil(t, base, "dcgm_gpu_temp", 30*time.Second)
 	var gpus []string
 	for _, m := range mfs["dcgm_gpu_temp"].Metric {
@@ -77,7 +79,7 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 	dir, err := os.MkdirTemp("", "kubelet")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	base, p := e2etest.GPUScope(t, "--fake-gpus", "-f", csv, "--kubernetes", "--kubernetes-virtual-gpus",
+	base, p := e2etest.GPUScope(t, "--source=sim", "-f", csv, "--kubernetes", "--kubernetes-virtual-gpus",
 		"--kubernetes-enable-pod-labels", "--kubernetes.pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
 	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
 	for name, mf := range mfs {
@@ -91,4 +93,23 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 	// GPU_UTIL and FB_USED) and vgpu, 2 of a family and 4 added later: 10
 	// pod labels fit.
 	assert.Contains(t, p.Output(), "max_pod_labels=10")
+}
+
+// Values dcgm-exporter accepts, which gpuscope changes or ignores, start it
+// with one warning each: -c below 100ms (an IntFlag of milliseconds in
+// pkg/cmd/app.go) is raised to 100ms; the pod-label allowlist without pod
+// labels is ignored (internal/pkg/transformation/kubernetes.go).
+// --web.disable-exporter-metrics leaves out go_* and process_*, as
+// node_exporter's flag does.
+func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
+	base, p := e2etest.GPUScope(t, "--source=sim", "--sim-gpus=1", "-c", "10", "--kubernetes-pod-label-allowlist-regex", "team",
+		"--web.disable-exporter-metrics")
+	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
+	for name := range mfs {
+		assert.False(t, strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_"), "%s is served", name)
+	}
+	assert.Contains(t, mfs, "gpuscope_build_info", "gpuscope's own families stay")
+	out := p.Output()
+	assert.Equal(t, 1, strings.Count(out, "10ms is below the minimum 100ms; sampling every 100ms"), out)
+	assert.Equal(t, 1, strings.Count(out, "has no effect without --kubernetes-enable-pod-labels"), out)
 }

@@ -27,6 +27,10 @@ type Client struct {
 	// own log to standard error at this level (NONE, FATAL, ERROR, WARN,
 	// INFO, DEBUG or VERB), as dcgm-exporter's --enable-dcgm-log does.
 	HostEngineLogLevel string
+	// AcceptFakeGPUs keeps a GPU whose identity the host engine cannot read
+	// (one of DCGM's fake GPUs) as fake<ID> instead of failing, as
+	// dcgm-exporter's --fake-gpus does.
+	AcceptFakeGPUs bool
 
 	connected bool
 }
@@ -172,13 +176,30 @@ func (c *Client) GPUs() ([]dcgm.GPUInfo, error) {
 	if err != nil {
 		return nil, wrap("listing GPUs", err)
 	}
-	out := make([]dcgm.GPUInfo, 0, len(ids))
-	for _, id := range ids {
+	return gpuInfos(ids, func(id uint) (dcgm.GPUInfo, error) {
 		d, err := nvdcgm.GetDeviceInfo(id)
 		if err != nil {
-			return nil, wrap("reading GPU "+strconv.Itoa(int(id)), err)
+			return dcgm.GPUInfo{}, wrap("reading GPU "+strconv.Itoa(int(id)), err)
 		}
-		out = append(out, dcgm.GPUInfo{ID: id, UUID: d.UUID, PCIBusID: d.PCI.BusID, Model: d.Identifiers.Model})
+		return dcgm.GPUInfo{ID: id, UUID: d.UUID, PCIBusID: d.PCI.BusID, Model: d.Identifiers.Model}, nil
+	}, c.AcceptFakeGPUs)
+}
+
+// gpuInfos reads each GPU's identity. A GPU whose identity cannot be read
+// fails the list, unless acceptFake: then it is kept as fake<ID>, as
+// dcgm-exporter's --fake-gpus keeps it (internal/pkg/deviceinfo/
+// device_info.go, initializeGPUInfo).
+func gpuInfos(ids []uint, read func(uint) (dcgm.GPUInfo, error), acceptFake bool) ([]dcgm.GPUInfo, error) {
+	out := make([]dcgm.GPUInfo, 0, len(ids))
+	for _, id := range ids {
+		info, err := read(id)
+		if err != nil {
+			if !acceptFake {
+				return nil, err
+			}
+			info = dcgm.GPUInfo{ID: id, UUID: "fake" + strconv.Itoa(int(id))}
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

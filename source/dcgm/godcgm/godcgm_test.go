@@ -125,3 +125,20 @@ func TestAutoFallsBackWithoutLibrary(t *testing.T) {
 	assert.Contains(t, err.Error(), "libdcgm.so.4 not found")
 	assert.Contains(t, err.Error(), "ERROR_LIBRARY_NOT_FOUND")
 }
+
+// dcgm-exporter's --fake-gpus (internal/pkg/deviceinfo/device_info.go,
+// initializeGPUInfo) keeps a GPU whose GetDeviceInfo fails, with GPU set to
+// its ID and UUID fake<ID>; without it the failure stops the start.
+func TestFakeGPUsAreKeptOnlyWhenAccepted(t *testing.T) {
+	read := func(id uint) (dcgm.GPUInfo, error) {
+		if id == 1 {
+			return dcgm.GPUInfo{}, errors.New("DCGM_ST_NOT_SUPPORTED")
+		}
+		return dcgm.GPUInfo{ID: id, UUID: "GPU-real"}, nil
+	}
+	got, err := gpuInfos([]uint{0, 1}, read, true)
+	require.NoError(t, err)
+	assert.Equal(t, []dcgm.GPUInfo{{ID: 0, UUID: "GPU-real"}, {ID: 1, UUID: "fake1"}}, got)
+	_, err = gpuInfos([]uint{0, 1}, read, false)
+	assert.ErrorContains(t, err, "DCGM_ST_NOT_SUPPORTED")
+}
