@@ -109,7 +109,7 @@ func flagCases() map[string]flagCase {
 		"kubernetes-pod-label-allowlist-regex": {value: "^team$,app", with: []string{"--kubernetes-enable-pod-labels"},
 			got: get(func(c *config.Config) any { return c.Kubernetes.PodLabels.Expr }), want: ".*(?:^team$).*|.*(?:app).*"},
 		"devices":                        {value: "g:0,1", got: get(func(c *config.Config) any { return c.Collection.Devices.GPUs.String() }), want: "g:0,1"},
-		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return c.Labels.NoHostname }), want: "true"},
+		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return len(c.Warnings) }), want: "1"},
 		"switch-devices":                 {value: "i:3-4", got: get(func(c *config.Config) any { return c.Collection.Devices.Switches.String() }), want: "i:3,4"},
 		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.DCGM.AcceptFakeGPUs }), want: "true"},
 		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},

@@ -137,7 +137,6 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 		Select:                  selectEntities(col.Devices, log),
 		ComputeInstances:        col.ComputeInstances,
 
-		NoHostname:               lab.NoHostname,
 		OldNamespace:             lab.OldNamespace,
 		ReplaceBlanksInModelName: lab.ReplaceBlanksInModelName,
 		Insight:                  cfg.Insight.Enabled,

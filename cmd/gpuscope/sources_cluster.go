@@ -183,10 +183,7 @@ func podLabelRoom(cfg *config.Config, set *counters.Set) (int, error) {
 func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
 	lab, k := cfg.Labels, cfg.Kubernetes
 	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
-		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Options: labelOptions(cfg)}
-	if !lab.NoHostname {
-		shape.HostnameLabel = lab.HostnameLabel
-	}
+		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Options: labelOptions(cfg), HostnameLabel: lab.HostnameLabel}
 	if cfg.Sim.Pods {
 		shape.EnricherLabels = append(shape.EnricherLabels, simpods.LabelNames...)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -178,7 +179,18 @@ func (b *builder) collection() {
 func (b *builder) labels() {
 	c, in := b.cfg, b.in
 	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != "", HostnameLabel: in.HostnameLabel,
-		NoHostname: in.NoHostname, OldNamespace: in.OldNamespace, ReplaceBlanksInModelName: in.ReplaceBlanks}
+		OldNamespace: in.OldNamespace, ReplaceBlanksInModelName: in.ReplaceBlanks}
+	if in.NoHostname {
+		// dcgm-exporter reads -n into its config and has used it nowhere
+		// since 4.0.0 (pkg/cmd/app.go; internal/pkg/hostname): every
+		// release writes the host label, so gpuscope does too.
+		b.warn(FlagNoHostname, "is ignored, as dcgm-exporter 4.x ignores it: series keep the host label")
+	}
+	if c.Labels.Hostname == "" && in.DCGMRemote != "" && !in.Kubernetes {
+		// Without Kubernetes the series describe the remote host engine's
+		// machine (internal/pkg/hostname/hostname.go, GetHostname).
+		c.Labels.Hostname = remoteHost(in.DCGMRemote)
+	}
 	if c.Labels.Hostname == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -186,6 +198,17 @@ func (b *builder) labels() {
 		}
 		c.Labels.Hostname = h
 	}
+}
+
+// remoteHost is the host part of a host engine address, or the address
+// itself when it has no port, as dcgm-exporter's parseRemoteHostname reads
+// it.
+func remoteHost(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return host
 }
 
 func (b *builder) logging() {

@@ -109,12 +109,12 @@ type Collection struct {
 
 // Labels shapes the identity labels.
 type Labels struct {
-	// Hostname is the Hostname label's value: the one given, else the host
-	// name. HostnameGiven says it was given (the node name in Kubernetes).
+	// Hostname is the Hostname label's value: the one given, else the
+	// remote host engine's host outside Kubernetes, else the host name.
+	// HostnameGiven says it was given (the node name in Kubernetes).
 	Hostname                 string
 	HostnameGiven            bool
 	HostnameLabel            string
-	NoHostname               bool
 	OldNamespace             bool
 	ReplaceBlanksInModelName bool
 }

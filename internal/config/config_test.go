@@ -155,6 +155,24 @@ func TestBuild(t *testing.T) {
 				assert.Equal(t, "gpu-node-7", c.Labels.Hostname)
 				assert.True(t, c.Labels.HostnameGiven)
 			}},
+		// dcgm-exporter's GetHostname (internal/pkg/hostname/hostname.go):
+		// with -r and without Kubernetes, the remote host engine's host.
+		{"a remote host engine names the host", func(in *Input) { in.Hostname, in.DCGMRemote = "", "gpu-node-9.lab:5555" },
+			func(t *testing.T, c *Config) { assert.Equal(t, "gpu-node-9.lab", c.Labels.Hostname) }},
+		{"a remote host engine without a port", func(in *Input) { in.Hostname, in.DCGMRemote = "", "gpu-node-9" },
+			func(t *testing.T, c *Config) { assert.Equal(t, "gpu-node-9", c.Labels.Hostname) }},
+		{"in Kubernetes the local node, not the remote host engine", func(in *Input) {
+			in.Hostname, in.DCGMRemote, in.Kubernetes = "", "10.0.0.2:5555", true
+		}, func(t *testing.T, c *Config) { assert.NotEqual(t, "10.0.0.2", c.Labels.Hostname) }},
+		{"a host name given wins", func(in *Input) { in.Hostname, in.DCGMRemote = "node-3", "10.0.0.2:5555" },
+			func(t *testing.T, c *Config) { assert.Equal(t, "node-3", c.Labels.Hostname) }},
+		// dcgm-exporter reads -n and has used it nowhere since 4.0.0.
+		{"-n is ignored, as dcgm-exporter ignores it", func(in *Input) {
+			in.NoHostname, in.Given = true, map[string]string{FlagNoHostname: "--no-hostname"}
+		}, func(t *testing.T, c *Config) {
+			assert.NotEmpty(t, c.Labels.Hostname)
+			assert.Equal(t, []Warning{{Flag: "--no-hostname", Message: "is ignored, as dcgm-exporter 4.x ignores it: series keep the host label"}}, c.Warnings)
+		}},
 		{"without one, the machine's", func(in *Input) { in.Hostname = "" },
 			func(t *testing.T, c *Config) {
 				assert.NotEmpty(t, c.Labels.Hostname)

@@ -63,7 +63,8 @@ type Options struct {
 	// (labelbudget.ExtraOption for the pod labels), so that a label-budget
 	// error says what to drop.
 	LabelOptions map[string]string
-	// NoHostname leaves the Hostname label out (dcgm-exporter's -n).
+	// NoHostname leaves the Hostname label out, as dcgm-exporter's -n did
+	// before 4.0.0; no flag sets it, since dcgm-exporter 4.x ignores -n.
 	NoHostname bool
 	// OldNamespace uses dcgm-exporter 1.x label names (its -o): uuid for
 	// UUID, pod_name, pod_namespace and container_name for pod, namespace

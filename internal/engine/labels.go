@@ -202,7 +202,7 @@ var (
 //
 // Under -o (OldNamespace) the GPU's UUID label is uuid; with
 // ReplaceBlanksInModelName the model name's blanks become dashes (toMetric,
-// getGPUModel); NoHostname (-n) or an empty host name leaves the host label
+// getGPUModel); NoHostname or an empty host name leaves the host label
 // out (writesHostname), as every template writes it only when set.
 //
 // In nvidia_gpu_exporter's layout GPUs and MIG instances carry uuid (and

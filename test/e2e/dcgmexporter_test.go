@@ -42,8 +42,8 @@ func scrapeUntil(t *testing.T, base, family string, timeout time.Duration) map[s
 }
 
 // TestDCGMExporterCommandLine runs a dcgm-exporter 1.x deployment's command
-// line unchanged on the sim: its 1.x counters file, -o (1.x labels), -n (no
-// host name), -d g:0,1 (GPUs 0 and 1 only), the device-name GPU IDs, and
+// line unchanged on the sim: its 1.x counters file, -o (1.x labels), -n
+// (ignored since dcgm-exporter 4.0.0), -d g:0,1 (GPUs 0 and 1 only), the device-name GPU IDs, and
 // --fake-gpus, which only the DCGM source reads (it warns here).
 func TestDCGMExporterCommandLine(t *testing.T) {
 	csv := filepath.Join(compattest.Dir(t), "1.x-compatibility-metrics.csv")
@@ -58,7 +58,8 @@ func TestDCGMExporterCommandLine(t *testing.T) {
 		gpus = append(gpus, labels["gpu"])
 		assert.NotEmpty(t, labels["uuid"], "1.x label uuid")
 		assert.NotContains(t, labels, "UUID")
-		assert.NotContains(t, labels, "Hostname")
+		// dcgm-exporter 4.x reads -n and ignores it: the host label stays.
+		assert.NotEmpty(t, labels["Hostname"], "-n is ignored, as in dcgm-exporter")
 	}
 	sort.Strings(gpus)
 	assert.Equal(t, []string{"0", "1"}, gpus)
