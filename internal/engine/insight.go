@@ -296,7 +296,7 @@ func (e *Engine) runInsight(ctx context.Context, every time.Duration) {
 var boundTails = func() [insight.NumClasses]string {
 	var t [insight.NumClasses]string
 	for c := insight.Class(0); c < insight.NumClasses; c++ {
-		t[c] = `,bound="` + c.String() + `"} `
+		t[c] = `,` + labelBound + `="` + c.String() + `"} `
 	}
 	return t
 }()

@@ -239,12 +239,6 @@ func identityOf(e *source.Entity, oldNamespace bool, layout counters.Layout) []i
 	return out
 }
 
-// familyLabels are the labels that families add after an entity's label set.
-var familyLabels = []string{
-	"stat", "xid", "xid_description", "err_code", "err_msg", "clock_event", "window_size_in_ms",
-	"health_watch", "health_error_code", "field", "bound", "peer_gpu", "link_status",
-}
-
 // identityNames are the identity labels of every entity kind, and both
 // spellings of the host label.
 var identityNames = func() []string {
@@ -260,7 +254,7 @@ var identityNames = func() []string {
 // withoutTakenNames leaves out the extra labels (pod labels) whose name
 // gpuscope already sets: an identity label of any entity kind, a label-type
 // field, an enricher's label (pod, namespace, container, ...) or a label a
-// family adds. dcgm-exporter skips a pod label named like one of its
+// family adds (familyLabelNames, filled as the families declare them). dcgm-exporter skips a pod label named like one of its
 // attributes (internal/pkg/transformation/kubernetes.go); the others it would
 // write twice or let replace a field's value, so here they are left out too.
 func withoutTakenNames(extra []enrich.Label, p *plan, enr []enricherLabels) []enrich.Label {
@@ -270,10 +264,8 @@ func withoutTakenNames(extra []enrich.Label, p *plan, enr []enricherLabels) []en
 				return true
 			}
 		}
-		for _, n := range familyLabels {
-			if n == name {
-				return true
-			}
+		if familyLabelNames[name] {
+			return true
 		}
 		for _, f := range p.labelFields {
 			if f.Name == name {

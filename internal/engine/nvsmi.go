@@ -98,7 +98,7 @@ func (e *Engine) renderNvidiaSMI(buf []byte) []byte {
 					if last {
 						v = float64(x.lastSeen) / 1e9
 					}
-					b = appendSample(b, f.Name, labels, `,xid="`+gpuevents.XIDLabel(x.code)+`"} `, v)
+					b = appendSample(b, f.Name, labels, `,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, v)
 				}
 				return b
 			})

@@ -21,12 +21,12 @@ type renderScratch struct {
 var scratchPool = sync.Pool{New: func() any { return &renderScratch{} }}
 
 var statLabels = map[counters.Stat]string{
-	counters.StatMin: `,stat="min"} `,
-	counters.StatMax: `,stat="max"} `,
-	counters.StatAvg: `,stat="avg"} `,
-	counters.StatP50: `,stat="p50"} `,
-	counters.StatP90: `,stat="p90"} `,
-	counters.StatP99: `,stat="p99"} `,
+	counters.StatMin: `,` + labelStat + `="min"} `,
+	counters.StatMax: `,` + labelStat + `="max"} `,
+	counters.StatAvg: `,` + labelStat + `="avg"} `,
+	counters.StatP50: `,` + labelStat + `="p50"} `,
+	counters.StatP90: `,` + labelStat + `="p90"} `,
+	counters.StatP99: `,` + labelStat + `="p99"} `,
 }
 
 // clockEventTails close the label set of the clock-event families, one per
@@ -35,7 +35,7 @@ var statLabels = map[counters.Stat]string{
 var clockEventTails = func() [9]string {
 	var t [9]string
 	for i, ce := range gpuevents.ClockEvents {
-		t[i] = `,clock_event="` + ce.Name + `"} `
+		t[i] = `,` + labelClockEvent + `="` + ce.Name + `"} `
 	}
 	return t
 }()
@@ -195,9 +195,13 @@ func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
 			for _, r := range es.health {
 				b = append(b, f.Name...)
 				b = append(b, labels...)
-				b = append(b, `,health_watch="`...)
+				b = append(b, ',')
+				b = append(b, labelHealthWatch...)
+				b = append(b, `="`...)
 				b = append(b, escapeLabel(r.Watch)...)
-				b = append(b, `",health_error_code="`...)
+				b = append(b, `",`...)
+				b = append(b, labelHealthErrorCode...)
+				b = append(b, `="`...)
 				b = append(b, escapeLabel(r.ErrorCode)...)
 				b = append(b, `"} `...)
 				b = strconv.AppendInt(b, int64(r.Result), 10)
@@ -226,9 +230,13 @@ func (e *Engine) renderP2P(buf []byte, now int64) []byte {
 			for _, l := range es.p2p {
 				b = append(b, f.Name...)
 				b = append(b, labels...)
-				b = append(b, `,peer_gpu="`...)
+				b = append(b, ',')
+				b = append(b, labelPeerGPU...)
+				b = append(b, `="`...)
 				b = strconv.AppendInt(b, int64(l.Peer), 10)
-				b = append(b, `",link_status="`...)
+				b = append(b, `",`...)
+				b = append(b, labelLinkStatus...)
+				b = append(b, `="`...)
 				b = append(b, source.P2PStatusName(l.Status)...)
 				b = append(b, `"} `...)
 				b = strconv.AppendInt(b, int64(l.Status), 10)
@@ -282,7 +290,7 @@ func (e *Engine) renderXIDCount(buf []byte, f *counters.Field, now int64) []byte
 	// one series per XID seen; a GPU with none gets one series of value
 	// 0 without an xid label.
 	since := now - int64(e.opts.XIDWindow)
-	win := `,window_size_in_ms="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
+	win := `,` + labelWindowSize + `="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
 	buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
 		func(b []byte, es *entityState, labels string) []byte {
 			if es = expEntity(es); es == nil {
@@ -295,7 +303,7 @@ func (e *Engine) renderXIDCount(buf []byte, f *counters.Field, now int64) []byte
 					continue
 				}
 				seen = true
-				b = appendSample(b, f.Name, labels, win+`,xid="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+				b = appendSample(b, f.Name, labels, win+`,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
 			}
 			if !seen {
 				b = appendSample(b, f.Name, labels, win+"} ", 0)
@@ -344,11 +352,11 @@ func (e *Engine) renderClockEventsCount(buf []byte, f *counters.Field, now int64
 	// clock_event label. A GPU whose samples all have no bit set gets no
 	// series, as there.
 	since := now - int64(e.opts.ClockEventsWindow)
-	win := `window_size_in_ms="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
+	win := labelWindowSize + `="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
 	// The label tails are built once per render, not per GPU.
 	var tails [len(clockEventTails)]string
 	for i, ce := range gpuevents.ClockEvents {
-		tails[i] = `,clock_event="` + ce.Name + `",` + win + `} `
+		tails[i] = `,` + labelClockEvent + `="` + ce.Name + `",` + win + `} `
 	}
 	zero := "," + win + "} "
 	var counts [9]int
@@ -457,9 +465,13 @@ func appendXIDSample(buf []byte, name, labels string, v float64) []byte {
 	}
 	buf = append(buf, name...)
 	buf = append(buf, labels...)
-	buf = append(buf, `,err_code="`...)
+	buf = append(buf, ',')
+	buf = append(buf, labelErrCode...)
+	buf = append(buf, `="`...)
 	buf = strconv.AppendUint(buf, code, 10)
-	buf = append(buf, `",err_msg="`...)
+	buf = append(buf, `",`...)
+	buf = append(buf, labelErrMsg...)
+	buf = append(buf, `="`...)
 	buf = append(buf, escapeLabel(gpuevents.XIDDescription(code))...)
 	buf = append(buf, `"} `...)
 	buf = appendFloat(buf, v)

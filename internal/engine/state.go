@@ -226,7 +226,7 @@ func (es *entityState) addXID(code uint64, ts int64) {
 	}
 	es.xids = append(es.xids, xidCount{
 		code: code, total: 1, lastSeen: ts,
-		label: `,xid="` + gpuevents.XIDLabel(code) + `",xid_description="` + escapeLabel(gpuevents.XIDDescription(code)) + `"`,
+		label: `,` + labelXID + `="` + gpuevents.XIDLabel(code) + `",` + labelXIDDescription + `="` + escapeLabel(gpuevents.XIDDescription(code)) + `"`,
 	})
 	sort.Slice(es.xids, func(i, j int) bool { return es.xids[i].code < es.xids[j].code })
 }
