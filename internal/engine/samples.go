@@ -131,6 +131,7 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 			Name: q.Fields[i], Unit: infos[i].Unit, IntervalNS: int64(p.slots[si].interval), Help: infos[i].Help,
 		})
 	}
+	total := 0
 	for _, es := range e.order {
 		if !q.WantsGPU(es.ent.GPU) {
 			continue
@@ -152,6 +153,11 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 			var vals []float64
 			s.T, vals = r.AppendSince(since, s.T, vals)
 			s.V = vals
+			// Past the bound the answer is refused anyway: stop copying
+			// before it holds more than one ring's worth past it.
+			if total += len(s.T); q.MaxSamples > 0 && total > q.MaxSamples {
+				return nil, &samples.TooLargeError{MaxSamples: q.MaxSamples}
+			}
 			if s.V == nil {
 				s.V = samples.Values{}
 			}

@@ -33,6 +33,24 @@ type Query struct {
 	// After, when set, overrides Since per series, keyed by SeriesKey: a
 	// stream keeps the last timestamp it sent of every series.
 	After map[string]int64
+	// MaxSamples, when above 0, bounds the samples of the answer: the
+	// source stops copying past it and answers a *TooLargeError. The server
+	// sets it from its byte bound; it is not a URL parameter.
+	MaxSamples int
+}
+
+// MinSampleBytes is the fewest bytes one sample takes in the JSON answer: a
+// nanosecond timestamp of 19 digits and a one-digit value, each with its
+// comma. An answer of more than maxBytes/MinSampleBytes samples cannot fit
+// in maxBytes.
+const MinSampleBytes = 22
+
+// TooLargeError is an answer that would hold more samples than the query's
+// MaxSamples.
+type TooLargeError struct{ MaxSamples int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the answer holds more than %d samples", e.MaxSamples)
 }
 
 // SeriesKey names one series of an answer: the entity's key and the field.
@@ -75,12 +93,14 @@ func ParseQuery(v url.Values) (Query, error) {
 	gseen := map[int]bool{}
 	for _, raw := range v["gpu"] {
 		for _, g := range strings.Split(raw, ",") {
-			g = strings.TrimSpace(g)
+			// No blanks are trimmed: a "+" in a URL is a blank, and
+			// gpu=+1 must not pass for gpu=1.
 			if g == "" {
 				continue
 			}
-			n, err := strconv.Atoi(g)
-			if err != nil || n < 0 {
+			n64, err := parseIndex(g)
+			n := int(n64)
+			if err != nil || int64(n) != n64 {
 				return q, fmt.Errorf("gpu %q: want a GPU index (0, 1, ...)", g)
 			}
 			if gseen[n] {
@@ -94,14 +114,31 @@ func ParseQuery(v url.Values) (Query, error) {
 		}
 	}
 	sort.Ints(q.GPUs)
+	if n := len(v["since"]); n > 1 {
+		return q, fmt.Errorf("since: given %d times; give it once", n)
+	}
 	if s := v.Get("since"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
+		n, err := parseIndex(s)
+		if err != nil {
 			return q, fmt.Errorf("since %q: want Unix time in nanoseconds, e.g. since=%d", s, int64(1700000000000000000))
 		}
 		q.Since = n
 	}
 	return q, nil
+}
+
+// parseIndex reads a number written one way only: decimal digits, no sign
+// and no leading zero, so that "-0", "+1" and "01" do not pass for 0 and 1.
+func parseIndex(s string) (int64, error) {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, strconv.ErrSyntax
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, strconv.ErrSyntax
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }
 
 // Values encodes NaN and infinities as JSON null, which encoding/json
@@ -171,16 +208,18 @@ type Entity struct {
 	GPU  int    `json:"gpu"`
 	// Labels are the entity's labels as /metrics shows them: identity,
 	// label-type fields, and the enrichers' (pod, namespace, container, job).
-	Labels map[string]string `json:"labels"`
+	// In stream events they are left out while unchanged (StreamEncoder).
+	Labels map[string]string `json:"labels,omitempty"`
 	Series []Series          `json:"series"`
 }
 
 // Result is the answer of /api/v1/samples and the data of one stream event.
 type Result struct {
 	// Now is the server's clock when the answer was built (Unix ns).
-	Now      int64    `json:"now"`
-	Hostname string   `json:"hostname,omitempty"`
-	Fields   []Field  `json:"fields"`
+	Now      int64  `json:"now"`
+	Hostname string `json:"hostname,omitempty"`
+	// In stream events they are left out while unchanged (StreamEncoder).
+	Fields   []Field  `json:"fields,omitempty"`
 	Entities []Entity `json:"entities"`
 }
 
@@ -212,7 +251,24 @@ func Decode(data []byte) (*Result, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("decoding samples: %w", err)
 	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("decoding samples: %w", err)
+	}
+	r.sanitize()
 	return &r, nil
+}
+
+// check refuses what a client could not show without guessing: a series
+// whose timestamps and values differ in number.
+func (r *Result) check() error {
+	for _, e := range r.Entities {
+		for _, s := range e.Series {
+			if len(s.T) != len(s.V) {
+				return fmt.Errorf("entity %q field %q: %d timestamps and %d values", e.Key, s.Field, len(s.T), len(s.V))
+			}
+		}
+	}
+	return nil
 }
 
 // FieldError is a query's field that cannot be answered, with the reason a

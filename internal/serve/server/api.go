@@ -4,10 +4,8 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"net"
+	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +19,17 @@ type SampleSource interface {
 	// Updated returns a channel closed when the next samples are in.
 	Updated() <-chan struct{}
 }
+
+// DefaultMaxRequests is the number of /api/v1/samples answers built at
+// once when the options do not say. Each holds a copy of the samples it
+// answers with and their JSON, so a few at once keep memory within the
+// chart's limit while scrapes stay fast.
+const DefaultMaxRequests = 4
+
+// DefaultMaxResponseBytes bounds one /api/v1/samples answer (and the first
+// event of a stream) when the options do not say: a full 15 s window of 16
+// fields on 8 GPUs with MIG is about 4 MB.
+const DefaultMaxResponseBytes = 16 << 20
 
 // DefaultMaxStreams is the number of /api/v1/stream clients served at once
 // when the options do not say.
@@ -36,9 +45,10 @@ const defaultStreamWriteTimeout = 10 * time.Second
 const streamKeepAlive = 15 * time.Second
 
 type apiMetrics struct {
-	streams        prometheus.Gauge
-	streamsRefused prometheus.Counter
-	streamDrops    *prometheus.CounterVec
+	streams         prometheus.Gauge
+	streamsRefused  prometheus.Counter
+	streamDrops     *prometheus.CounterVec
+	requestsRefused *prometheus.CounterVec
 }
 
 func newAPIMetrics() *apiMetrics {
@@ -57,13 +67,19 @@ func newAPIMetrics() *apiMetrics {
 				defaultStreamWriteTimeout.String() + " to send) or lagged (the rings overwrote samples the client had not read).",
 		}, []string{"reason"}),
 	}
+	m.requestsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuscope_api_requests_refused_total",
+		Help: "/api/v1/samples and /api/v1/stream requests refused, by reason: busy (--api-max-requests answers were being built, 429) or too_large (the answer would pass --api-max-bytes, 413).",
+	}, []string{"reason"})
 	m.streamDrops.WithLabelValues("slow")
 	m.streamDrops.WithLabelValues("lagged")
+	m.requestsRefused.WithLabelValues("busy")
+	m.requestsRefused.WithLabelValues("too_large")
 	return m
 }
 
 func (m *apiMetrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.streams, m.streamsRefused, m.streamDrops} {
+	for _, c := range []prometheus.Collector{m.streams, m.streamsRefused, m.streamDrops, m.requestsRefused} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -88,15 +104,27 @@ func apiError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// queryError answers a bad query: 400 with the reason for the user's
-// mistakes, 500 for anything else.
-func queryError(w http.ResponseWriter, err error) {
+// queryError answers a query the source refused: 400 with the reason for
+// the user's mistakes, 413 for an answer past the byte bound, 500 for
+// anything else.
+func (s *Server) queryError(w http.ResponseWriter, err error) {
 	var fe *samples.FieldError
-	if errors.As(err, &fe) {
+	var tl *samples.TooLargeError
+	switch {
+	case errors.As(err, &fe):
 		apiError(w, http.StatusBadRequest, err.Error())
-		return
+	case errors.As(err, &tl):
+		s.tooLarge(w)
+	default:
+		apiError(w, http.StatusInternalServerError, err.Error())
 	}
-	apiError(w, http.StatusInternalServerError, err.Error())
+}
+
+// tooLarge answers 413 with the ways to ask for less.
+func (s *Server) tooLarge(w http.ResponseWriter) {
+	s.api.requestsRefused.WithLabelValues("too_large").Inc()
+	apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the answer would be larger than %d bytes (--api-max-bytes): "+
+		"ask for fewer fields (field=), fewer GPUs (gpu=) or a shorter past (since= a later Unix time in ns)", s.opts.MaxResponseBytes))
 }
 
 // samplesQuery checks what /api/v1/samples and /api/v1/stream both need
@@ -115,6 +143,9 @@ func (s *Server) samplesQuery(w http.ResponseWriter, r *http.Request) (samples.Q
 		apiError(w, http.StatusBadRequest, err.Error())
 		return samples.Query{}, false
 	}
+	// An answer of more samples than this cannot fit in the byte bound,
+	// so the engine stops copying there.
+	q.MaxSamples = max(1, s.opts.MaxResponseBytes/samples.MinSampleBytes)
 	return q, true
 }
 
@@ -123,14 +154,27 @@ func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	select {
+	case s.requestSlots <- struct{}{}:
+		defer func() { <-s.requestSlots }()
+	default:
+		s.api.requestsRefused.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusTooManyRequests, fmt.Sprintf("at most %d answers are built at once (--api-max-requests); retry in a second", cap(s.requestSlots)))
+		return
+	}
 	res, err := s.opts.Samples.Samples(q)
 	if err != nil {
-		queryError(w, err)
+		s.queryError(w, err)
 		return
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "encoding the samples: "+err.Error())
+		return
+	}
+	if len(body) > s.opts.MaxResponseBytes {
+		s.tooLarge(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -144,123 +188,6 @@ func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = gz.Write(body)
 	if err := gz.Close(); err != nil {
 		s.opts.Log.WithError(err).Debug("Writing /api/v1/samples to the client failed")
-	}
-}
-
-// stream serves /api/v1/stream: server-sent events, one "samples" event per
-// collection with the samples each series gained since the last event. The
-// rings are the buffer: a stream keeps only a cursor per series.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
-	q, ok := s.samplesQuery(w, r)
-	if !ok {
-		return
-	}
-	sinceGiven := r.URL.Query().Get("since") != ""
-	// The first read checks the fields before the response is committed,
-	// so a bad field is a 400 and not an event.
-	res, err := s.opts.Samples.Samples(q)
-	if err != nil {
-		queryError(w, err)
-		return
-	}
-	select {
-	case s.streamSlots <- struct{}{}:
-	default:
-		s.api.streamsRefused.Inc()
-		apiError(w, http.StatusTooManyRequests, "at most "+strconv.Itoa(cap(s.streamSlots))+" streams at once (--api-max-streams)")
-		return
-	}
-	defer func() { <-s.streamSlots }()
-	s.api.streams.Inc()
-	defer s.api.streams.Dec()
-
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	log := s.opts.Log.WithField("remote", r.RemoteAddr)
-	// The headers go out now, so the client knows the stream is open
-	// before the first samples are in.
-	if err := rc.Flush(); err != nil {
-		return
-	}
-
-	send := func(b []byte) bool {
-		// The server's WriteTimeout would cut a long stream; each write
-		// gets its own deadline instead.
-		if err := rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			log.WithError(err).Debug("Setting the stream write deadline failed")
-		}
-		_, err := w.Write(b)
-		if err == nil {
-			err = rc.Flush()
-		}
-		if err != nil {
-			// A client that left is no news; one whose write timed out
-			// did not keep up.
-			var ne net.Error
-			if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-				s.api.streamDrops.WithLabelValues("slow").Inc()
-				log.WithError(err).Info("Dropping a stream client that does not keep up")
-			}
-			return false
-		}
-		return true
-	}
-
-	cursors := map[string]int64{}
-	if !sinceGiven {
-		// Without since the stream starts now: the rings' past is what
-		// /api/v1/samples is for.
-		advance(cursors, res)
-		res = nil
-	}
-	keepAlive := time.NewTicker(streamKeepAlive)
-	defer keepAlive.Stop()
-	var buf []byte
-	for {
-		updated := s.opts.Samples.Updated()
-		if res == nil {
-			q.After = cursors
-			if res, err = s.opts.Samples.Samples(q); err != nil {
-				// A reload dropped a field of the stream.
-				buf = appendEvent(buf[:0], "error", mustJSON(map[string]string{"error": err.Error()}))
-				send(buf)
-				return
-			}
-		}
-		if lagged(res) {
-			s.api.streamDrops.WithLabelValues("lagged").Inc()
-			buf = appendEvent(buf[:0], "error", mustJSON(map[string]string{"error": "the client fell behind the rings and lost samples; reconnect with since= the last timestamp read"}))
-			send(buf)
-			return
-		}
-		if res.Len() > 0 {
-			body, err := json.Marshal(res)
-			if err != nil {
-				log.WithError(err).Warn("Encoding stream samples failed")
-				return
-			}
-			buf = appendEvent(buf[:0], "samples", body)
-			if !send(buf) {
-				return
-			}
-		}
-		advance(cursors, res)
-		res = nil
-		select {
-		case <-updated:
-		case <-keepAlive.C:
-			if !send([]byte(": keep-alive\n\n")) {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.shutdown:
-			return
-		}
 	}
 }
 

@@ -55,6 +55,12 @@ type Options struct {
 	// MaxStreams bounds the /api/v1/stream clients served at once;
 	// DefaultMaxStreams when 0.
 	MaxStreams int
+	// MaxRequests bounds the /api/v1/samples answers built at once;
+	// DefaultMaxRequests when 0.
+	MaxRequests int
+	// MaxResponseBytes bounds one /api/v1/samples answer and the first
+	// event of a stream; DefaultMaxResponseBytes when 0.
+	MaxResponseBytes int
 	// StreamWriteTimeout is how long one stream event may take to reach
 	// its client before the client is dropped; 10 s when 0.
 	StreamWriteTimeout time.Duration
@@ -103,8 +109,9 @@ type Server struct {
 	mux    *http.ServeMux
 	bodies coalescer
 
-	api         *apiMetrics
-	streamSlots chan struct{}
+	api          *apiMetrics
+	streamSlots  chan struct{}
+	requestSlots chan struct{}
 	// shutdown is closed when the HTTP server shuts down, ending streams
 	// that would otherwise hold the shutdown until its timeout.
 	shutdown     chan struct{}
@@ -132,8 +139,15 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = DefaultMaxStreams
 	}
+	if opts.MaxRequests <= 0 {
+		opts.MaxRequests = DefaultMaxRequests
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), api: newAPIMetrics(),
-		streamSlots: make(chan struct{}, opts.MaxStreams), shutdown: make(chan struct{})}
+		streamSlots: make(chan struct{}, opts.MaxStreams), requestSlots: make(chan struct{}, opts.MaxRequests),
+		shutdown: make(chan struct{})}
 	if opts.Registerer != nil {
 		if err := s.api.register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("registering the API metrics: %w", err)
