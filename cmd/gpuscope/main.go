@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/config"
+	"github.com/gpuscope/gpuscope/internal/serve/sighup"
 )
 
 func main() {
@@ -108,7 +109,7 @@ func newAppWith(action func(context.Context, *config.Config) error) *cli.App {
 			}
 			return action(c.Context, cfg)
 		},
-		Commands: []*cli.Command{countersCommand(), profilingCommand(), captureCommand(), topCommand()},
+		Commands: releaseHUP(countersCommand(), profilingCommand(), captureCommand(), topCommand()),
 	}
 }
 
@@ -145,4 +146,20 @@ func typedName(args, names []string) string {
 		}
 	}
 	return "--" + name
+}
+
+// releaseHUP gives SIGHUP back its default action in the commands other
+// than serving: a terminal's hangup ends them.
+func releaseHUP(cmds ...*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		before := c.Before
+		c.Before = func(ctx *cli.Context) error {
+			sighup.Release()
+			if before != nil {
+				return before(ctx)
+			}
+			return nil
+		}
+	}
+	return cmds
 }

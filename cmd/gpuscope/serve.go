@@ -23,6 +23,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/internal/serve/reload"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
+	"github.com/gpuscope/gpuscope/internal/serve/sighup"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -155,8 +156,9 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 // startReload reloads the counters file on SIGHUP and when it changes.
 // Counters from the built-in set or a ConfigMap are read once.
 func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, reg *prometheus.Registry, log *logrus.Entry) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	// The handler has been installed since the process started; a SIGHUP
+	// that came meanwhile is waiting in the channel and reloads now.
+	hup := sighup.Channel()
 	if path := cfg.Counters.File; path != "" && cfg.Counters.ConfigMap == nil {
 		w := reload.New(path, eng.Reload, cfg.Counters.ReloadPoll, log.WithField("component", "reload"))
 		reg.MustRegister(w)
