@@ -122,8 +122,22 @@ func runCapture(c *cli.Context) error {
 		return fmt.Errorf("capture: no sample recorded from %s (a field without a WINDOW STATS column keeps samples "+
 			"from the first request that names it: run again, or record with --duration)", client.Base)
 	}
-	if err := writeCapture(capt, output, format, c.App.Writer, capture.Meta{Version: version.Version, Address: client.Base}); err != nil {
-		return fmt.Errorf("capture: writing %s: %w", output, err)
+	// A signal that ended the recording is spent; a new one ends the
+	// writing, which a chart of many samples can make long.
+	stop()
+	wctx, wstop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer wstop()
+	done := make(chan error, 1)
+	go func() {
+		done <- writeCapture(capt, output, format, c.App.Writer, capture.Meta{Version: version.Version, Address: client.Base})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("capture: writing %s: %w", output, err)
+		}
+	case <-wctx.Done():
+		return fmt.Errorf("capture: interrupted while writing %s; it is incomplete", output)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "capture: wrote %d samples of %d fields on %d entities to %s (%s)\n",
 		capt.Len(), len(capt.Fields), len(capt.Entities), output, format)

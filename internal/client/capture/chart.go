@@ -29,6 +29,34 @@ func ChartSize(n int) (w, h int) {
 	return int(math.Round(float64(ChartWidth / vg.Inch * ChartDPI))), int(math.Round(float64(ChartPanelHeight * vg.Length(n) / vg.Inch * ChartDPI)))
 }
 
+// maxChartValue bounds the values a chart draws: the plot library computes
+// ticks over the span of the values, and a span that overflows a float
+// (values near ±1.7e308, which no GPU field reaches) makes it panic or
+// search for ticks forever. The trace and CSV formats have no such bound.
+const maxChartValue = 1e300
+
+// chartRange returns the finite values' span of a field's series, or an
+// error when it is too wide to draw.
+func chartRange(c *Capture, field string) error {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, e := range c.Entities {
+		for _, s := range e.Series {
+			if s.Field != field || e.Kind != "gpu" {
+				continue
+			}
+			for _, v := range s.V {
+				if !math.IsNaN(v) && !math.IsInf(v, 0) {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+			}
+		}
+	}
+	if lo < -maxChartValue || hi > maxChartValue {
+		return fmt.Errorf("chart of %s: values from %g to %g cannot be drawn (past ±%g); write a trace or CSV instead", field, lo, hi, maxChartValue)
+	}
+	return nil
+}
+
 // WriteChart draws one panel per field, one line per GPU (GPU entities
 // only: MIG instances and links would crowd the lines), time in seconds
 // since the first sample on x and the field's unit on y, as "svg" or "png".
@@ -42,6 +70,9 @@ func WriteChart(w io.Writer, c *Capture, format string) error {
 	}
 	var plots [][]*plot.Plot
 	for _, f := range c.Fields {
+		if err := chartRange(c, f.Name); err != nil {
+			return err
+		}
 		p := plot.New()
 		p.Title.Text = f.Name
 		// Every panel spans the whole capture, so they line up in time.

@@ -135,10 +135,16 @@ func WriteTrace(w io.Writer, c *Capture, meta Meta) error {
 }
 
 // appendMicros writes Unix nanoseconds as microseconds with three decimals,
-// exact for any time this century.
+// exact for any time this century; a time before 1970 gets a sign in
+// front, so the number stays valid JSON.
 func appendMicros(b []byte, ns int64) []byte {
-	b = strconv.AppendInt(b, ns/1000, 10)
-	frac := ns % 1000
+	u := uint64(ns)
+	if ns < 0 {
+		b = append(b, '-')
+		u = -u // exact for math.MinInt64 too, in uint64
+	}
+	b = strconv.AppendUint(b, u/1000, 10)
+	frac := u % 1000
 	b = append(b, '.')
 	b = append(b, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
 	return b

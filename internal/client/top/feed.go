@@ -14,11 +14,20 @@ const RetryEvery = time.Second
 
 // Feed reads the server into the view until ctx ends: which fields it
 // serves, what its rings hold, then the stream. When the server goes away
-// it says so and tries again every RetryEvery.
+// it says so and tries again every RetryEvery, unless asking again would
+// get the same answer.
 func Feed(ctx context.Context, c *samples.Client, send func(tea.Msg)) {
 	for ctx.Err() == nil {
 		err := feedOnce(ctx, c, send)
 		if ctx.Err() != nil {
+			return
+		}
+		if samples.Permanent(err) {
+			// The same question would get the same answer (too large, a
+			// wrong password): say so once instead of downloading it again
+			// every second.
+			send(DownMsg{Err: err})
+			<-ctx.Done()
 			return
 		}
 		send(DownMsg{Err: err, Retry: RetryEvery})

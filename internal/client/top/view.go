@@ -235,18 +235,29 @@ func (m *Model) gpuCount() int {
 func (m *Model) banner() []string {
 	switch {
 	case m.downErr != nil:
-		msg := fmt.Sprintf("✖ %s unreachable for %s: %v · reconnecting every %s · the values below are the last seen",
-			m.Address, m.now().Sub(m.downAt).Truncate(time.Second), m.downErr, m.retry)
+		again := fmt.Sprintf("reconnecting every %s · the values below are the last seen", m.retry)
+		if m.retry <= 0 {
+			again = "not retrying: the same question would get the same answer; restart top to ask again"
+		}
+		msg := fmt.Sprintf("✖ %s unreachable for %s: %v · %s",
+			m.Address, m.now().Sub(m.downAt).Truncate(time.Second), m.downErr, again)
 		var se *samples.StatusError
 		if errors.As(m.downErr, &se) {
 			// The server answers but refuses: say why, and what to give
 			// when it wants a password.
-			msg = fmt.Sprintf("✖ %s answered %d %s: %s · retrying every %s", m.Address, se.Code, http.StatusText(se.Code), se.Msg, m.retry)
+			msg = fmt.Sprintf("✖ %s answered %d %s: %s", m.Address, se.Code, http.StatusText(se.Code), se.Msg)
 			if se.Code == http.StatusUnauthorized {
 				msg += " · give --username and --password"
 			}
+			if m.retry > 0 {
+				again = fmt.Sprintf("retrying every %s", m.retry)
+			}
+			msg += " · " + again
+		} else if m.retry <= 0 {
+			msg = fmt.Sprintf("✖ %s: %v · %s", m.Address, m.downErr, again)
 		}
-		return []string{styleBanner.Render(fit(msg, m.width))}
+		// The error can quote what the server sent.
+		return []string{styleBanner.Render(fit(samples.Printable(msg), m.width))}
 	case !m.up:
 		return []string{styleDim.Render(fit("connecting to "+m.Address+" …", m.width))}
 	}
