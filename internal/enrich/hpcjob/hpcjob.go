@@ -8,6 +8,7 @@ package hpcjob
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,9 +32,11 @@ import (
 const LabelJob = "hpc_job"
 
 // Bounds on what is read, so a stray file in the directory cannot make a
-// refresh allocate without limit.
+// refresh allocate without limit. Every entry of the directory is looked
+// at; maxFiles bounds the GPU and MIG files kept.
 const (
 	maxFiles       = 4096
+	dirBatch       = 1024
 	maxFileBytes   = 64 << 10
 	maxJobsPerFile = 64
 	maxJobIDLen    = 128
@@ -42,6 +46,16 @@ const (
 // DefaultInterval is the period of the background refresh.
 const DefaultInterval = 5 * time.Second
 
+// DefaultReadTimeout bounds one read of the directory and its files: a
+// local directory reads in milliseconds, one that takes seconds is a hung
+// network mount.
+const DefaultReadTimeout = 5 * time.Second
+
+// settleTime is how long after its last change a file that reads empty or
+// unparsable keeps the jobs last read from it: a prolog that rewrites it
+// in place leaves it empty between truncating and writing.
+const settleTime = time.Second
+
 var fileNameRe = regexp.MustCompile(`^(\d+)(?:\.(\d+))?$`)
 
 // Option changes a default of New.
@@ -50,14 +64,24 @@ type Option func(*Enricher)
 // WithInterval sets the refresh period.
 func WithInterval(d time.Duration) Option { return func(e *Enricher) { e.interval = d } }
 
+// WithReadTimeout bounds each read of the directory.
+func WithReadTimeout(d time.Duration) Option { return func(e *Enricher) { e.readTimeout = d } }
+
 // WithLogger sets the logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(e *Enricher) { e.log = l } }
 
 // Enricher implements enrich.Enricher with the hpc_job label.
 type Enricher struct {
-	dir      string
-	interval time.Duration
-	log      logrus.FieldLogger
+	dir         string
+	interval    time.Duration
+	readTimeout time.Duration
+	log         logrus.FieldLogger
+	now         func() time.Time
+	// open opens a mapping file for reading; openRegular.
+	open func(path string) (io.ReadCloser, error)
+	// inflight is closed when a read that outlived its timeout returns;
+	// no other read starts before it has.
+	inflight chan struct{}
 
 	jobs atomic.Pointer[map[string][]string]
 	gen  atomic.Uint64
@@ -77,16 +101,19 @@ func New(dir string, opts ...Option) (*Enricher, error) {
 		return nil, fmt.Errorf("job mapping directory: empty path")
 	}
 	e := &Enricher{
-		dir:      dir,
-		interval: DefaultInterval,
-		log:      logrus.StandardLogger(),
-		logged:   logonce.New(maxLogged),
+		dir:         dir,
+		interval:    DefaultInterval,
+		readTimeout: DefaultReadTimeout,
+		log:         logrus.StandardLogger(),
+		now:         time.Now,
+		open:        openRegular,
+		logged:      logonce.New(maxLogged),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuscope_hpc_job_mapping_errors_total",
 			Help: "Failed reads of the HPC job mapping directory or its files.",
 		}),
 		upDesc: prometheus.NewDesc("gpuscope_hpc_job_mapping_up",
-			"1 while the HPC job mapping directory can be read.", nil, nil),
+			"1 while the HPC job mapping directory can be read within the read timeout; 0 when it cannot and series go without hpc_job.", nil, nil),
 		gpuDesc: prometheus.NewDesc("gpuscope_hpc_job_mapping_files",
 			"GPU or MIG instance files with at least one job in the mapping directory.", nil, nil),
 	}
@@ -95,6 +122,9 @@ func New(dir string, opts ...Option) (*Enricher, error) {
 	}
 	if e.interval < 100*time.Millisecond {
 		return nil, fmt.Errorf("hpc job mapping refresh interval %s is below 100ms", e.interval)
+	}
+	if e.readTimeout <= 0 {
+		return nil, fmt.Errorf("hpc job mapping read timeout %s: must be above 0", e.readTimeout)
 	}
 	e.log = e.log.WithField("component", "hpcjob")
 	empty := map[string][]string{}
@@ -171,14 +201,16 @@ func (e *Enricher) Run(ctx context.Context) error {
 }
 
 // Refresh reads the directory once and publishes the mapping. A directory
-// that cannot be read clears the labels: stale job IDs would be wrong.
+// that cannot be read, or not within the read timeout, clears the labels:
+// stale job IDs would be wrong.
 func (e *Enricher) Refresh() error {
-	next, err := e.read()
+	prev := *e.jobs.Load()
+	next, err := e.readBounded(prev)
 	if err != nil {
 		e.errors.Inc()
 		e.up.Store(false)
-		e.logOnce("dir", func() {
-			e.log.WithError(err).Warn("cannot read the HPC job mapping directory; series go without hpc_job (logged once)")
+		e.logOnce("dir/"+err.Error(), func() {
+			e.log.WithError(err).Warn("cannot read the HPC job mapping directory; series go without hpc_job (logged once per problem)")
 		})
 		next = map[string][]string{}
 	} else {
@@ -191,25 +223,90 @@ func (e *Enricher) Refresh() error {
 	return err
 }
 
-func (e *Enricher) read() (map[string][]string, error) {
+// readBounded reads the directory within the read timeout. A read past it
+// is left to finish on its own, and no other starts until it has: at most
+// one goroutine is ever stuck on the directory.
+func (e *Enricher) readBounded(prev map[string][]string) (map[string][]string, error) {
+	if e.inflight != nil {
+		select {
+		case <-e.inflight:
+			e.inflight = nil
+		default:
+			return nil, fmt.Errorf("job mapping directory %s: an earlier read has not returned after %s (no answer)", e.dir, e.readTimeout)
+		}
+	}
+	type result struct {
+		m   map[string][]string
+		err error
+	}
+	done := make(chan struct{})
+	res := make(chan result, 1)
+	go func() {
+		defer close(done)
+		m, err := e.read(prev)
+		res <- result{m, err}
+	}()
+	timer := time.NewTimer(e.readTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-res:
+		return r.m, r.err
+	case <-timer.C:
+		e.inflight = done
+		return nil, fmt.Errorf("job mapping directory %s: no answer after %s", e.dir, e.readTimeout)
+	}
+}
+
+// names returns the GPU and MIG file names of the directory, looking at
+// every entry, at most maxFiles of them.
+func (e *Enricher) names() ([]string, error) {
 	d, err := os.Open(e.dir)
 	if err != nil {
 		return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(maxFiles)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
+	var out []string
+	for {
+		batch, err := d.Readdirnames(dirBatch)
+		for _, n := range batch {
+			if !fileNameRe.MatchString(n) {
+				continue
+			}
+			if len(out) == maxFiles {
+				e.logOnce("too-many", func() {
+					e.log.WithField("max", maxFiles).Warn("the HPC job mapping directory has more GPU files than are read; the others are left out (logged once)")
+				})
+				return out, nil
+			}
+			out = append(out, n)
+		}
+		if err == io.EOF || (err == nil && len(batch) == 0) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
+		}
+	}
+}
+
+func (e *Enricher) read(prev map[string][]string) (map[string][]string, error) {
+	names, err := e.names()
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string][]string, len(names))
 	for _, n := range names {
-		if !fileNameRe.MatchString(n) {
+		path := filepath.Join(e.dir, n)
+		jobs, err := e.readJobs(path)
+		if (err != nil || len(jobs) == 0) && len(prev[n]) > 0 && e.midWrite(path) {
+			out[n] = prev[n]
 			continue
 		}
-		jobs, err := readJobs(filepath.Join(e.dir, n))
 		if err != nil {
 			e.errors.Inc()
-			e.logOnce("file/"+n, func() { e.log.WithError(err).Warn("cannot read an HPC job mapping file (logged once per file)") })
+			e.logOnce("file/"+n+"/"+err.Error(), func() {
+				e.log.WithError(err).Warn("cannot read an HPC job mapping file (logged once per file and problem)")
+			})
 			continue
 		}
 		if len(jobs) > 0 {
@@ -219,12 +316,40 @@ func (e *Enricher) read() (map[string][]string, error) {
 	return out, nil
 }
 
-// readJobs reads the job IDs of one file: one per line, blank lines and
-// surrounding space ignored, at most maxJobsPerFile.
-func readJobs(path string) ([]string, error) {
-	f, err := os.Open(path)
+// midWrite says whether the file changed within the settle time: read
+// empty or cut, it is being rewritten.
+func (e *Enricher) midWrite(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && e.now().Sub(fi.ModTime()) < settleTime
+}
+
+// errNotRegular is a mapping entry that is not a regular file.
+var errNotRegular = errors.New("not a regular file; skipped")
+
+// openRegular opens path without blocking (a FIFO would block an open for
+// reading until a writer comes) and refuses anything but a regular file.
+func openRegular(path string) (io.ReadCloser, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("hpc job file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("hpc job file %s: %w", path, errNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readJobs reads the job IDs of one file: one per line, blank lines and
+// surrounding space ignored, at most maxJobsPerFile.
+func (e *Enricher) readJobs(path string) ([]string, error) {
+	f, err := e.open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	return parseJobs(path, f)

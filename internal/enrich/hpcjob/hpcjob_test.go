@@ -71,7 +71,7 @@ func TestValues(t *testing.T) {
 # HELP gpuscope_hpc_job_mapping_files GPU or MIG instance files with at least one job in the mapping directory.
 # TYPE gpuscope_hpc_job_mapping_files gauge
 gpuscope_hpc_job_mapping_files 4
-# HELP gpuscope_hpc_job_mapping_up 1 while the HPC job mapping directory can be read.
+# HELP gpuscope_hpc_job_mapping_up 1 while the HPC job mapping directory can be read within the read timeout; 0 when it cannot and series go without hpc_job.
 # TYPE gpuscope_hpc_job_mapping_up gauge
 gpuscope_hpc_job_mapping_up 1
 `), "gpuscope_hpc_job_mapping_files", "gpuscope_hpc_job_mapping_up"))
