@@ -93,7 +93,7 @@ func loggingFlags(in *config.Input) []cli.Flag {
 		&cli.StringFlag{Name: config.FlagDumpDirectory, Value: in.DumpDirectory, Category: catLogging, Destination: &in.DumpDirectory,
 			EnvVars: env("GPUSCOPE_DUMP_DIRECTORY", "DCGM_EXPORTER_DUMP_DIRECTORY"), Usage: "directory of the debug dumps"},
 		&cli.IntFlag{Name: config.FlagDumpRetention, Value: in.DumpRetention, Category: catLogging, Destination: &in.DumpRetention,
-			EnvVars: env("GPUSCOPE_DUMP_RETENTION", "DCGM_EXPORTER_DUMP_RETENTION"), Usage: "hours the debug dumps are kept (0: until the 1440 most recent)"},
+			EnvVars: env("GPUSCOPE_DUMP_RETENTION", "DCGM_EXPORTER_DUMP_RETENTION"), Usage: "hours the debug dumps are kept (0: until the 1440 most recent; at most 512 MiB in all, oldest removed first)"},
 		&cli.BoolFlag{Name: config.FlagDumpCompression, Value: in.DumpCompression, Category: catLogging, Destination: &in.DumpCompression,
 			EnvVars: env("GPUSCOPE_DUMP_COMPRESSION", "DCGM_EXPORTER_DUMP_COMPRESSION"), Usage: "gzip the debug dumps"},
 		&cli.BoolFlag{Name: config.FlagDisableStartupCheck, Category: catLogging, Destination: &in.DisableStartupValidate,

@@ -2,8 +2,8 @@
 // entities and the exposition, as JSON, optionally gzipped. It is
 // dcgm-exporter's --dump-enabled (internal/pkg/debug/debug.go: JSON files,
 // .json.gz when compressed, removed after --dump-retention hours), written
-// on a timer rather than at every scrape, and bounded by a file count as
-// well as by age.
+// on a timer rather than at every scrape, and bounded by a file count and
+// their total size as well as by age.
 package dump
 
 import (
@@ -26,6 +26,11 @@ const (
 	timeLayout = "20060102T150405.000Z"
 )
 
+// DefaultMaxBytes bounds the dumps' total size when the configuration does
+// not: a node with 16 GPUs and MIG writes about 4 MB a minute, 6 GB over
+// 1,440 files, more than a /tmp should hold for a debugging aid.
+const DefaultMaxBytes = 512 << 20
+
 // Config says where and how often dumps are written and how long they stay.
 type Config struct {
 	Dir string
@@ -36,6 +41,9 @@ type Config struct {
 	Interval time.Duration
 	// MaxFiles bounds the dumps kept, oldest removed first.
 	MaxFiles int
+	// MaxBytes bounds the total size of the dumps kept, oldest removed
+	// first; the newest is kept whatever its size. DefaultMaxBytes when 0.
+	MaxBytes int64
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	Log *logrus.Entry
@@ -61,6 +69,9 @@ func New(cfg Config, snap Snapshot) (*Dumper, error) {
 	}
 	if cfg.MaxFiles <= 0 {
 		cfg.MaxFiles = 1440
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -139,8 +150,8 @@ func (d *Dumper) write(path string) error {
 }
 
 // prune removes this package's dumps older than the retention, then the
-// oldest beyond MaxFiles. Ages come from the names, so a copied or touched
-// file keeps its age.
+// oldest beyond MaxFiles or MaxBytes. Ages come from the names, so a copied
+// or touched file keeps its age.
 func (d *Dumper) prune(now time.Time) error {
 	entries, err := os.ReadDir(d.cfg.Dir)
 	if err != nil {
@@ -149,6 +160,7 @@ func (d *Dumper) prune(now time.Time) error {
 	type dumpFile struct {
 		name string
 		at   time.Time
+		size int64
 	}
 	var files []dumpFile
 	for _, e := range entries {
@@ -164,13 +176,26 @@ func (d *Dumper) prune(now time.Time) error {
 		if err != nil {
 			continue
 		}
-		files = append(files, dumpFile{name, at})
+		var size int64
+		if fi, err := e.Info(); err == nil {
+			size = fi.Size()
+		}
+		files = append(files, dumpFile{name, at, size})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].at.Before(files[j].at) })
+	// keepFrom is the oldest file the size bound keeps, counted from the
+	// newest, which always stays.
+	keepFrom, total := len(files)-1, int64(0)
+	for i := len(files) - 1; i >= 0; i-- {
+		if total += files[i].size; total > d.cfg.MaxBytes && i < len(files)-1 {
+			break
+		}
+		keepFrom = i
+	}
 	var firstErr error
 	for i, f := range files {
 		expired := d.cfg.Retention > 0 && now.Sub(f.at) > d.cfg.Retention
-		if !expired && len(files)-i <= d.cfg.MaxFiles {
+		if !expired && len(files)-i <= d.cfg.MaxFiles && i >= keepFrom {
 			continue
 		}
 		if err := os.Remove(filepath.Join(d.cfg.Dir, f.name)); err != nil && firstErr == nil {
