@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -93,6 +94,10 @@ type Engine struct {
 	log  *logrus.Entry
 	src  source.Source
 	enr  []enricherLabels
+	// copiesDropped counts the series copies left out at the last relabel
+	// (maxLabelCopies); copiesLogged says it was logged once.
+	copiesDropped atomic.Int64
+	copiesLogged  bool
 
 	// collectMu serialises Collect calls and Watch, as the source contract
 	// promises.
@@ -692,12 +697,25 @@ func (e *Engine) relabelLocked() {
 		es.parent = nil
 		es.labels, es.labelMap = buildLabels(es, nil, e.plan, &e.opts, e.enr)
 	}
+	dropped := 0
 	for _, es := range e.order {
 		es.labels, es.labelMap = buildLabels(es, es.parent, e.plan, &e.opts, e.enr)
 		es.split = buildSplitLabels(es, es.parent, e.plan, &e.opts, e.enr, e.splitter)
 		es.enrichGen = gen
+		if es.droppedCopies > 0 && !e.copiesLogged {
+			e.copiesLogged = true
+			e.log.WithFields(logrus.Fields{"entity": es.key, "copies": len(es.labels), "dropped": es.droppedCopies}).
+				Warn(copiesDroppedLog)
+		}
+		dropped += es.droppedCopies
 	}
+	e.copiesDropped.Store(int64(dropped))
 }
+
+// copiesDroppedLog is said once per process: which entities lose copies
+// changes with every pod, and gpuscope_label_copies_dropped follows it.
+const copiesDroppedLog = "More pods or HPC jobs share a GPU than it gets copies of its series; the others are left out " +
+	"(logged once; gpuscope_label_copies_dropped counts them)"
 
 // housekeeping polls the source's status and the enrichers' generations, so
 // that the scrape path reads both from memory.

@@ -28,9 +28,15 @@ type labelPair struct{ name, value string }
 // set's labels by name, which the samples API shows.
 func buildLabels(es *entityState, parent *entityState, p *plan, opts *Options, enr []enricherLabels) ([]string, map[string]string) {
 	sets := [][]labelPair{baseLabels(es, parent, p, opts)}
+	// asked counts the copies the rows ask for, so that those past
+	// maxLabelCopies are counted and not only left out.
+	asked := 1
 	for _, el := range enr {
-		sets = enrichedSets(sets, el, &es.ent, p, enr)
+		var rows int
+		sets, rows = enrichedSets(sets, el, &es.ent, p, enr)
+		asked = min(asked*rows, 1<<40)
 	}
+	es.droppedCopies = asked - len(sets)
 	out := make([]string, len(sets))
 	for i, set := range sets {
 		out[i] = renderLabels(set)
@@ -103,8 +109,9 @@ func shareHostText(order []*entityState, gpus map[int]*entityState, p *plan) {
 
 // enrichedSets extends each label set with one enricher's labels: one copy
 // per row the enricher gives the entity, up to maxLabelCopies in all, each
-// with the enricher's run-time labels whose names are not taken.
-func enrichedSets(sets [][]labelPair, el enricherLabels, e *source.Entity, p *plan, enr []enricherLabels) [][]labelPair {
+// with the enricher's run-time labels whose names are not taken. It also
+// returns the number of rows asked for.
+func enrichedSets(sets [][]labelPair, el enricherLabels, e *source.Entity, p *plan, enr []enricherLabels) ([][]labelPair, int) {
 	rows := [][]string{el.e.Values(e)}
 	if rv, ok := el.e.(enrich.RowValuer); ok {
 		if r := rv.ValueRows(e); len(r) > 0 {
@@ -122,7 +129,7 @@ func enrichedSets(sets [][]labelPair, el enricherLabels, e *source.Entity, p *pl
 	for _, set := range sets {
 		for _, vals := range rows {
 			if len(next) == maxLabelCopies {
-				return next
+				return next, len(rows)
 			}
 			out := append(make([]labelPair, 0, len(set)+len(el.names)+len(extra)), set...)
 			for i, name := range el.names {
@@ -138,7 +145,7 @@ func enrichedSets(sets [][]labelPair, el enricherLabels, e *source.Entity, p *pl
 			next = append(next, out)
 		}
 	}
-	return next
+	return next, len(rows)
 }
 
 // renderLabels writes a label set as the exposition does, without its

@@ -29,6 +29,8 @@ var (
 		"1 while the GPU source answers, by source (dcgm, nvml or sim).", []string{"source"}, nil)
 	labelsSanitizedDesc = prometheus.NewDesc("gpuscope_label_values_sanitized_total",
 		"Label values (host name, label-type fields, pod labels, HPC job IDs) whose invalid UTF-8 bytes were replaced with U+FFFD, counted each time such a value was written into a label set.", nil, nil)
+	copiesDroppedDesc = prometheus.NewDesc("gpuscope_label_copies_dropped",
+		"Copies of series left out at the last relabelling because an entity's enricher rows (pods sharing a virtual GPU, HPC jobs) asked for more than 64 copies.", nil, nil)
 	profilingPausedDesc = prometheus.NewDesc("gpuscope_profiling_paused",
 		"1 while DCGM profiling fields are released so that another profiler can run.", nil, nil)
 )
@@ -40,6 +42,7 @@ func (e *Engine) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourceUpDesc
 	ch <- profilingPausedDesc
 	ch <- labelsSanitizedDesc
+	ch <- copiesDroppedDesc
 }
 
 // Collect implements prometheus.Collector from the last polled status.
@@ -61,4 +64,5 @@ func (e *Engine) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(profilingPausedDesc, prometheus.GaugeValue, paused)
 	ch <- prometheus.MustNewConstMetric(labelsSanitizedDesc, prometheus.CounterValue, float64(invalidUTF8Labels.Load()))
+	ch <- prometheus.MustNewConstMetric(copiesDroppedDesc, prometheus.GaugeValue, float64(e.copiesDropped.Load()))
 }

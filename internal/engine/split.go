@@ -51,7 +51,7 @@ func buildSplitLabels(es, parent *entityState, p *plan, opts *Options, enr []enr
 	sets := [][]labelPair{baseLabels(es, parent, p, opts)}
 	for i, el := range enr {
 		if i != sp.idx {
-			sets = enrichedSets(sets, el, &es.ent, p, enr)
+			sets, _ = enrichedSets(sets, el, &es.ent, p, enr)
 		}
 	}
 	out := &splitLabels{}

@@ -142,6 +142,9 @@ type entityState struct {
 	// split holds the label sets of the fields an enricher shares out
 	// among its rows; nil when it gives the entity none.
 	split *splitLabels
+	// droppedCopies counts the copies the enrichers' rows asked for past
+	// maxLabelCopies when labels was built.
+	droppedCopies int
 	// enrichGen is the sum of the enrichers' generations labels was built
 	// with.
 	enrichGen uint64
