@@ -185,6 +185,11 @@ func New(opts Options) (*Engine, error) {
 	if opts.Insight && opts.InsightWindow < MinInsightWindow {
 		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
 	}
+	if opts.Insight && opts.InsightWindow > MaxInsightWindow {
+		return nil, fmt.Errorf("engine: insight window %s needs %d samples of each insight field at %s, more than the %d a ring holds: "+
+			"no insight series would ever appear; the largest that fits is %s",
+			opts.InsightWindow, int(opts.InsightWindow/insightInterval)+2, insightInterval, window.MaxCapacity, MaxInsightWindow)
+	}
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
 	}

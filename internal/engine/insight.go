@@ -10,6 +10,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/insight"
+	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -46,6 +47,10 @@ func insightField(id uint16) counters.FieldInfo {
 // DefaultInsightWindow is the span the insight metrics are computed over: 30 s
 // at 100 ms holds 300 samples, a dozen steps of a typical training loop.
 const DefaultInsightWindow = 30 * time.Second
+
+// MaxInsightWindow is the longest insight window the rings of the insight
+// fields, sampled every insightInterval, can hold (ringCapFor's sizing).
+const MaxInsightWindow = time.Duration(window.MaxCapacity-2) * insightInterval
 
 // insightInterval is the watch interval the insight fields need: a 2-second
 // stall between steps must span many samples.
