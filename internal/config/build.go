@@ -343,6 +343,7 @@ func (b *builder) serving() {
 	c.HPCJobDir = in.HPCJobDir
 	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
 	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
+		MaxRequests: in.APIMaxRequests, MaxResponseBytes: in.APIMaxBytes,
 		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket,
 		DisableExporterMetrics: in.DisableExporterMetrics}
 	c.Dump = Dump{Enabled: in.DumpEnabled, Directory: in.DumpDirectory, Retention: time.Duration(in.DumpRetention) * time.Hour,

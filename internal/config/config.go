@@ -190,6 +190,8 @@ type Web struct {
 	ConfigFile         string
 	MaxConnections     int
 	MaxStreams         int
+	MaxRequests        int
+	MaxResponseBytes   int
 	EnableProfilingAPI bool
 	Pprof              bool
 	SystemdSocket      bool

@@ -305,7 +305,7 @@ func TestValidateAConfigBuiltInCode(t *testing.T) {
 	var literal Config
 	literal.Collection.DefaultInterval = time.Second
 	literal.Collection.Window = time.Second
-	literal.Web = Web{MaxConnections: 1, MaxStreams: 1}
+	literal.Web = Web{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
 	literal.Labels.HostnameLabel = "Hostname"
 	literal.DCGM.Mode = dcgm.ModeEmbedded
 	literal.Source = SourceSim

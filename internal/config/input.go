@@ -39,6 +39,7 @@ type Input struct {
 	EnableProfilingAPI            bool
 	MaxConnections, APIMaxStreams int
 	DisableExporterMetrics        bool
+	APIMaxRequests, APIMaxBytes   int
 
 	// dcgm-exporter's flags.
 	Devices, SwitchDevices, CPUDevices      string
@@ -108,6 +109,8 @@ func Defaults() Input {
 		InsightWindow:      engine.DefaultInsightWindow,
 		MaxConnections:     server.DefaultMaxConnections,
 		APIMaxStreams:      server.DefaultMaxStreams,
+		APIMaxRequests:     server.DefaultMaxRequests,
+		APIMaxBytes:        server.DefaultMaxResponseBytes,
 		Devices:            "f",
 		SwitchDevices:      "f",
 		CPUDevices:         "f",

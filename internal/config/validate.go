@@ -18,6 +18,10 @@ import (
 // a core.
 const MinReloadPoll = 100 * time.Millisecond
 
+// MinAPIMaxBytes is the smallest --api-max-bytes: one GPU's window of one
+// field must fit.
+const MinAPIMaxBytes = 64 << 10
+
 // Validate reports every problem of the configuration at once, one per
 // line, each naming its flag as the user gave it.
 func (c *Config) Validate() error {
@@ -34,6 +38,11 @@ func (c *Config) Validate() error {
 	check(FlagReloadPoll, poll < 0 || (poll > 0 && poll < MinReloadPoll), "%s: below the minimum %s (0 turns polling off)", poll, MinReloadPoll)
 	check(FlagMaxConnections, c.Web.MaxConnections < 1, "%d: at least 1", c.Web.MaxConnections)
 	check(FlagAPIMaxStreams, c.Web.MaxStreams < 1, "%d: allow at least 1 stream", c.Web.MaxStreams)
+	check(FlagAPIMaxRequests, c.Web.MaxRequests < 1, "%d: allow at least 1 request", c.Web.MaxRequests)
+	check(FlagAPIMaxBytes, c.Web.MaxResponseBytes < MinAPIMaxBytes, "%d: at least %d", c.Web.MaxResponseBytes, MinAPIMaxBytes)
+	check(FlagInsightWindow, c.Insight.Enabled && c.Insight.Window > engine.MaxInsightWindow,
+		"%s: longer than the rings hold; the largest that fits is %s (%d samples at %s)", c.Insight.Window, engine.MaxInsightWindow,
+		int(engine.MaxInsightWindow/counters.MinInterval), counters.MinInterval)
 	check(FlagInsightWindow, c.Insight.Enabled && c.Insight.Window < engine.MinInsightWindow,
 		"%s: the insight window must be at least %s (%d samples at %s)", c.Insight.Window, engine.MinInsightWindow,
 		int(engine.MinInsightWindow/counters.MinInterval), counters.MinInterval)

@@ -206,6 +206,11 @@ func TestDefaults(t *testing.T) {
 	assert.Contains(t, c.Args, "--kubernetes.pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock")
 	assert.Contains(t, c.Args, "--collectors=/etc/gpuscope/counters/counters.csv")
 	assert.Contains(t, c.Args, "--dcgm.mode=embedded")
+	// The read API's bounds are the chart's defaults, kept within its
+	// memory limit (docs/reliability.md).
+	assert.Contains(t, c.Args, "--api-max-requests=4")
+	assert.Contains(t, c.Args, "--api-max-bytes=16777216")
+	assert.Contains(t, c.Args, "--api-max-streams=8")
 
 	pr := volume(ds, "pod-resources")
 	require.NotNil(t, pr)
