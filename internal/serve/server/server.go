@@ -110,6 +110,7 @@ type Server struct {
 	bodies coalescer
 
 	api          *apiMetrics
+	auth         *authGate
 	streamSlots  chan struct{}
 	requestSlots chan struct{}
 	// shutdown is closed when the HTTP server shuts down, ending streams
@@ -147,10 +148,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), api: newAPIMetrics(),
 		streamSlots: make(chan struct{}, opts.MaxStreams), requestSlots: make(chan struct{}, opts.MaxRequests),
-		shutdown: make(chan struct{})}
+		shutdown: make(chan struct{}), auth: newAuthGate(nil)}
 	if opts.Registerer != nil {
 		if err := s.api.register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("registering the API metrics: %w", err)
+		}
+		if err := opts.Registerer.Register(s.auth.throttled); err != nil {
+			return nil, fmt.Errorf("registering the authentication metrics: %w", err)
 		}
 	}
 	s.bodies.render = s.renderAll
@@ -376,6 +380,7 @@ func (s *Server) httpServer() *http.Server {
 	if limit <= 0 {
 		limit = DefaultMaxConnections
 	}
+	var gateOnce sync.Once
 	idle, write := s.opts.IdleTimeout, s.opts.WriteTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
@@ -383,7 +388,8 @@ func (s *Server) httpServer() *http.Server {
 	if write <= 0 {
 		write = DefaultWriteTimeout
 	}
-	return &http.Server{
+	var srv *http.Server
+	srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if over, _ := r.Context().Value(overLimitKey{}).(bool); over {
 				w.Header().Set("Connection", "close")
@@ -402,6 +408,7 @@ func (s *Server) httpServer() *http.Server {
 		// Connections are counted as they are accepted, before TLS, so the
 		// cap holds against clients that never finish a handshake.
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			gateOnce.Do(func() { s.gateAuth(srv) })
 			if s.conns.Add(1) > limit {
 				return context.WithValue(ctx, overLimitKey{}, true)
 			}
@@ -413,6 +420,20 @@ func (s *Server) httpServer() *http.Server {
 			}
 		},
 	}
+	return srv
+}
+
+// gateAuth puts the authentication gate in front of the handler
+// exporter-toolkit installed for the web config's basic auth. The toolkit
+// wraps srv.Handler inside web.Serve, just before it accepts; the first
+// connection's ConnContext runs on the accepting goroutine before any
+// connection is served, so the swap is seen by every request.
+func (s *Server) gateAuth(srv *http.Server) {
+	if s.opts.WebConfigFile == "" {
+		return
+	}
+	s.auth.next = srv.Handler
+	srv.Handler = s.auth
 }
 
 // ListenAndServe serves until ctx ends, with TLS and basic auth from the web
