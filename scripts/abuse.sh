@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Repeats the adversarial run against the real binary on the sim source,
 # on loopback only, and prints a table of what held. It is bounded (about
-# 8 minutes with the defaults) and stops by itself; it ends only the
-# gpuscope it started, by PID. Figures: docs/reliability.md.
+# 11 minutes with the defaults: every case has a time limit and a count)
+# and stops by itself; it ends only the processes it started, by PID.
+# Figures: docs/reliability.md.
 #
-#   1. 2,000 idle keep-alive connections, one request each: are they closed,
-#      and does memory come back?
-#   2. 2,000 slowloris connections (headers one line a second, never done)
-#   3. 500 concurrent scrapers for 60 s
-#   4. a storm of 900 SIGHUPs, then a scrape
+#   idle       2,000 idle keep-alive connections, one request each: are they
+#              closed, and does memory come back?
+#   slowloris  2,000 slowloris connections (headers one line a second, never done)
+#   scrapers   500 concurrent scrapers for 60 s
+#   hups       a storm of 900 SIGHUPs, then a scrape
+#   readapi    200 reads of 16 fields' whole window from /api/v1/samples, 50 at
+#              a time, while /metrics is scraped every 200 ms: answers,
+#              refusals, scrape latency and memory
+#   stream     8 HEAD requests on /api/v1/stream held open, then a GET stream
+#   startup    gpuscope started 20 times and sent SIGHUP 1 to 10 ms after start
+#   hostile    `gpuscope capture` against 8 broken or hostile servers
+#              (gpuscope-load -hostile): does it end, how fast, with how much memory?
+#   labels     a pod labelled like gpuscope's own labels, through the fake
+#              kubelet and API server of the integration tests (the binary
+#              reads the API server only from inside a pod)
 #
 # Settings (environment):
 #   ABUSE_BIN        gpuscope binary to run instead of building this tree
 #                    (to compare with an older build)                   (build)
-#   ABUSE_PORT       loopback port                                      (19500)
+#   ABUSE_CASES      comma list of the cases above to run               (all)
+#   ABUSE_PORT       loopback port; the cases use the next few too      (19500)
 #   ABUSE_IDLE       idle connections                                   (2000)
 #   ABUSE_IDLE_WAIT  how long they are held at most; above the server's
 #                    2 min idle timeout                                 (150s)
@@ -23,6 +35,10 @@
 #   ABUSE_HUPS       SIGHUPs in the storm                               (900)
 #   ABUSE_SETTLE     seconds to wait, after the idle connections, before
 #                    measuring memory again                             (150)
+#   ABUSE_API_READS  /api/v1/samples reads in the readapi case          (200)
+#   ABUSE_API_PAR    of them at once                                    (50)
+#   ABUSE_STARTUPS   starts in the startup case                         (20)
+#   ABUSE_CLIENT_WAIT  longest a client may run in the hostile case     (40)
 #   ABUSE_OUT        folder for binaries, logs and raw results          (bin/abuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +51,13 @@ SLOW=${ABUSE_SLOW:-2000}
 SCRAPERS=${ABUSE_SCRAPERS:-500}
 SCRAPE_FOR=${ABUSE_SCRAPE_FOR:-60s}
 HUPS=${ABUSE_HUPS:-900}
+CASES=${ABUSE_CASES:-all}
+API_READS=${ABUSE_API_READS:-200}
+API_PAR=${ABUSE_API_PAR:-50}
+STARTUPS=${ABUSE_STARTUPS:-20}
+CLIENT_WAIT=${ABUSE_CLIENT_WAIT:-40}
 OUT=${ABUSE_OUT:-bin/abuse}
+want() { [ "$CASES" = all ] || [[ ",$CASES," == *",$1,"* ]]; }
 mkdir -p "$OUT"
 
 # Both ends hold a descriptor per connection.
@@ -52,7 +74,10 @@ LOAD=$OUT/gpuscope-load
 
 cp etc/dcp-metrics.csv "$OUT/counters.csv"
 PID=
+# Every process the script starts is ended by its PID.
+STARTED=()
 cleanup() {
+  for p in "${STARTED[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
@@ -69,44 +94,56 @@ rss() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } END { printf "%.1f (ano
 field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 
 rss_base=$(rss)
-echo "abuse: gpuscope pid $PID, RSS ${rss_base} MiB; $IDLE idle connections for up to $IDLE_WAIT"
-idle=$("$LOAD" -url "$base/" -c 0 -pid "$PID" -idle "$IDLE" -d "$IDLE_WAIT")
-echo "$idle" >"$OUT/idle.txt"
-rss_after_idle=$(rss)
-# The Go runtime hands freed memory back to the kernel after its next
-# periodic collection (at most 2 minutes) and scavenging.
-echo "abuse: RSS for the next ${ABUSE_SETTLE:-150}s"
-for _ in $(seq "${ABUSE_SETTLE:-150}"); do sleep 1; done
-rss_settled=$(rss)
+echo "abuse: gpuscope pid $PID, RSS ${rss_base} MiB"
+if want idle; then
+  echo "abuse: $IDLE idle connections for up to $IDLE_WAIT"
+  idle=$("$LOAD" -url "$base/" -c 0 -pid "$PID" -idle "$IDLE" -d "$IDLE_WAIT")
+  echo "$idle" >"$OUT/idle.txt"
+  rss_after_idle=$(rss)
+  # The Go runtime hands freed memory back to the kernel after its next
+  # periodic collection (at most 2 minutes) and scavenging.
+  echo "abuse: RSS for the next ${ABUSE_SETTLE:-150}s"
+  for _ in $(seq "${ABUSE_SETTLE:-150}"); do sleep 1; done
+  rss_settled=$(rss)
+fi
 
-echo "abuse: $SLOW slowloris connections for up to 60s"
-slow=$("$LOAD" -url "$base/" -c 0 -slowloris "$SLOW" -d 60s)
-echo "$slow" >"$OUT/slowloris.txt"
+if want slowloris; then
+  echo "abuse: $SLOW slowloris connections for up to 60s"
+  slow=$("$LOAD" -url "$base/" -c 0 -slowloris "$SLOW" -d 60s)
+  echo "$slow" >"$OUT/slowloris.txt"
+fi
 
-echo "abuse: $SCRAPERS scrapers for $SCRAPE_FOR"
-scr=$("$LOAD" -url "$base/metrics" -c "$SCRAPERS" -d "$SCRAPE_FOR" -pid "$PID" -gzip -warmup 0s)
-echo "$scr" >"$OUT/scrapers.txt"
+if want scrapers; then
+  echo "abuse: $SCRAPERS scrapers for $SCRAPE_FOR"
+  scr=$("$LOAD" -url "$base/metrics" -c "$SCRAPERS" -d "$SCRAPE_FOR" -pid "$PID" -gzip -warmup 0s)
+  echo "$scr" >"$OUT/scrapers.txt"
+fi
 
-echo "abuse: $HUPS SIGHUPs"
-for _ in $(seq "$HUPS"); do kill -HUP "$PID"; done
-alive=no
-kill -0 "$PID" 2>/dev/null && alive=yes
-# The signals coalesce; wait for the reloads they caused to be counted.
-reloads=0
-for _ in $(seq 50); do
-  reloads=$(curl -fsS "$base/metrics" | awk '$1 ~ /^gpuscope_config_reloads_total/ { s += $2 } END { print s + 0 }')
-  [ "$reloads" != 0 ] && break
-  sleep 0.1
-done
-ok_after=$(curl -fsS -o /dev/null -w '%{http_code}' "$base/metrics" || true)
+if want hups; then
+  echo "abuse: $HUPS SIGHUPs"
+  for _ in $(seq "$HUPS"); do kill -HUP "$PID"; done
+  alive=no
+  kill -0 "$PID" 2>/dev/null && alive=yes
+  # The signals coalesce; wait for the reloads they caused to be counted.
+  reloads=0
+  for _ in $(seq 50); do
+    reloads=$(curl -fsS "$base/metrics" | awk '$1 ~ /^gpuscope_config_reloads_total/ { s += $2 } END { print s + 0 }')
+    [ "$reloads" != 0 ] && break
+    sleep 0.1
+  done
+  ok_after=$(curl -fsS -o /dev/null -w '%{http_code}' "$base/metrics" || true)
+fi
+
+source scripts/abuse-cases.sh
 
 printf '\n%-34s %s\n' "check" "result"
 printf '%-34s %s\n' "RSS at start" "${rss_base} MiB"
-printf '%-34s %s\n' "idle: opened / answered / 503" "$(field "$idle" opened) / $(field "$idle" answered) / $(field "$idle" refused_503)"
-printf '%-34s %s\n' "idle: closed by the server" "$(field "$idle" closed_by_server), last after $(field "$idle" last_close_s) s, $(field "$idle" still_open) still open at the end"
-printf '%-34s %s\n' "idle: RSS held / at end / +${ABUSE_SETTLE:-150}s" "$(field "$idle" rss_held_mib) / ${rss_after_idle} / ${rss_settled} MiB"
-printf '%-34s %s\n' "slowloris: closed by the server" "$(field "$slow" closed_by_server) of $(field "$slow" opened), last after $(field "$slow" last_close_s) s"
-printf '%-34s %s\n' "scrapers: scrapes / errors" "$(field "$scr" scrapes) / $(field "$scr" errors) ($(field "$scr" concurrency) concurrent, $SCRAPE_FOR)"
-printf '%-34s %s\n' "scrapers: p50 / p99 / max" "$(field "$scr" p50_ms) / $(field "$scr" p99_ms) / $(field "$scr" max_ms) ms"
-printf '%-34s %s\n' "scrapers: RSS max" "$(field "$scr" rss_max_mib) MiB"
-printf '%-34s %s\n' "SIGHUP storm: alive, /metrics" "$alive, $ok_after ($reloads reloads counted)"
+want idle && printf '%-34s %s\n' "idle: opened / answered / 503" "$(field "$idle" opened) / $(field "$idle" answered) / $(field "$idle" refused_503)"
+want idle && printf '%-34s %s\n' "idle: closed by the server" "$(field "$idle" closed_by_server), last after $(field "$idle" last_close_s) s, $(field "$idle" still_open) still open at the end"
+want idle && printf '%-34s %s\n' "idle: RSS held / at end / +${ABUSE_SETTLE:-150}s" "$(field "$idle" rss_held_mib) / ${rss_after_idle} / ${rss_settled} MiB"
+want slowloris && printf '%-34s %s\n' "slowloris: closed by the server" "$(field "$slow" closed_by_server) of $(field "$slow" opened), last after $(field "$slow" last_close_s) s"
+want scrapers && printf '%-34s %s\n' "scrapers: scrapes / errors" "$(field "$scr" scrapes) / $(field "$scr" errors) ($(field "$scr" concurrency) concurrent, $SCRAPE_FOR)"
+want scrapers && printf '%-34s %s\n' "scrapers: p50 / p99 / max" "$(field "$scr" p50_ms) / $(field "$scr" p99_ms) / $(field "$scr" max_ms) ms"
+want scrapers && printf '%-34s %s\n' "scrapers: RSS max" "$(field "$scr" rss_max_mib) MiB"
+want hups && printf '%-34s %s\n' "SIGHUP storm: alive, /metrics" "$alive, $ok_after ($reloads reloads counted)"
+print_new_cases

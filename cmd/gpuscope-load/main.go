@@ -50,6 +50,8 @@ type config struct {
 	gzip        bool
 	// idle and slow open that many held connections instead of scraping.
 	idle, slow int
+	// hostile serves a broken or hostile raw-sample API instead.
+	hostile string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -69,7 +71,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.gzip, "gzip", false, "ask for gzip and decompress, as Prometheus does")
 	fs.IntVar(&c.idle, "idle", 0, "open this many keep-alive connections, one request each, then hold them idle until the server closes them or -d ends")
 	fs.IntVar(&c.slow, "slowloris", 0, "open this many connections that send headers one line a second and never finish, until the server closes them or -d ends")
+	fs.StringVar(&c.hostile, "hostile", "", "serve a broken or hostile /api/v1 on the -url address for -d, instead of measuring: "+hostileModeList())
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.hostile != "" {
+		if c.duration <= 0 || c.duration > maxDuration {
+			return c, fmt.Errorf("-d %s: must be between 0 and %s", c.duration, maxDuration)
+		}
+		if _, ok := hostileModes[c.hostile]; !ok {
+			return c, fmt.Errorf("-hostile %q: use one of %s", c.hostile, hostileModeList())
+		}
+		_, err := checkLoopback(c.url)
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -125,6 +138,9 @@ func main() {
 func run(ctx context.Context, cfg config, log *logrus.Entry) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
 	defer cancel()
+	if cfg.hostile != "" {
+		return runHostile(ctx, cfg.url, cfg.hostile)
+	}
 	if cfg.idle > 0 || cfg.slow > 0 {
 		u, err := checkLoopback(cfg.url)
 		if err != nil {
