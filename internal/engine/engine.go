@@ -501,7 +501,11 @@ func (e *Engine) applyEventsLocked(b *batch) {
 		}
 	}
 	for _, l := range b.p2p {
-		if es := e.byPtr[l.e]; es != nil && l.ts >= es.p2pTS {
+		es := e.byPtr[l.e]
+		if es == nil {
+			es = e.healthPtr[l.e]
+		}
+		if es != nil && l.ts >= es.p2pTS {
 			es.p2p, es.p2pTS = l.links, l.ts
 			e.sampled = true
 		}
@@ -611,11 +615,12 @@ func (e *Engine) refreshEntities() {
 }
 
 // keepHealthOnly keeps a state for each GPU the device options (-d) leave
-// out, for DCGM_EXP_GPU_HEALTH_STATUS alone: dcgm-exporter's health
-// collector watches every GPU whatever -d says
+// out, for DCGM_EXP_GPU_HEALTH_STATUS and DCGM_EXP_P2P_STATUS alone:
+// dcgm-exporter's health and P2P collectors list every GPU whatever -d says
 // (internal/pkg/collector/gpu_health_collector.go,
-// NewGPUHealthStatusCollector: deviceinfo with MajorRange -1). Called with
-// mu held.
+// NewGPUHealthStatusCollector, and p2p_status_collector.go,
+// NewP2PStatusCollector: deviceinfo with MajorRange -1). Called with mu
+// held.
 func (e *Engine) keepHealthOnly(all, selected []*source.Entity) {
 	old := make(map[string]*entityState, len(e.healthOnly))
 	for _, es := range e.healthOnly {
@@ -623,7 +628,7 @@ func (e *Engine) keepHealthOnly(all, selected []*source.Entity) {
 	}
 	e.healthOnly = e.healthOnly[:0]
 	clear(e.healthPtr)
-	if e.plan.expHealth == nil || len(all) == len(selected) {
+	if (e.plan.expHealth == nil && e.plan.expP2P == nil) || len(all) == len(selected) {
 		return
 	}
 	kept := make(map[*source.Entity]bool, len(selected))

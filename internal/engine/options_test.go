@@ -103,11 +103,12 @@ func TestSelectDropsTheOtherEntities(t *testing.T) {
 	assert.Len(t, e.Entities(), 2, "enrichers see the selected entities only")
 }
 
-// dcgm-exporter's health collector watches every GPU whatever -d selects
-// (internal/pkg/collector/gpu_health_collector.go,
-// NewGPUHealthStatusCollector: deviceinfo with MajorRange -1), so
-// DCGM_EXP_GPU_HEALTH_STATUS covers the GPUs -d leaves out, with their
-// label fields, while every other family keeps to the selection.
+// dcgm-exporter's health and P2P collectors list every GPU whatever -d
+// selects (internal/pkg/collector/gpu_health_collector.go,
+// NewGPUHealthStatusCollector, and p2p_status_collector.go: deviceinfo with
+// MajorRange -1), so DCGM_EXP_GPU_HEALTH_STATUS and DCGM_EXP_P2P_STATUS
+// cover the GPUs -d leaves out, with their label fields, while every other
+// family keeps to the selection.
 func TestHealthStatusCoversGPUsTheSelectionLeavesOut(t *testing.T) {
 	clk := newClock()
 	src := sourcetest.NewGPUs(3, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
@@ -122,7 +123,7 @@ func TestHealthStatusCoversGPUsTheSelectionLeavesOut(t *testing.T) {
 		}
 		return out
 	}
-	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_GPU_HEALTH_STATUS, gauge, h\nDCGM_FI_DRIVER_VERSION, label, d\n"),
+	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_EXP_GPU_HEALTH_STATUS, gauge, h\nDCGM_EXP_P2P_STATUS, counter, p\nDCGM_FI_DRIVER_VERSION, label, d\n"),
 		DefaultInterval: time.Second, Hostname: "node-1", Now: clk.Now, Log: quietLog(), Select: first})
 	require.NoError(t, err)
 	require.NoError(t, e.Open())
@@ -136,6 +137,11 @@ func TestHealthStatusCoversGPUsTheSelectionLeavesOut(t *testing.T) {
 	}
 	n := len(source.HealthWatches)
 	assert.Equal(t, map[string]int{"0": n, "1": n, "2": n}, health, "one series per watch on every GPU")
+	p2p := map[string]int{}
+	for _, m := range series(mfs, "DCGM_EXP_P2P_STATUS", nil) {
+		p2p[labelOf(m, "gpu")]++
+	}
+	assert.Equal(t, map[string]int{"0": 2, "1": 2, "2": 2}, p2p, "the P2P status of every pair, as the health")
 	var temp []string
 	for _, m := range series(mfs, "DCGM_FI_DEV_GPU_TEMP", nil) {
 		temp = append(temp, labelOf(m, "gpu"))

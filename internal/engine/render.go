@@ -222,7 +222,7 @@ func (e *Engine) renderP2P(buf []byte, now int64) []byte {
 		return buf
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
-	return appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
+	return appendFamily(buf, e.healthOrder, f.Name, f.Help, f.Type.String(),
 		func(b []byte, es *entityState, labels string) []byte {
 			if es.p2pTS < stale {
 				return b

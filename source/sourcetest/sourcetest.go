@@ -119,6 +119,12 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 				}
 				continue
 			}
+			if f.ID == fieldid.ExpP2PStatus {
+				if e.Kind == source.GPU {
+					sink.P2P(e, ts, s.p2pOf(e))
+				}
+				continue
+			}
 			if f.ID == fieldid.XIDErrors {
 				for _, x := range s.XIDs {
 					if x.Entity == e {
@@ -174,3 +180,14 @@ type Clock = clock.Fake
 
 // NewClock returns a clock standing at start.
 func NewClock(start time.Time) *Clock { return clock.NewFake(start) }
+
+// p2pOf is a GPU's NVLink P2P status towards every other scripted GPU: OK.
+func (s *Source) p2pOf(e *source.Entity) []source.P2PLink {
+	var out []source.P2PLink
+	for _, o := range s.Ents {
+		if o.Kind == source.GPU && o != e {
+			out = append(out, source.P2PLink{Peer: o.GPU, Status: source.P2POK})
+		}
+	}
+	return out
+}
