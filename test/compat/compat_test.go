@@ -7,6 +7,8 @@ package compat
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,6 +26,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
@@ -347,4 +350,40 @@ func TestLabelFieldsOnEveryEntityKind(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int{"DCGM_FI_DEV_CPU_POWER_UTIL_CURRENT": 1, "DCGM_FI_DEV_CPU_CLOCK_CURRENT": 2, "DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT": 1}, seen)
+}
+
+// On dcgm-exporter's default counters file, GPU 0 of the sim has at most
+// 10% more series than the file has value fields: dcgm-exporter writes one
+// series per value field and GPU (internal/pkg/collector/gpu_collector.go,
+// toMetric) and label fields become labels, so a self-metric per field and
+// GPU that only says "supported" would double a fleet's series.
+func TestSeriesPerGPUOnDCGMExportersDefaultFile(t *testing.T) {
+	path := filepath.Join(compattest.Dir(t), "default-counters.csv")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	set, err := counters.Parse(path, bytes.NewReader(b))
+	require.NoError(t, err)
+	values := 0
+	for _, f := range set.Fields {
+		if f.Type != counters.Label {
+			values++
+		}
+	}
+	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
+	cfg := sim.DefaultConfig()
+	cfg.GPUs, cfg.Now, cfg.EventRate = 2, clk.Now, 0
+	src, err := sim.New(cfg)
+	require.NoError(t, err)
+	mfs := render(t, src, string(b), clk)
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			if labelOf(m, "gpu") == "0" {
+				n++
+			}
+		}
+	}
+	t.Logf("GPU 0: %d series for %d value fields", n, values)
+	assert.Equal(t, 25, values, "the file's value fields")
+	assert.LessOrEqual(t, float64(n), float64(values)*1.1, "GPU 0 has %d series for %d value fields", n, values)
 }
