@@ -291,7 +291,7 @@ func BenchmarkRenderFullWindow(b *testing.B) {
 			if es.vals[si].ring == nil {
 				continue
 			}
-			r := window.NewRing(es.vals[si].ring.Cap())
+			r := newRing(&e.plan.slots[si])
 			es.vals[si].ring = r
 			rings++
 			step := int64(e.plan.slots[si].interval)

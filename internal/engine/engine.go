@@ -468,7 +468,7 @@ func (e *Engine) applyValuesLocked(p *plan, b *batch) {
 		// per-link field of another link), and rings for them all would
 		// dominate memory.
 		if sv.ring == nil && p.slots[si].ringCap > 0 {
-			sv.ring = window.NewRing(p.slots[si].ringCap)
+			sv.ring = newRing(&p.slots[si])
 		}
 		if sv.ring != nil {
 			sv.ring.Push(s.ts, s.v)

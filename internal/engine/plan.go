@@ -22,6 +22,9 @@ type slot struct {
 	// stale is how old the latest sample may be before the series is left
 	// out of the exposition; 0 for event fields, which hold their last value.
 	stale time.Duration
+	// span is the window (ns) whose statistics the slot's rings keep up to
+	// date as samples arrive; 0 when no metric of the slot asks for any.
+	span int64
 }
 
 // metric is one exported family that is read straight from a slot.
@@ -35,9 +38,6 @@ type metric struct {
 	// windowName and samplesName are the families' names, built once so
 	// that a render does not concatenate them per series.
 	windowName, samplesName string
-	// percentiles is whether the field asks for p50, p90 or p99, the
-	// statistics that need the window's values ordered.
-	percentiles bool
 	// gpuLevel fields are read on the GPU (DCGM's field level): a MIG
 	// instance without a value of its own shows its GPU's, as DCGM answers
 	// a GPU-level field asked on a GPU instance with the parent GPU's value.
@@ -219,13 +219,9 @@ func (p *plan) newMetric(f counters.Field, win time.Duration) metric {
 		return m
 	}
 	s := &p.slots[si]
+	s.span = int64(win)
 	s.ringCap = max(s.ringCap, window.CapacityFor(win, s.interval))
 	m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
-	for _, st := range f.Stats {
-		if st == counters.StatP50 || st == counters.StatP90 || st == counters.StatP99 {
-			m.percentiles = true
-		}
-	}
 	m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
 	m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
 	return m

@@ -122,7 +122,7 @@ func (e *Engine) renderWindows(buf []byte, sc *renderScratch, now int64) []byte 
 				continue
 			}
 			var st statsView
-			st.Stats, sc.vals = sv.ring.ComputeSome(since, sc.vals, m.percentiles)
+			st.Stats, sc.vals = sv.ring.Stats(since, sc.vals)
 			if st.Count == 0 {
 				continue
 			}

@@ -172,6 +172,14 @@ type entityState struct {
 	ins   insightState
 }
 
+// newRing makes the window ring of slot s, keeping the window statistics up
+// to date when the slot's metrics ask for any.
+func newRing(s *slot) *window.Ring {
+	r := window.NewRing(s.ringCap)
+	r.Track(s.span)
+	return r
+}
+
 func newEntityState(e *source.Entity, p *plan) *entityState {
 	es := &entityState{ent: *e, key: e.Key()}
 	es.resize(p, nil)
@@ -199,6 +207,9 @@ func (es *entityState) resize(p *plan, old *plan) {
 			r := window.NewRing(s.ringCap)
 			r.CopyFrom(vals[i].ring)
 			vals[i].ring = r
+		}
+		if vals[i].ring != nil {
+			vals[i].ring.Track(s.span)
 		}
 	}
 	es.vals = vals

@@ -39,6 +39,8 @@ type Ring struct {
 	vals []float64
 	head int // next slot to write
 	n    int // samples held
+	// tr keeps the window statistics up to date; nil unless Track asked.
+	tr *tracker
 }
 
 // NewRing returns a ring of the given capacity, clamped to [2, MaxCapacity].
@@ -65,6 +67,10 @@ func (r *Ring) Push(ts int64, v float64) {
 	if r.n > 0 {
 		last := (r.head - 1 + len(r.ts)) % len(r.ts)
 		if ts == r.ts[last] {
+			if r.tr != nil {
+				r.tr.remove(r.vals[last])
+				r.tr.add(v)
+			}
 			r.vals[last] = v
 			return
 		}
@@ -72,11 +78,17 @@ func (r *Ring) Push(ts int64, v float64) {
 			return
 		}
 	}
+	if r.tr != nil {
+		r.trackOverwrite()
+	}
 	r.ts[r.head] = ts
 	r.vals[r.head] = v
 	r.head = (r.head + 1) % len(r.ts)
 	if r.n < len(r.ts) {
 		r.n++
+	}
+	if r.tr != nil {
+		r.trackNewest(ts, v)
 	}
 }
 
