@@ -232,12 +232,12 @@ func (p *parser) line(n int, text string) {
 		f.Interval = iv
 	}
 	if len(cols) == 5 && cols[4] != "" {
-		stats, err := parseStats(cols[4])
+		stats, noHist, err := parseStats(cols[4])
 		if err != nil {
 			p.fail(n, "%v", err)
 			ok = false
 		}
-		f.Stats = stats
+		f.Stats, f.NoHistogram = stats, noHist
 	}
 	if !ok || !typeOK {
 		return
@@ -362,7 +362,7 @@ func (p *parser) add(f Field) {
 		return
 	}
 	prev := p.set.Fields[i]
-	if prev.Type == f.Type && prev.Interval == f.Interval && slices.Equal(prev.Stats, f.Stats) {
+	if prev.Type == f.Type && prev.Interval == f.Interval && slices.Equal(prev.Stats, f.Stats) && prev.NoHistogram == f.NoHistogram {
 		p.repeats++
 		if p.repeats > maxWarnings {
 			return
@@ -390,13 +390,19 @@ func parseWatchInterval(s string) (time.Duration, error) {
 }
 
 // parseStats reads a space-separated list of window statistics and returns
-// them in AllStats order.
-func parseStats(s string) ([]Stat, error) {
+// them in AllStats order, and whether the list turns the field's native
+// histogram off (the word NoHistogramWord).
+func parseStats(s string) ([]Stat, bool, error) {
 	want := map[Stat]bool{}
+	noHist := false
 	for _, word := range strings.Fields(s) {
+		if strings.EqualFold(word, NoHistogramWord) {
+			noHist = true
+			continue
+		}
 		st, ok := statByName(strings.ToLower(word))
 		if !ok {
-			return nil, fmt.Errorf("unknown statistic %q (want any of min max avg p50 p90 p99)", word)
+			return nil, false, fmt.Errorf("unknown statistic %q (want any of min max avg p50 p90 p99, or %s)", word, NoHistogramWord)
 		}
 		want[st] = true
 	}
@@ -406,7 +412,10 @@ func parseStats(s string) ([]Stat, error) {
 			out = append(out, st)
 		}
 	}
-	return out, nil
+	if noHist && len(out) == 0 {
+		return nil, false, fmt.Errorf("%s turns off the native histogram of a field with window statistics; this line asks for none", NoHistogramWord)
+	}
+	return out, noHist, nil
 }
 
 func statByName(name string) (Stat, bool) {

@@ -60,7 +60,11 @@ func TestParseErrors(t *testing.T) {
 		{"negative interval", "DCGM_FI_DEV_GPU_TEMP, gauge, x, -1s\n", 1,
 			"watch interval -1s is below the minimum of 100ms"},
 		{"unknown statistic", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, max p95\n", 1,
-			`unknown statistic "p95" (want any of min max avg p50 p90 p99)`},
+			`unknown statistic "p95" (want any of min max avg p50 p90 p99, or nohist)`},
+		{"nohist without statistics", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, nohist\n", 1,
+			"nohist turns off the native histogram of a field with window statistics; this line asks for none"},
+		{"duplicate with and without histogram", "DCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, max\nDCGM_FI_DEV_GPU_TEMP, gauge, x, 1s, max nohist\n", 2,
+			"DCGM_FI_DEV_GPU_TEMP is already defined on line 1 with a different type, interval or statistics"},
 		{"stats on counter", "DCGM_FI_DEV_POWER_VIOLATION, counter, x, 1s, max\n", 1,
 			"DCGM_FI_DEV_POWER_VIOLATION is a counter: window statistics apply to gauges only"},
 		{"stats on label", "DCGM_FI_DRIVER_VERSION, label, x, , max\n", 1,
@@ -139,10 +143,11 @@ func TestParseLenient(t *testing.T) {
 		"DCGM_FI_DEV_POWER_VIOLATION, Counter, ns, 2s",
 		"dcgm_sm_clock, gauge, legacy name",
 		"DCGM_EXP_XID_ERRORS_COUNT, gauge, xids",
+		"DCGM_FI_PROF_DRAM_ACTIVE, gauge, dram, 100ms, max NoHist",
 	}, "\r\n")
 	set, pe := parseString(t, text)
 	require.Nil(t, pe)
-	require.Len(t, set.Fields, 8)
+	require.Len(t, set.Fields, 9)
 	assert.Empty(t, set.Warnings)
 	assert.Equal(t, "test.csv", set.File)
 
@@ -156,6 +161,8 @@ func TestParseLenient(t *testing.T) {
 		{Name: "DCGM_FI_DEV_POWER_VIOLATION", ID: fieldid.PowerViolation, Type: Counter, Help: "ns", Interval: 2 * time.Second, Line: 7},
 		{Name: "dcgm_sm_clock", ID: fieldid.SMClock, Type: Gauge, Help: "legacy name", Line: 8},
 		{Name: "DCGM_EXP_XID_ERRORS_COUNT", ID: fieldid.ExpXIDErrorsCount, Type: Gauge, Help: "xids", Line: 9},
+		{Name: "DCGM_FI_PROF_DRAM_ACTIVE", ID: fieldid.ProfDRAMActive, Type: Gauge, Help: "dram", Interval: 100 * time.Millisecond,
+			Stats: []Stat{StatMax}, NoHistogram: true, Line: 10},
 	}
 	assert.Equal(t, want, set.Fields)
 }

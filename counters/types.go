@@ -39,6 +39,10 @@ const (
 	StatP99
 )
 
+// NoHistogramWord, among a line's window statistics, turns off its native
+// histogram.
+const NoHistogramWord = "nohist"
+
 // AllStats lists the statistics in the order they are exported.
 var AllStats = []Stat{StatMin, StatMax, StatAvg, StatP50, StatP90, StatP99}
 
@@ -78,6 +82,9 @@ type Field struct {
 	Interval time.Duration
 	// Stats are the window statistics asked for, in AllStats order.
 	Stats []Stat
+	// NoHistogram turns off the native histogram that a field with window
+	// statistics gets (the word NoHistogramWord among them).
+	NoHistogram bool
 	// Line is the 1-based line number in the file, for messages.
 	Line int
 	// Export says how a name of another exporter's layout (nvidia_gpu_exporter's

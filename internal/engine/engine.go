@@ -18,6 +18,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/insight"
+	"github.com/gpuscope/gpuscope/internal/engine/nhist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
@@ -82,6 +83,9 @@ type Options struct {
 	InsightWindow time.Duration
 	// Clock times the sampling loops; the wall clock when nil.
 	Clock clock.Clock
+	// NoNativeHistograms leaves out the native histogram of every field
+	// with window statistics (NativeHistograms returns none).
+	NoNativeHistograms bool
 }
 
 // oldNamespaceLabels are dcgm-exporter 1.x's names of the pod labels
@@ -219,6 +223,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.splitter = newSplitter(e.enr)
 	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight, opts.InsightWindow))
+	planHistograms(e.plan, !opts.NoNativeHistograms)
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err
 	}
@@ -304,6 +309,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow, newInsightPlan(e.opts.Insight, e.opts.InsightWindow))
+	planHistograms(np, !e.opts.NoNativeHistograms)
 	if err := e.checkLabelBudget(np); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
@@ -455,6 +461,14 @@ func (e *Engine) applyValuesLocked(p *plan, b *batch) {
 			continue
 		}
 		sv := &es.vals[si]
+		// A sample at the time of the latest one is a read of the same
+		// sample: the histogram counts it once.
+		if h := p.slots[si].hist; h != nil && (s.ts > sv.ts || !sv.has) {
+			if sv.hist == nil {
+				sv.hist = nhist.New(*h)
+			}
+			sv.hist.Observe(s.v)
+		}
 		if s.ts >= sv.ts {
 			sv.ts, sv.v = s.ts, s.v
 		}

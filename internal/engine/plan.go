@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/engine/nhist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -25,6 +26,9 @@ type slot struct {
 	// span is the window (ns) whose statistics the slot's rings keep up to
 	// date as samples arrive; 0 when no metric of the slot asks for any.
 	span int64
+	// hist is the bucket layout of the slot's native histograms; nil when
+	// none of its metrics has one (planHistograms).
+	hist *nhist.Layout
 }
 
 // metric is one exported family that is read straight from a slot.
@@ -38,6 +42,9 @@ type metric struct {
 	// windowName and samplesName are the families' names, built once so
 	// that a render does not concatenate them per series.
 	windowName, samplesName string
+	// histName and histHelp name the field's native histogram family;
+	// empty when it has none.
+	histName, histHelp string
 	// gpuLevel fields are read on the GPU (DCGM's field level): a MIG
 	// instance without a value of its own shows its GPU's, as DCGM answers
 	// a GPU-level field asked on a GPU instance with the parent GPU's value.

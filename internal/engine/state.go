@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/nhist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -36,6 +37,8 @@ type seriesVal struct {
 	support support
 	reason  string // why the source cannot read the slot (support == supportNo)
 	ring    *window.Ring
+	// hist counts every sample since the first, for the native histogram.
+	hist *nhist.Histogram
 }
 
 type xidCount struct {
@@ -210,6 +213,9 @@ func (es *entityState) resize(p *plan, old *plan) {
 		}
 		if vals[i].ring != nil {
 			vals[i].ring.Track(s.span)
+		}
+		if s.hist == nil {
+			vals[i].hist = nil
 		}
 	}
 	es.vals = vals

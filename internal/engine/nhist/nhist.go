@@ -1,0 +1,214 @@
+// Package nhist keeps a Prometheus native histogram (sparse exponential
+// buckets) of every sample of a series, bounded in buckets, and writes it as
+// client_model's protobuf type.
+package nhist
+
+import (
+	"math"
+	"sort"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// MaxBuckets bounds the buckets of one sign: past it the histogram halves
+// its resolution (lowers the schema by one), as client_golang's do, so a
+// series costs at most 2 x 8 x MaxBuckets bytes of counts whatever it sees.
+const MaxBuckets = 160
+
+// minSchema is the coarsest resolution a histogram falls back to: a factor
+// of 2^16 a bucket covers every float64 in 64 buckets.
+const minSchema = -4
+
+// Layout is the bucket layout of a unit: the schema (each bucket's upper
+// bound is 2^(2^-Schema) times its lower one) and the zero bucket's
+// threshold (values of at most this size count as zero).
+type Layout struct {
+	Schema        int32
+	ZeroThreshold float64
+}
+
+// Histogram counts the samples of one series since it was made. It is not
+// safe for concurrent use; the engine guards it.
+type Histogram struct {
+	schema   int32
+	zeroThr  float64
+	count    uint64
+	zero     uint64
+	sum      float64
+	pos, neg buckets
+}
+
+// buckets are the counts of consecutive bucket indexes from offset.
+type buckets struct {
+	offset int32
+	counts []uint64
+}
+
+// New returns an empty histogram with layout l; a schema outside
+// Prometheus' range [-4, 8] is clamped to it.
+func New(l Layout) *Histogram {
+	s := min(max(l.Schema, minSchema), 8)
+	return &Histogram{schema: s, zeroThr: max(l.ZeroThreshold, 0)}
+}
+
+// Schema is the histogram's resolution now.
+func (h *Histogram) Schema() int32 { return h.schema }
+
+// Count is the number of samples observed.
+func (h *Histogram) Count() uint64 { return h.count }
+
+// Observe counts v. NaN is a sample DCGM could not read, not a value, and
+// is not counted.
+func (h *Histogram) Observe(v float64) {
+	if v != v {
+		return
+	}
+	h.count++
+	h.sum += v
+	a := math.Abs(v)
+	if a <= h.zeroThr {
+		h.zero++
+		return
+	}
+	b := &h.pos
+	if v < 0 {
+		b = &h.neg
+	}
+	k := index(a, h.schema)
+	for !b.fits(k) && h.schema > minSchema {
+		h.reduce()
+		k = index(a, h.schema)
+	}
+	b.inc(k)
+}
+
+// reduce halves the resolution: bucket k of schema s and its neighbour are
+// bucket ceil(k/2) of schema s-1.
+func (h *Histogram) reduce() {
+	h.schema--
+	h.pos.halve()
+	h.neg.halve()
+}
+
+func (b *buckets) fits(k int32) bool {
+	if len(b.counts) == 0 {
+		return true
+	}
+	lo, hi := min(b.offset, k), max(b.offset+int32(len(b.counts))-1, k)
+	return hi-lo < MaxBuckets
+}
+
+func (b *buckets) inc(k int32) {
+	switch {
+	case len(b.counts) == 0:
+		b.offset = k
+		b.counts = append(b.counts, 0)
+	case k < b.offset:
+		grow := int(b.offset - k)
+		b.counts = append(make([]uint64, grow, grow+len(b.counts)), b.counts...)
+		b.offset = k
+	case int(k-b.offset) >= len(b.counts):
+		b.counts = append(b.counts, make([]uint64, int(k-b.offset)+1-len(b.counts))...)
+	}
+	b.counts[k-b.offset]++
+}
+
+func (b *buckets) halve() {
+	if len(b.counts) == 0 {
+		return
+	}
+	first := (b.offset + 1) >> 1
+	last := (b.offset + int32(len(b.counts)) - 1 + 1) >> 1
+	out := make([]uint64, last-first+1)
+	for i, c := range b.counts {
+		out[((b.offset+int32(i)+1)>>1)-first] += c
+	}
+	b.offset, b.counts = first, out
+}
+
+// bounds[s] are the bucket bounds of schema s within one power of two, as
+// fractions in [0.5, 1) of math.Frexp, as client_golang computes them.
+var bounds = func() [9][]float64 {
+	var b [9][]float64
+	for s := 1; s <= 8; s++ {
+		n := 1 << s
+		b[s] = make([]float64, n)
+		for j := range n {
+			b[s][j] = math.Exp2(float64(j)/float64(n) - 1)
+		}
+	}
+	return b
+}()
+
+// index is the bucket of a > 0 at schema s: the k with
+// 2^((k-1)/2^s) < a <= 2^(k/2^s).
+func index(a float64, s int32) int32 {
+	frac, exp := math.Frexp(a)
+	if s > 0 {
+		b := bounds[s]
+		return int32(sort.SearchFloat64s(b, frac) + (exp-1)*len(b))
+	}
+	k := int32(exp)
+	if frac == 0.5 {
+		k--
+	}
+	off := int32(1)<<-s - 1
+	return (k + off) >> -s
+}
+
+// Write fills m's histogram with a copy of the counts so far, sparse as
+// Prometheus reads them: spans of buckets in use, counts as deltas.
+func (h *Histogram) Write(m *dto.Metric) {
+	count, sum, schema, thr, zero := h.count, h.sum, h.schema, h.zeroThr, h.zero
+	hist := &dto.Histogram{
+		SampleCount:   &count,
+		SampleSum:     &sum,
+		Schema:        &schema,
+		ZeroThreshold: &thr,
+		ZeroCount:     &zero,
+	}
+	hist.PositiveSpan, hist.PositiveDelta = h.pos.sparse()
+	hist.NegativeSpan, hist.NegativeDelta = h.neg.sparse()
+	if len(hist.PositiveSpan) == 0 && len(hist.NegativeSpan) == 0 {
+		// A histogram with no bucket in use is still native: an empty span
+		// tells Prometheus so, as client_golang does.
+		hist.PositiveSpan = []*dto.BucketSpan{{Offset: new(int32), Length: new(uint32)}}
+	}
+	m.Histogram = hist
+}
+
+// sparse returns the spans and deltas of the buckets in use. A gap of one
+// or two empty buckets is written as zero counts, which costs less than a
+// new span.
+func (b *buckets) sparse() ([]*dto.BucketSpan, []int64) {
+	var spans []*dto.BucketSpan
+	var deltas []int64
+	prev := int64(0)
+	next := int32(0) // the index after the last one written
+	for i, c := range b.counts {
+		if c == 0 {
+			continue
+		}
+		k := b.offset + int32(i)
+		gap := k - next
+		switch {
+		case len(spans) == 0 || gap > 2:
+			off := gap
+			if len(spans) == 0 {
+				off = k
+			}
+			spans = append(spans, &dto.BucketSpan{Offset: &off, Length: new(uint32)})
+		default:
+			for range gap {
+				deltas = append(deltas, -prev)
+				prev = 0
+			}
+			*spans[len(spans)-1].Length += uint32(gap)
+		}
+		*spans[len(spans)-1].Length++
+		deltas = append(deltas, int64(c)-prev)
+		prev = int64(c)
+		next = k + 1
+	}
+	return spans, deltas
+}
