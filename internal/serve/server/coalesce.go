@@ -24,6 +24,14 @@ type body struct {
 	// render.
 	gzOnce sync.Once
 	gz     []byte
+
+	// proto is the protobuf exposition of buf with the native histograms,
+	// and protoGz it compressed, each made once for the scrapes that ask.
+	protoOnce   sync.Once
+	proto       []byte
+	protoErr    error
+	protoGzOnce sync.Once
+	protoGz     []byte
 }
 
 var gzipWriters = sync.Pool{New: func() any {
@@ -33,18 +41,20 @@ var gzipWriters = sync.Pool{New: func() any {
 
 // gzipped returns the body compressed at gzip's fastest level.
 func (b *body) gzipped() []byte {
-	b.gzOnce.Do(func() {
-		var out bytes.Buffer
-		out.Grow(len(b.buf)/8 + 64)
-		gz := gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(&out)
-		// Writes to a bytes.Buffer cannot fail.
-		_, _ = gz.Write(b.buf)
-		_ = gz.Close()
-		gzipWriters.Put(gz)
-		b.gz = out.Bytes()
-	})
+	b.gzOnce.Do(func() { b.gz = gzipBytes(b.buf) })
 	return b.gz
+}
+
+func gzipBytes(in []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(in)/8 + 64)
+	gz := gzipWriters.Get().(*gzip.Writer)
+	gz.Reset(&out)
+	// Writes to a bytes.Buffer cannot fail.
+	_, _ = gz.Write(in)
+	_ = gz.Close()
+	gzipWriters.Put(gz)
+	return out.Bytes()
 }
 
 // coalescer renders /metrics once for all the scrapes that arrive while a

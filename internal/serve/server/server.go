@@ -38,6 +38,10 @@ type Options struct {
 	Address       string
 	WebConfigFile string
 	Engine        Renderer
+	// Histograms gives the native histogram families, served with the
+	// rest in the protobuf exposition to scrapers that negotiate it; nil
+	// serves the text format to every scraper.
+	Histograms HistogramSource
 	// Gatherer holds gpuscope's own families (self metrics, Go and process
 	// collectors, enrichers); it is appended to the GPU series.
 	Gatherer prometheus.Gatherer
@@ -237,6 +241,13 @@ func readOnly(h http.Handler) http.Handler {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b := s.bodies.get()
 	defer s.bodies.release(b)
+	if s.opts.Histograms != nil {
+		w.Header().Add("Vary", "Accept")
+		if wantsProto(r) {
+			s.metricsProto(w, r, b)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	out := b.buf
 	if acceptsGzip(r) {
@@ -246,6 +257,37 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Accept-Encoding")
 		out = b.gzipped()
 	}
+	s.writeMetrics(w, out)
+}
+
+// metricsProto answers a scrape that negotiated the protobuf exposition;
+// should the rendered text not read back, the text is served instead, as
+// it is what the protobuf would have held but for the histograms.
+func (s *Server) metricsProto(w http.ResponseWriter, r *http.Request, b *body) {
+	gz := acceptsGzip(r)
+	var out []byte
+	var err error
+	if gz {
+		out, err = b.protoGzipped(s.opts.Histograms)
+	} else {
+		out, err = b.protobuf(s.opts.Histograms)
+	}
+	if err != nil {
+		s.opts.Log.WithError(err).Warn("Serving /metrics as text: the protobuf exposition failed")
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		out = b.buf
+		gz = false
+	} else {
+		w.Header().Set("Content-Type", string(protoFormat))
+	}
+	if gz {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Add("Vary", "Accept-Encoding")
+	}
+	s.writeMetrics(w, out)
+}
+
+func (s *Server) writeMetrics(w http.ResponseWriter, out []byte) {
 	if _, err := w.Write(out); err != nil {
 		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
 	}
