@@ -182,6 +182,13 @@ func GPUScope(t testing.TB, args ...string) (string, *Process) {
 // second and loads ruleFiles. It returns the API base URL.
 func Prometheus(t testing.TB, targets []string, ruleFiles ...string) string {
 	t.Helper()
+	return PrometheusWithFeatures(t, nil, targets, ruleFiles...)
+}
+
+// PrometheusWithFeatures is Prometheus with the feature flags given
+// (--enable-feature), such as native-histograms.
+func PrometheusWithFeatures(t testing.TB, features []string, targets []string, ruleFiles ...string) string {
+	t.Helper()
 	bin := RequireTool(t, "prometheus")
 	dir := t.TempDir()
 	var rules strings.Builder
@@ -207,8 +214,12 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := FreePort(t)
-	Start(t, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
+	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--log.level=warn"}
+	for _, f := range features {
+		args = append(args, "--enable-feature="+f)
+	}
+	Start(t, bin, args...)
 	base := "http://" + addr
 	WaitHTTP(t, base+"/-/ready", 60*time.Second)
 	return base
