@@ -142,6 +142,7 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 		ReplaceBlanksInModelName: lab.ReplaceBlanksInModelName,
 		Insight:                  cfg.Insight.Enabled,
 		InsightWindow:            cfg.Insight.Window,
+		NoNativeHistograms:       !col.NativeHistograms,
 	})
 	if err != nil {
 		return nil, err
@@ -180,6 +181,12 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		prof = pc
 	}
 	web := cfg.Web
+	// Without histograms the protobuf exposition would hold what the text
+	// does, at the cost of reading it back: every scraper gets the text.
+	var hists server.HistogramSource
+	if cfg.Collection.NativeHistograms {
+		hists = eng
+	}
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
 	if err != nil {
@@ -189,7 +196,7 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		Address:          web.Address,
 		WebConfigFile:    web.ConfigFile,
 		Engine:           eng,
-		Histograms:       eng,
+		Histograms:       hists,
 		Gatherer:         reg,
 		Profiling:        prof,
 		Samples:          eng,

@@ -139,6 +139,7 @@ func (b *builder) collection() {
 		XIDWindow:         b.interval(FlagXIDWindow, in.XIDWindow),
 		ClockEventsWindow: b.interval(FlagClockWindow, in.ClockEventsWindow),
 		ComputeInstances:  in.ComputeInstances,
+		NativeHistograms:  in.NativeHistograms,
 	}
 	// dcgm-exporter counts the clock-event samples it took every -c (30 s
 	// unless given: pkg/cmd/app.go); gpuscope's own default is faster.

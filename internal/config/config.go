@@ -102,6 +102,9 @@ type Collection struct {
 	ClockEventsPeriod time.Duration
 	Devices           devsel.Selector
 	ComputeInstances  bool
+	// NativeHistograms serves a native histogram of every field with
+	// window statistics to scrapers that negotiate protobuf.
+	NativeHistograms bool
 	// BindUnbindPoll is how often the sources look for GPUs bound to or
 	// unbound from the driver; 0 when the watch is off.
 	BindUnbindPoll time.Duration

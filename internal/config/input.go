@@ -36,6 +36,8 @@ type Input struct {
 	Insight       bool
 	InsightWindow time.Duration
 
+	NativeHistograms bool
+
 	EnableProfilingAPI            bool
 	MaxConnections, APIMaxStreams int
 	DisableExporterMetrics        bool
@@ -107,6 +109,7 @@ func Defaults() Input {
 		SimSeed:            1,
 		SimEventRate:       s.EventRate,
 		InsightWindow:      engine.DefaultInsightWindow,
+		NativeHistograms:   true,
 		MaxConnections:     server.DefaultMaxConnections,
 		APIMaxStreams:      server.DefaultMaxStreams,
 		APIMaxRequests:     server.DefaultMaxRequests,

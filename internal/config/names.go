@@ -42,6 +42,7 @@ const (
 	FlagSimWorkload        = "sim-workload"
 	FlagInsight            = "insight"
 	FlagInsightWindow      = "insight-window"
+	FlagNativeHistograms   = "native-histograms"
 	FlagEnableProfilingAPI = "web.enable-profiling-api"
 	FlagMaxConnections     = "web.max-connections"
 	FlagAPIMaxStreams      = "api-max-streams"
