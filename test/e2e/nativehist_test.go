@@ -10,32 +10,47 @@ import (
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
+// promCheck is a query and what its answer must be.
+type promCheck struct {
+	expr  string
+	check func([]e2etest.Sample) error
+}
+
 // TestNativeHistogramsAggregateInPrometheus: a Prometheus with native
 // histograms on scrapes the protobuf exposition and answers the p99 of SM
 // activity over every simulated GPU from the native histograms, a ratio in
-// [0, 1]; the tensor and DRAM activity histograms are there too, one per GPU.
+// [0, 1]; the tensor and DRAM activity histograms are there too, one per
+// GPU, and the shipped recording rules of their percentiles per pod, node
+// and cluster give ratios. (Debian's promtool 2.42 cannot write
+// native-histogram input series in its unit tests, so the rules are checked
+// here, live.)
 func TestNativeHistogramsAggregateInPrometheus(t *testing.T) {
-	csv := filepath.Join(e2etest.RepoRoot(), "etc", "dcp-metrics.csv")
-	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-seed", "7", "--sim-workload", "data-parallel")
-	prom := e2etest.PrometheusWithFeatures(t, []string{"native-histograms"}, []string{strings.TrimPrefix(base, "http://")})
+	root := e2etest.RepoRoot()
+	csv := filepath.Join(root, "etc", "dcp-metrics.csv")
+	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-seed", "7", "--sim-workload", "data-parallel", "--sim-pods")
+	prom := e2etest.PrometheusWithFeatures(t, []string{"native-histograms"}, []string{strings.TrimPrefix(base, "http://")},
+		filepath.Join(root, "deploy", "prometheus", "gpuscope-recording.yml"))
 
-	tests := []struct {
-		expr  string
-		check func([]e2etest.Sample) error
-	}{
-		{`histogram_quantile(0.99, sum(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[1m])))`, oneIn(0, 1)},
+	checks := []promCheck{
+		{`histogram_quantile(0.99, sum(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[1m])))`, eachIn(1, 0, 1)},
 		{`histogram_quantile(0.5, sum by (gpu) (rate(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE_distribution[1m])))`, eachIn(8, 0, 1)},
 		{`histogram_count(sum by (gpu) (DCGM_FI_PROF_DRAM_ACTIVE_distribution))`, eachIn(8, 1, 1e9)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.expr, func(t *testing.T) {
-			e2etest.Eventually(t, prom, tt.expr, 90*time.Second, tt.check)
+	for _, field := range []string{"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"} {
+		for _, q := range []string{"p50_5m", "p99_5m"} {
+			checks = append(checks,
+				promCheck{"cluster:" + field + ":" + q, eachIn(1, 0, 1)},
+				promCheck{"node:" + field + ":" + q, eachIn(1, 0, 1)},
+				// Every simulated pod's percentile is a ratio.
+				promCheck{"count(namespace_pod:" + field + ":" + q + ") - count(namespace_pod:" + field + ":" + q + " >= 0 <= 1)", eachIn(1, 0, 0)},
+			)
+		}
+	}
+	for _, c := range checks {
+		t.Run(c.expr, func(t *testing.T) {
+			e2etest.Eventually(t, prom, c.expr, 90*time.Second, c.check)
 		})
 	}
-}
-
-func oneIn(lo, hi float64) func([]e2etest.Sample) error {
-	return eachIn(1, lo, hi)
 }
 
 // eachIn wants n samples, each a number in [lo, hi].
