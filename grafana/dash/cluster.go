@@ -75,6 +75,14 @@ func Cluster() (dashboard.Dashboard, error) {
 		WithPanel(timeSeries("Peak SM activity by model",
 			"The busiest GPU of each model over the last window (stat=\"max\" of the window statistics): a burst between two scrapes shows here. Empty when the counters file asks for no max of DCGM_FI_PROF_SM_ACTIVE.", "percentunit", 8, 8,
 			q(`model:DCGM_FI_PROF_SM_ACTIVE_window_max:max{`+cl+`}`, "{{modelName}}"))).
+		WithPanel(timeSeries("Activity percentiles of every sample",
+			"p50 and p99 over the last 5 minutes of every 100 ms sample of every GPU, from gpuscope's native histograms: they aggregate where per-GPU window statistics cannot. Empty unless Prometheus scrapes native histograms (docs/kubernetes.md).", "percentunit", 24, 8,
+			q(`max(cluster:DCGM_FI_PROF_SM_ACTIVE:p99_5m{`+cl+`})`, "SM p99"),
+			q(`max(cluster:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`, "SM p50"),
+			q(`max(cluster:DCGM_FI_PROF_PIPE_TENSOR_ACTIVE:p99_5m{`+cl+`})`, "tensor p99"),
+			q(`max(cluster:DCGM_FI_PROF_PIPE_TENSOR_ACTIVE:p50_5m{`+cl+`})`, "tensor p50"),
+			q(`max(cluster:DCGM_FI_PROF_DRAM_ACTIVE:p99_5m{`+cl+`})`, "DRAM p99"),
+			q(`max(cluster:DCGM_FI_PROF_DRAM_ACTIVE:p50_5m{`+cl+`})`, "DRAM p50")).Max(1).Min(0)).
 		WithPanel(tablePanel("Pods idle but allocated",
 			"Pods whose GPUs' SM activity averaged under 5% over the time range: paid for, unused. Click to open the pod.", 24, 8).Unit("percentunit").
 			WithTarget(instantTable(`avg_over_time(namespace_pod:DCGM_FI_PROF_SM_ACTIVE:avg{` + cl + `}[$__range]) < 0.05`)).
@@ -89,6 +97,10 @@ func Cluster() (dashboard.Dashboard, error) {
 			`topk(10, avg_over_time(namespace:DCGM_FI_PROF_SM_ACTIVE:sum{`+cl+`}[$__range]) * $__range_s / 3600)`, "{{namespace}}")).
 		WithPanel(bars("Busy GPU-hours by pod", "Click a pod to open it.", "none", 8,
 			`topk(10, avg_over_time(namespace_pod:DCGM_FI_PROF_SM_ACTIVE:sum{`+cl+`}[$__range]) * $__range_s / 3600)`, "{{namespace}}/{{pod}}", toPodSeries)).
+		WithPanel(bars("Median SM activity by pod", "p50 of every 100 ms sample of the pod's GPUs over the last 5 minutes (native histograms). Click a pod to open it.", "percentunit", 12,
+			`topk(10, namespace_pod:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`, "{{namespace}}/{{pod}}", toPodSeries)).
+		WithPanel(bars("Nodes with the lowest median SM activity", "p50 of every 100 ms sample of the node's GPUs over the last 5 minutes (native histograms): the least busy nodes. Click a node to open it.", "percentunit", 12,
+			`bottomk(10, node:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`, "{{Hostname}}", toNodeSeries)).
 		WithRow(dashboard.NewRowBuilder("HPC jobs")).
 		WithPanel(bars("GPUs by HPC job", "GPUs whose --hpc-job-mapping-dir file names the job.", "none", 8,
 			`topk(10, hpc_job:gpuscope_gpus:count{`+cl+`})`, "{{hpc_job}}")).

@@ -23,6 +23,16 @@ func burst(title, desc, field string) *timeseries.PanelBuilder {
 		q(pg(field+"_window", `stat="avg"`), "avg · "+gpuLegend)).Max(1).Min(0)
 }
 
+// percentiles shows the p50 and p99 of every 100 ms sample of the pod's
+// GPUs over 5 minutes, which the recording rules read from the native
+// histograms: unlike the window statistics, they are the pod's, not a GPU's.
+func percentiles(title, field string) *timeseries.PanelBuilder {
+	sel := `{cluster=~"$cluster", namespace="$namespace", pod="$pod"}`
+	return timeSeries(title, "p50 and p99 of every sample of the pod's GPUs over the last 5 minutes. Empty unless Prometheus scrapes native histograms (docs/kubernetes.md).", "percentunit", 8, 8,
+		q(`max(namespace_pod:`+field+`:p99_5m`+sel+`)`, "p99"),
+		q(`max(namespace_pod:`+field+`:p50_5m`+sel+`)`, "p50")).Max(1).Min(0)
+}
+
 func Pod() (dashboard.Dashboard, error) {
 	toNode := link("Node ${__data.fields.Hostname}", NodeUID, "node", "${__data.fields.Hostname}")
 	b := base(PodUID, "gpuscope / Pod",
@@ -48,6 +58,10 @@ func Pod() (dashboard.Dashboard, error) {
 		WithPanel(burst("SM activity", "Share of cycles with at least one warp on an SM.", "DCGM_FI_PROF_SM_ACTIVE")).
 		WithPanel(burst("Tensor-pipe activity", "Share of cycles the tensor pipes are busy.", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")).
 		WithPanel(burst("DRAM activity", "Share of cycles the memory interface is busy.", "DCGM_FI_PROF_DRAM_ACTIVE")).
+		WithRow(dashboard.NewRowBuilder("Percentiles of every sample (native histograms)")).
+		WithPanel(percentiles("SM activity", "DCGM_FI_PROF_SM_ACTIVE")).
+		WithPanel(percentiles("Tensor-pipe activity", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")).
+		WithPanel(percentiles("DRAM activity", "DCGM_FI_PROF_DRAM_ACTIVE")).
 		WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
 		WithPanel(statPanel("Step period", "Mean training-step period of the pod's GPUs: the dominant period of SM activity over the last window. n/a without clear steps.", "s",
 			`avg(gpuscope_gpu_step_period_seconds{`+podSel+`})`)).

@@ -304,7 +304,9 @@ scrape_configs:
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	promAddr := freePort(t)
 	start(t, promBin, dir, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr, "--log.level=warn")
+		"--web.listen-address="+promAddr, "--log.level=warn",
+		// The distribution rules and panels read native histograms.
+		"--enable-feature=native-histograms")
 	waitHTTP(t, "http://"+promAddr+"/-/ready", 30*time.Second)
 	c := promClient{base: "http://" + promAddr}
 
