@@ -311,3 +311,41 @@ func BenchmarkRenderFullWindow(b *testing.B) {
 	b.StopTimer()
 	reportPerSeries(b, series)
 }
+
+// BenchmarkProtobufScrape is the extra cost of a scrape that negotiates the
+// protobuf exposition, on top of BenchmarkRender: the server reads the
+// rendered text back into client_model's families, encodes them delimited,
+// and adds the native histograms (internal/serve/server, body.protobuf).
+func BenchmarkProtobufScrape(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			e, _ := newBenchEngine(b, sz)
+			text := e.Render(nil)
+			var out bytes.Buffer
+			format := expfmt.NewFormat(expfmt.TypeProtoDelim)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				out.Reset()
+				p := expfmt.NewTextParser(model.UTF8Validation)
+				mfs, err := p.TextToMetricFamilies(bytes.NewReader(text))
+				if err != nil {
+					b.Fatal(err)
+				}
+				enc := expfmt.NewEncoder(&out, format)
+				for _, mf := range mfs {
+					if err := enc.Encode(mf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, mf := range e.NativeHistograms() {
+					if err := enc.Encode(mf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(out.Len()), "bytes")
+		})
+	}
+}
