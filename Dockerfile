@@ -59,7 +59,7 @@ RUN arch="${TARGETARCH:-$BUILDARCH}"; \
     esac; \
     GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
-      -o /out/gpuscope ./cmd/gpuscope
+      -o /out/ ./cmd/gpuscope ./cmd/gpuscope-client
 
 # The distroless image's binary is built against Debian 12, its base.
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS build-nvml
@@ -87,11 +87,11 @@ RUN arch="${TARGETARCH:-$BUILDARCH}"; \
     esac; \
     GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
-      -o /out/gpuscope ./cmd/gpuscope
+      -o /out/ ./cmd/gpuscope ./cmd/gpuscope-client
 
 # cgo and dlopen need glibc: distroless/base rather than static.
 FROM gcr.io/distroless/base-debian12:nonroot AS nvml
-COPY --from=build-nvml /out/gpuscope /usr/bin/gpuscope
+COPY --from=build-nvml /out/gpuscope /out/gpuscope-client /usr/bin/
 COPY LICENSE /licenses/LICENSE
 COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
 COPY etc/dcgm-exporter/ /etc/dcgm-exporter/
@@ -130,7 +130,7 @@ RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}"; \
     && rm -rf /var/lib/apt/lists/* /var/log/* \
     && ldconfig
 RUN groupadd -r -g 1000 gpuscope && useradd -r -u 1000 -g gpuscope -s /usr/sbin/nologin gpuscope
-COPY --from=build /out/gpuscope /usr/bin/gpuscope
+COPY --from=build /out/gpuscope /out/gpuscope-client /usr/bin/
 COPY LICENSE /licenses/LICENSE
 COPY etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/
 # dcgm-exporter deployments pass these paths to -f; they hold

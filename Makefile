@@ -47,11 +47,14 @@ IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) 
 
 .PHONY: build run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release
 
+# gpuscope-client (top, capture) goes beside the exporter, where
+# `gpuscope top` and `gpuscope capture` look for it.
 build:
 	@if [ -z "$(CC)" ]; then echo "make build: no C cross compiler is known for GOARCH=$(GOARCH); set CC=..." >&2; exit 1; fi
 	@if [ "$(GOARCH)" != "$(HOSTARCH)" ] && ! command -v "$(firstword $(CC))" >/dev/null; then \
 		echo "make build: $(CC), the C cross compiler for GOARCH=$(GOARCH), is not installed (scripts/install-test-deps.sh installs it on Debian)" >&2; exit 1; fi
 	$(BUILD_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
+	$(BUILD_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))gpuscope-client ./cmd/gpuscope-client
 
 # Simulated node of 8 x H100 with pod labels, mixed workloads and workload
 # insight; no GPU needed.

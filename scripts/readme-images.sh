@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/gpuscope" ./cmd/gpuscope
+go build -o "$work/" ./cmd/gpuscope ./cmd/gpuscope-client
 go build -o "$work/termpng" ./scripts/termpng
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$work/gpuscope" --source=sim --sim-pods --sim-seed=3 --collectors=etc/dcp-metrics.csv \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a release into DIST (dist/ by default), as `make release` does:
 #
-#   gpuscope-VERSION-linux-amd64.tar.gz    the binary, etc/ (counters files),
+#   gpuscope-VERSION-linux-amd64.tar.gz    gpuscope and gpuscope-client (top, capture), etc/,
 #   gpuscope-VERSION-linux-arm64.tar.gz    LICENSE, README.md, CHANGELOG.md
 #   gpuscope-VERSION-linux-ARCH.sbom.cdx.json
 #                                          CycloneDX SBOM of the Go modules

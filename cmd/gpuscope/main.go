@@ -109,7 +109,7 @@ func newAppWith(action func(context.Context, *config.Config) error) *cli.App {
 			}
 			return action(c.Context, cfg)
 		},
-		Commands: releaseHUP(countersCommand(), profilingCommand(), captureCommand(), topCommand()),
+		Commands: releaseHUP(append([]*cli.Command{countersCommand(), profilingCommand()}, clientCommands()...)...),
 	}
 }
 

@@ -149,7 +149,7 @@ func TestDockerfile(t *testing.T) {
 		assert.Contains(t, run, "rm -rf /var/lib/apt/lists/*", "the apt lists do not weigh on the image")
 	})
 
-	t.Run("the binary and the counters files are copied", func(t *testing.T) {
+	t.Run("the binaries and the counters files are copied", func(t *testing.T) {
 		for _, name := range []string{"runtime", "nvml"} {
 			s := find(stages, name)
 			require.NotNil(t, s, name)
@@ -158,7 +158,8 @@ func TestDockerfile(t *testing.T) {
 				copies = append(copies, c.args)
 			}
 			joined := strings.Join(copies, "\n")
-			assert.Regexp(t, `--from=build\S* /out/gpuscope /usr/bin/gpuscope`, joined, name)
+			// gpuscope top and capture run the gpuscope-client beside gpuscope.
+			assert.Regexp(t, `--from=build\S* /out/gpuscope /out/gpuscope-client /usr/bin/`, joined, name)
 			assert.Contains(t, joined, "etc/default-counters.csv etc/dcp-metrics.csv etc/nvidia-gpu-exporter.csv /etc/gpuscope/", name)
 			assert.Contains(t, s.last("ENTRYPOINT"), "/usr/bin/gpuscope", name)
 			assert.Contains(t, s.last("CMD"), "/etc/gpuscope/default-counters.csv", name)
@@ -206,7 +207,8 @@ func TestDockerfile(t *testing.T) {
 			require.NotNil(t, s, name)
 			run := s.last("RUN")
 			assert.Contains(t, run, "go build", name)
-			assert.Contains(t, run, "./cmd/gpuscope", name)
+			assert.Contains(t, run, "./cmd/gpuscope ", name)
+			assert.Contains(t, run, "./cmd/gpuscope-client", name)
 			assert.Contains(t, run, "version.Version=${VERSION}", name)
 		}
 	})
@@ -320,7 +322,7 @@ func TestDockerignoreMatcher(t *testing.T) {
 func TestBuildContextHoldsWhatTheBuildNeeds(t *testing.T) {
 	root := e2etest.RepoRoot()
 	pats := readDockerignore(t, root)
-	cmd := exec.Command("go", "list", "-deps", "-json", "./cmd/gpuscope")
+	cmd := exec.Command("go", "list", "-deps", "-json", "./cmd/gpuscope", "./cmd/gpuscope-client")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	require.NoError(t, err)

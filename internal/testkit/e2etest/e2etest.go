@@ -52,7 +52,8 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// Binary builds gpuscope once per test process and returns its path.
+// Binary builds gpuscope and gpuscope-client once per test process and
+// returns gpuscope's path.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -62,7 +63,8 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "gpuscope")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/gpuscope")
+		// gpuscope top and capture run the gpuscope-client beside it.
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gpuscope", "./cmd/gpuscope-client")
 		cmd.Dir = RepoRoot()
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
