@@ -5,7 +5,6 @@ package nhist
 
 import (
 	"math"
-	"sort"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -145,8 +144,19 @@ var bounds = func() [9][]float64 {
 func index(a float64, s int32) int32 {
 	frac, exp := math.Frexp(a)
 	if s > 0 {
+		// The first bound not below frac, searched by hand: a call per
+		// step (sort.SearchFloat64s) costs more than the rest of Observe.
 		b := bounds[s]
-		return int32(sort.SearchFloat64s(b, frac) + (exp-1)*len(b))
+		lo, hi := 0, len(b)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if b[m] < frac {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return int32(lo + (exp-1)*len(b))
 	}
 	k := int32(exp)
 	if frac == 0.5 {

@@ -3,7 +3,6 @@ package window
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // maxExcluded bounds the samples a read leaves out of the tracked window
@@ -36,11 +35,27 @@ type tracker struct {
 	ops int
 }
 
+// lowerBound is the index of the first value of a not below x: what
+// sort.SearchFloat64s returns, without its call per step, which would
+// double the cost of a sample.
+func lowerBound(a []float64, x float64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 func (t *tracker) add(v float64) {
 	if v != v {
 		return
 	}
-	i := sort.SearchFloat64s(t.sorted, v)
+	i := lowerBound(t.sorted, v)
 	t.sorted = slices.Insert(t.sorted, i, v)
 	if math.IsInf(v, 0) {
 		t.inf++
@@ -54,7 +69,7 @@ func (t *tracker) remove(v float64) {
 	if v != v {
 		return
 	}
-	i := sort.SearchFloat64s(t.sorted, v)
+	i := lowerBound(t.sorted, v)
 	if i == len(t.sorted) || t.sorted[i] != v {
 		return
 	}
@@ -131,13 +146,44 @@ func (r *Ring) trackOverwrite() {
 	}
 }
 
-// trackNewest adds the sample just pushed and lets the window slide.
+// trackNewest adds the sample just pushed and lets the window slide. In
+// the steady state one sample leaves as one arrives, and the values between
+// the two places move once.
 func (r *Ring) trackNewest(ts int64, v float64) {
-	t := r.tr
+	t, c := r.tr, len(r.ts)
+	cut := ts - t.span
+	// The oldest tracked sample before this push, at r.head-1-tn.
+	if j := wrap(r.head-1-t.tn, c); t.tn > 0 && t.tn < c && r.ts[j] <= cut && v == v && r.vals[j] == r.vals[j] &&
+		(t.tn == 1 || r.ts[wrap(j+1, c)] > cut) && !math.IsInf(v, 0) && !math.IsInf(r.vals[j], 0) && t.replace(r.vals[j], v) {
+		t.cut = cut
+		t.resum(c)
+		return
+	}
 	t.add(v)
 	t.tn++
-	r.expire(ts - t.span)
-	t.resum(len(r.ts))
+	r.expire(cut)
+	t.resum(c)
+}
+
+// replace takes old out of the window and puts v in, moving the values
+// between their places once; false when old is not there.
+func (t *tracker) replace(old, v float64) bool {
+	i := lowerBound(t.sorted, old)
+	if i == len(t.sorted) || t.sorted[i] != old {
+		return false
+	}
+	j := lowerBound(t.sorted, v)
+	if j > i {
+		copy(t.sorted[i:j-1], t.sorted[i+1:j])
+		t.sorted[j-1] = v
+	} else {
+		copy(t.sorted[j+1:i+1], t.sorted[j:i])
+		t.sorted[j] = v
+	}
+	t.sum.add(v)
+	t.sum.add(-old)
+	t.ops += 2
+	return true
 }
 
 // expire drops the tracked samples not newer than cut, oldest first.
@@ -145,7 +191,7 @@ func (r *Ring) expire(cut int64) {
 	t, c := r.tr, len(r.ts)
 	t.cut = cut
 	for t.tn > 0 {
-		j := (r.head - t.tn + c) % c
+		j := wrap(r.head-t.tn, c)
 		if r.ts[j] > cut {
 			return
 		}
@@ -236,7 +282,7 @@ func (x *excluded) set(sorted, vals []float64) {
 	slices.Sort(vals)
 	x.n = len(vals)
 	for i, v := range vals {
-		p := sort.SearchFloat64s(sorted, v)
+		p := lowerBound(sorted, v)
 		if i > 0 && vals[i-1] == v {
 			p = x.pos[i-1] + 1
 		}

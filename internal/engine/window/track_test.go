@@ -216,13 +216,15 @@ func BenchmarkPush(b *testing.B) {
 	}
 }
 
+// fullRing is a ring sized as the engine sizes one for a window of n
+// samples (two more), with the window full.
 func fullRing(n int, tracked bool) *Ring {
-	r := NewRing(n)
+	r := NewRing(n + 2)
 	if tracked {
 		r.Track(int64(n) * 10)
 	}
 	rng := rand.New(rand.NewSource(1))
-	for i := range n + 1 {
+	for i := range n + 3 {
 		r.Push(int64(i+1)*10, rng.Float64())
 	}
 	return r

@@ -65,7 +65,7 @@ func (r *Ring) Len() int { return r.n }
 // hands over overlapping reads cannot skew the statistics.
 func (r *Ring) Push(ts int64, v float64) {
 	if r.n > 0 {
-		last := (r.head - 1 + len(r.ts)) % len(r.ts)
+		last := wrap(r.head-1, len(r.ts))
 		if ts == r.ts[last] {
 			if r.tr != nil {
 				r.tr.remove(r.vals[last])
@@ -83,13 +83,25 @@ func (r *Ring) Push(ts int64, v float64) {
 	}
 	r.ts[r.head] = ts
 	r.vals[r.head] = v
-	r.head = (r.head + 1) % len(r.ts)
+	r.head = wrap(r.head+1, len(r.ts))
 	if r.n < len(r.ts) {
 		r.n++
 	}
 	if r.tr != nil {
 		r.trackNewest(ts, v)
 	}
+}
+
+// wrap brings an index in (-c, 2c) into the ring of capacity c. A
+// division per sample costs more than the rest of a push.
+func wrap(i, c int) int {
+	switch {
+	case i < 0:
+		return i + c
+	case i >= c:
+		return i - c
+	}
+	return i
 }
 
 // CopyFrom moves the samples of old into r, newest kept when r is smaller.
