@@ -10,7 +10,9 @@
 #   BENCH_SOAK   length of the memory run: 50 scrapers, SIGHUP
 #                every minute; the issue's full run is 20m        (2m)
 #   BENCH_LOAD   length of each latency run (1, 10, 100 scrapers) (10s)
-#   BENCH_ONLY   subset of: go cpu mem lat                        (all)
+#   BENCH_RSS    length of the resident-set run: 8 GPUs, the
+#                profiling set, one scrape every second           (60s)
+#   BENCH_ONLY   subset of: go cpu rss mem lat                    (all)
 #   BENCH_PORT   first loopback port the binary listens on        (19400)
 #   BENCH_OUT    folder for raw results and logs                  (bin/bench)
 set -euo pipefail
@@ -22,13 +24,14 @@ BTIME=${BENCH_TIME:-1s}
 CPU=${BENCH_CPU:-60s}
 SOAK=${BENCH_SOAK:-2m}
 LOAD=${BENCH_LOAD:-10s}
-ONLY=${BENCH_ONLY:-go cpu mem lat}
+RSS=${BENCH_RSS:-60s}
+ONLY=${BENCH_ONLY:-go cpu rss mem lat}
 PORT=${BENCH_PORT:-19400}
 OUT=${BENCH_OUT:-bin/bench}
 mkdir -p "$OUT"
 
 for w in $ONLY; do
-  case $w in go | cpu | mem | lat) ;; *) echo "BENCH_ONLY: unknown part '$w' (use go cpu mem lat)" >&2; exit 2 ;; esac
+  case $w in go | cpu | rss | mem | lat) ;; *) echo "BENCH_ONLY: unknown part '$w' (use go cpu rss mem lat)" >&2; exit 2 ;; esac
 done
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
@@ -107,7 +110,7 @@ if want go; then
       'BEGIN { printf "%.0f us per GPU per window (%.2f ms per node), %d allocs; %.3f%% core", g/1e3, o/1e6, a, c }')" "bounded, reported"
 fi
 
-if want cpu || want mem || want lat; then
+if want cpu || want rss || want mem || want lat; then
   # Binaries of their own, so that a long run is not disturbed by a rebuild.
   echo "== make build BIN=$OUT/gpuscope" >&2
   make -s build BIN="$OUT/gpuscope" >&2
@@ -129,6 +132,18 @@ if want cpu; then
   echo "$res" | tee "$OUT/cpu-insight.txt" >&2
   stop_gpuscope
   row "process CPU, --insight" "8 GPUs, mixed workloads, 100ms profiling + 1s rest, $CPU" "$(field cpu_pct "$res")% of one core, RSS $(field rss_max_mib "$res") MiB" "< 1% of a core"
+fi
+
+if want rss; then
+  # The serving process only: top and capture live in gpuscope-client.
+  echo "== resident set over $RSS: 8 GPUs, etc/dcp-metrics.csv, one scraper every 1s" >&2
+  start_gpuscope "$OUT/rss.log" --collectors=etc/dcp-metrics.csv
+  sleep 5
+  res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 1 -pause 1s -d "$RSS" -sample 1s)
+  echo "$res" | tee "$OUT/rss.txt" >&2
+  stop_gpuscope
+  row "process RSS" "8 GPUs, 100ms profiling + 1s rest, scraped every 1s, $RSS; binary $(stat -c %s "$OUT/gpuscope") bytes" \
+    "RSS max $(field rss_max_mib "$res") MiB (RssAnon $(field rss_anon_max_mib "$res"))" "<= 22 MiB"
 fi
 
 if want mem; then
