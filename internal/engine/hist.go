@@ -109,8 +109,9 @@ func (e *Engine) NativeHistograms() []*dto.MetricFamily {
 	return out
 }
 
-// labelPairs reads an entity's label set as the engine writes it,
-// `{name="value",...` with the text format's escapes, back into pairs.
+// labelPairs reads an entity's label set as the engine writes it (an
+// opening brace, then name, equals sign and quoted value, comma-separated,
+// with the text format's escapes) back into pairs.
 func labelPairs(s string) []*dto.LabelPair {
 	s = strings.TrimPrefix(s, "{")
 	var out []*dto.LabelPair
