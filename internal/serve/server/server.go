@@ -133,8 +133,8 @@ const reuseBodyFor = 100 * time.Millisecond
 // maxPooledBuffer keeps one huge exposition from pinning memory in the pool.
 const maxPooledBuffer = 8 << 20
 
-// New builds the handlers.
-func New(opts Options) (*Server, error) {
+// setDefaults fills in the options left at 0.
+func (opts *Options) setDefaults() {
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
@@ -150,6 +150,11 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+}
+
+// New builds the handlers.
+func New(opts Options) (*Server, error) {
+	opts.setDefaults()
 	s := &Server{opts: opts, mux: http.NewServeMux(), api: newAPIMetrics(),
 		streamSlots: make(chan struct{}, opts.MaxStreams), requestSlots: make(chan struct{}, opts.MaxRequests),
 		shutdown: make(chan struct{}), auth: newAuthGate(nil)}
