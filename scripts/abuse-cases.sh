@@ -101,7 +101,13 @@ run_client() {
   STARTED+=("$hp")
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$hport") 2>/dev/null && break; sleep 0.1; done
   local fmt=json dur=3s
-  case $mode in extreme) fmt=png ;; huge | mismatched | negative) dur=0s ;; esac
+  # A read of the rings (-d 0) for the answers, a stream for the silent
+  # one; a stream longer than the wait for the silence after its headers.
+  case $mode in
+    extreme) fmt=png ;;
+    huge | mismatched | negative | silent) dur=0s ;;
+    silent-stream) dur=$((CLIENT_WAIT * 2))s ;;
+  esac
   local start end cp peak=0 rc
   start=$(date +%s.%N)
   "$BIN" capture --address "127.0.0.1:$hport" -d "$dur" --field DCGM_FI_PROF_SM_ACTIVE --format "$fmt" -o "$out.$fmt" >"$out.stdout" 2>"$out.stderr" &
@@ -127,6 +133,10 @@ run_client() {
   stop_pid "$hp"
   local esc=no
   grep -q $'\x1b' "$out.stderr" "$out.stdout" 2>/dev/null && esc=yes
+  # A trace timestamp like 0.00/ is not JSON.
+  if [ "$mode" = negative ] && grep -o '"ts":[^,}]*' "$out.json" 2>/dev/null | grep -qvE '^"ts":-?[0-9]+\.[0-9]{3}$'; then
+    esc="$esc, invalid trace JSON"
+  fi
   printf '%s %s %s %s' "$rc" "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')" "$peak" "$esc"
 }
 
