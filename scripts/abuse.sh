@@ -23,7 +23,8 @@
 #
 # Settings (environment):
 #   ABUSE_BIN        gpuscope binary to run instead of building this tree
-#                    (to compare with an older build)                   (build)
+#                    (to compare with an older build; its capture runs the
+#                    gpuscope-client beside it, where there is one)     (build)
 #   ABUSE_CASES      comma list of the cases above to run               (all)
 #   ABUSE_PORT       loopback port; the cases use the next few too      (19500)
 #   ABUSE_IDLE       idle connections                                   (2000)
@@ -65,8 +66,10 @@ ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 BIN=${ABUSE_BIN:-}
 if [ -z "$BIN" ]; then
-  echo "abuse: building gpuscope (about a minute the first time)"
+  echo "abuse: building gpuscope and gpuscope-client (about a minute the first time)"
   go build -o "$OUT/gpuscope" ./cmd/gpuscope
+  # gpuscope capture runs the gpuscope-client beside it.
+  go build -o "$OUT/gpuscope-client" ./cmd/gpuscope-client
   BIN=$OUT/gpuscope
 fi
 go build -o "$OUT/gpuscope-load" ./cmd/gpuscope-load
