@@ -147,7 +147,8 @@ if [ "$THANOS" = 1 ]; then
 	PIDS+=($!)
 	wait_http "http://$QUERY_HTTP/-/ready" $! "thanos query"
 	remote_write="remote_write:
-  - url: http://$RECV_WRITE/api/v1/receive"
+  - url: http://$RECV_WRITE/api/v1/receive
+    send_native_histograms: true"
 	thanos_scrape="  - job_name: thanos
     static_configs:
       - targets: [\"$RECV_HTTP\"]
@@ -183,8 +184,10 @@ $thanos_scrape
 $remote_write
 EOF
 promtool check config "$OUT/prometheus.yml" >/dev/null
+# Native histograms on: the nodes' <FIELD>_distribution families are scraped
+# (protobuf) and remote-written to Thanos.
 prometheus --config.file="$OUT/prometheus.yml" --storage.tsdb.path="$OUT/prometheus" \
-	--web.listen-address="$PROM" --log.level=warn >"$OUT/logs/prometheus.log" 2>&1 &
+	--web.listen-address="$PROM" --enable-feature=native-histograms --log.level=warn >"$OUT/logs/prometheus.log" 2>&1 &
 PIDS+=($!)
 PROM_PID=$!
 wait_http "http://$PROM/-/ready" "$PROM_PID" "prometheus"
@@ -229,4 +232,39 @@ report_args=(-prometheus "http://$PROM" -rules deploy/prometheus/gpuscope-record
 	-duration "${DURATION}s" -procs-cpu "$cpu_pct" -procs-rss-mib "$((rss_max / 1024))" -procs "$NODES")
 [ "$THANOS" = 1 ] && report_args+=(-thanos "http://$QUERY_HTTP")
 "$OUT/fleetreport" "${report_args[@]}" | tee "$OUT/table.md"
+
+# The fleet's SM activity from the native histograms, asked of Prometheus
+# and of Thanos Query at the same instant: the observation rate and sum,
+# which need no interpolation, must be the same; the p99 must be a ratio in
+# [0, 1] on both, within half a bucket (schema 3: 4.4%), as Thanos' newer
+# query engine interpolates within a native-histogram bucket differently
+# from Prometheus 2.42's.
+if [ "$THANOS" = 1 ]; then
+	at=$(($(date +%s) - 30))
+	for what in count sum p99; do
+		case $what in
+			count) q='histogram_count(sum(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[1m])))' ;;
+			sum) q='histogram_sum(sum(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[1m])))' ;;
+			p99) q='histogram_quantile(0.99, sum(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[1m])))' ;;
+		esac
+		curl -fsS "http://$PROM/api/v1/query" --data-urlencode "query=$q" --data-urlencode "time=$at" >"$OUT/nh-$what-prometheus.json"
+		curl -fsS "http://$QUERY_HTTP/api/v1/query" --data-urlencode "query=$q" --data-urlencode "time=$at" >"$OUT/nh-$what-thanos.json"
+	done
+	python3 - "$OUT" <<'PY' | tee -a "$OUT/table.md" || die "the native-histogram answers of Prometheus and Thanos Query differ; see $OUT/nh-*.json"
+import json, sys
+def val(what, who):
+    r = json.load(open(f"{sys.argv[1]}/nh-{what}-{who}.json"))["data"]["result"]
+    return float(r[0]["value"][1]) if len(r) == 1 else None
+ok = True
+print()
+for what, tol in (("count", 1e-9), ("sum", 1e-9), ("p99", 0.044)):
+    p, t = val(what, "prometheus"), val(what, "thanos")
+    same = p is not None and t is not None and abs(p - t) <= tol * max(abs(p), 1e-12)
+    if what == "p99":
+        same = same and 0 <= p <= 1
+    ok = ok and same
+    print(f"native histogram of SM activity, whole fleet, {what}: Prometheus {p}, Thanos Query {t}: {'same' if same else 'DIFFERENT'}")
+sys.exit(0 if ok else 1)
+PY
+fi
 say "done in $(($(date +%s) - started))s; table in $OUT/table.md, logs in $OUT/logs"
