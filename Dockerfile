@@ -57,7 +57,7 @@ RUN arch="${TARGETARCH:-$BUILDARCH}"; \
       arm64) cc=aarch64-linux-gnu-gcc ;; \
       amd64) cc=x86_64-linux-gnu-gcc ;; \
     esac; \
-    GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath \
+    GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath -tags urfave_cli_no_docs,testify_yaml_fail \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
       -o /out/ ./cmd/gpuscope ./cmd/gpuscope-client
 
@@ -85,7 +85,7 @@ RUN arch="${TARGETARCH:-$BUILDARCH}"; \
       arm64) cc=aarch64-linux-gnu-gcc ;; \
       amd64) cc=x86_64-linux-gnu-gcc ;; \
     esac; \
-    GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath \
+    GOOS=linux GOARCH="$arch" CC="$cc" go build -trimpath -tags urfave_cli_no_docs,testify_yaml_fail \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
       -o /out/ ./cmd/gpuscope ./cmd/gpuscope-client
 

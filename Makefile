@@ -12,6 +12,10 @@ BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y%m%d-%H
 VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
              -X $(VPKG).BuildUser=gpuscope -X $(VPKG).BuildDate=$(BUILD_DATE)
+# Build tags that leave out code gpuscope never runs: urfave/cli's man page
+# and Markdown generators (a Markdown parser), and testify's YAML support,
+# which go-dcgm links in through its test helpers.
+TAGS      := urfave_cli_no_docs,testify_yaml_fail
 # go-nvml's headers use deprecated declarations on purpose; silence them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
@@ -53,8 +57,8 @@ build:
 	@if [ -z "$(CC)" ]; then echo "make build: no C cross compiler is known for GOARCH=$(GOARCH); set CC=..." >&2; exit 1; fi
 	@if [ "$(GOARCH)" != "$(HOSTARCH)" ] && ! command -v "$(firstword $(CC))" >/dev/null; then \
 		echo "make build: $(CC), the C cross compiler for GOARCH=$(GOARCH), is not installed (scripts/install-test-deps.sh installs it on Debian)" >&2; exit 1; fi
-	$(BUILD_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
-	$(BUILD_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN))gpuscope-client ./cmd/gpuscope-client
+	$(BUILD_ENV) $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
+	$(BUILD_ENV) $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(dir $(BIN))gpuscope-client ./cmd/gpuscope-client
 
 # Simulated node of 8 x H100 with pod labels, mixed workloads and workload
 # insight; no GPU needed.
