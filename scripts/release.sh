@@ -5,7 +5,9 @@
 #   gpuscope-VERSION-linux-arm64.tar.gz    LICENSE, README.md, CHANGELOG.md
 #   gpuscope-VERSION-linux-ARCH.sbom.cdx.json
 #                                          CycloneDX SBOM of the Go modules
-#                                          linked into each binary
+#                                          linked into gpuscope
+#   gpuscope-VERSION-linux-ARCH.gpuscope-client.sbom.cdx.json
+#                                          the same of gpuscope-client
 #   SHA256SUMS                             checksums of all of the above
 #
 # VERSION (scripts/version.sh by default) is X.Y.Z for a release: then the
@@ -76,15 +78,21 @@ for arch in $arches; do
 	# licence of gpuscope's own module, which is not in that cache, is in
 	# LICENSE. Licence detection takes half a minute and needs no compiler,
 	# so it runs while the next architecture builds.
-	GOPROXY=off GONOSUMDB=github.com/NVIDIA/go-dcgm "$sbomtool" bin -json -licenses -noserial -notimestamp \
-		-version "v$version" -output "$dist/$name.sbom.cdx.json" "$dir/gpuscope" >"$work/sbom-$arch.log" 2>&1 &
-	sboms+=("$!:$arch")
-	files+=("$name.sbom.cdx.json")
+	# gpuscope-client (top, capture) links other modules (the terminal UI,
+	# the chart renderer), so it has an SBOM of its own.
+	for bin in gpuscope gpuscope-client; do
+		sbom="$name.sbom.cdx.json"
+		[ "$bin" = gpuscope ] || sbom="$name.$bin.sbom.cdx.json"
+		GOPROXY=off GONOSUMDB=github.com/NVIDIA/go-dcgm "$sbomtool" bin -json -licenses -noserial -notimestamp \
+			-version "v$version" -output "$dist/$sbom" "$dir/$bin" >"$work/sbom-$arch-$bin.log" 2>&1 &
+		sboms+=("$!:$arch-$bin")
+		files+=("$sbom")
+	done
 done
 for job in "${sboms[@]}"; do
 	if ! wait "${job%%:*}"; then
 		cat "$work/sbom-${job#*:}.log" >&2
-		echo "release: cyclonedx-gomod failed for linux/${job#*:}" >&2
+		echo "release: cyclonedx-gomod failed for ${job#*:}" >&2
 		exit 1
 	fi
 done

@@ -152,12 +152,17 @@ func TestSHA256SUMSVerifiesAndCatchesATamperedFile(t *testing.T) {
 		name := archiveName(version, a.goarch)
 		assert.Contains(t, string(out), name+".tar.gz: OK")
 		assert.Contains(t, string(out), name+".sbom.cdx.json: OK")
+		assert.Contains(t, string(out), name+".gpuscope-client.sbom.cdx.json: OK")
 	}
 
 	// The same check on a copy with one byte of the arm64 archive changed.
 	bad := t.TempDir()
-	for _, f := range []string{"SHA256SUMS", archiveName(version, "amd64") + ".tar.gz", archiveName(version, "amd64") + ".sbom.cdx.json",
-		archiveName(version, "arm64") + ".tar.gz", archiveName(version, "arm64") + ".sbom.cdx.json"} {
+	var files []string
+	for _, a := range arches {
+		name := archiveName(version, a.goarch)
+		files = append(files, name+".tar.gz", name+".sbom.cdx.json", name+".gpuscope-client.sbom.cdx.json")
+	}
+	for _, f := range append(files, "SHA256SUMS") {
 		b, err := os.ReadFile(filepath.Join(dist, f))
 		require.NoError(t, err)
 		if strings.HasSuffix(f, "arm64.tar.gz") {
@@ -220,6 +225,21 @@ func TestSBOMListsTheModulesOfEachBinary(t *testing.T) {
 			}
 			for mod, v := range want {
 				assert.Equal(t, v, got[mod], "%s in the SBOM at go.mod's version", mod)
+			}
+			assert.NotContains(t, got, "github.com/charmbracelet/bubbletea", "the exporter links no terminal UI")
+
+			// gpuscope-client, shipped in the same archive, has its own.
+			b, err = os.ReadFile(filepath.Join(dist, archiveName(version, a.goarch)+".gpuscope-client.sbom.cdx.json"))
+			require.NoError(t, err)
+			var client sbom
+			require.NoError(t, json.Unmarshal(b, &client))
+			assert.Equal(t, "CycloneDX", client.BOMFormat)
+			mods := map[string]bool{}
+			for _, c := range client.Components {
+				mods[c.Name] = true
+			}
+			for _, mod := range []string{"github.com/charmbracelet/bubbletea", "gonum.org/v1/plot"} {
+				assert.True(t, mods[mod], "%s in gpuscope-client's SBOM", mod)
 			}
 		})
 	}
