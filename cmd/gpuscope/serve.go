@@ -182,10 +182,10 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	}
 	web := cfg.Web
 	// Without histograms the protobuf exposition would hold what the text
-	// does, at the cost of reading it back: every scraper gets the text.
-	var hists server.HistogramSource
+	// does, at a larger size: every scraper gets the text.
+	var fams server.FamilySource
 	if cfg.Collection.NativeHistograms {
-		hists = eng
+		fams = eng
 	}
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
@@ -196,7 +196,7 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		Address:          web.Address,
 		WebConfigFile:    web.ConfigFile,
 		Engine:           eng,
-		Histograms:       hists,
+		Families:         fams,
 		Gatherer:         reg,
 		Profiling:        prof,
 		Samples:          eng,

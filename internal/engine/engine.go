@@ -107,6 +107,10 @@ type Engine struct {
 	// promises.
 	collectMu sync.Mutex
 
+	// protoLabels keeps the label sets of the protobuf exposition between
+	// renders; it serialises protobuf renders.
+	protoLabels protoLabelCache
+
 	// runMu guards the running loops and the reload sequence.
 	runMu   sync.Mutex
 	cancel  context.CancelFunc

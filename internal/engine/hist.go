@@ -75,11 +75,17 @@ func planHistograms(p *plan, on bool) {
 // series of the fields they are of, labelled the same. They exist only in
 // the protobuf exposition: the text format cannot carry them.
 func (e *Engine) NativeHistograms() []*dto.MetricFamily {
+	e.protoLabels.lock()
+	defer e.protoLabels.unlock()
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	now := e.opts.Now().UnixNano()
+	return e.appendHistograms(nil, e.opts.Now().UnixNano())
+}
+
+// appendHistograms appends the native histogram families; the caller holds
+// the label cache and the store's read lock.
+func (e *Engine) appendHistograms(out []*dto.MetricFamily, now int64) []*dto.MetricFamily {
 	p := e.plan
-	var out []*dto.MetricFamily
 	typ := dto.MetricType_HISTOGRAM
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
@@ -97,7 +103,7 @@ func (e *Engine) NativeHistograms() []*dto.MetricFamily {
 				continue
 			}
 			for _, l := range es.labels {
-				dm := &dto.Metric{Label: labelPairs(l)}
+				dm := &dto.Metric{Label: e.protoLabels.get(l, "").pairs}
 				sv.hist.Write(dm)
 				mf.Metric = append(mf.Metric, dm)
 			}

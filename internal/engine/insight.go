@@ -307,10 +307,10 @@ var boundTails = func() [insight.NumClasses]string {
 }()
 
 // renderInsight writes the insight families from the last computation.
-func (e *Engine) renderInsight(buf []byte, now int64) []byte {
+func (e *Engine) renderInsight(w *expo, now int64) {
 	p := e.plan
 	if !p.insight.on {
-		return buf
+		return
 	}
 	// A result older than the window is from a GPU that stopped answering.
 	oldest := now - int64(p.insight.window)
@@ -319,67 +319,55 @@ func (e *Engine) renderInsight(buf []byte, now int64) []byte {
 	}
 	// perGPU writes a family of one sample per live GPU; value says whether
 	// the GPU has one.
-	perGPU := func(buf []byte, name, help, typ string, value func(es *entityState) (float64, bool)) []byte {
-		return appendFamily(buf, e.order, name, help, typ,
-			func(b []byte, es *entityState, labels string) []byte {
+	perGPU := func(name, help, typ string, value func(es *entityState) (float64, bool)) {
+		appendFamily(w, e.order, name, help, typ,
+			func(w *expo, es *entityState, labels string) {
 				if !live(es) {
-					return b
+					return
 				}
 				v, ok := value(es)
 				if !ok {
-					return b
+					return
 				}
-				return appendSample(b, name, labels, "} ", v)
+				w.sample(name, labels, "} ", v)
 			})
 	}
-	buf = perGPU(buf, "gpuscope_gpu_step_period_seconds",
+	perGPU("gpuscope_gpu_step_period_seconds",
 		"Dominant period of SM activity (the training step) over the insight window, by autocorrelation; absent when the window shows no clear periodicity.", "gauge",
 		func(es *entityState) (float64, bool) { return es.ins.res.Period, es.ins.res.Period > 0 })
-	buf = perGPU(buf, "gpuscope_gpu_step_period_confidence",
+	perGPU("gpuscope_gpu_step_period_confidence",
 		"Autocorrelation of SM activity at the step period (0..1); the period is reported from 0.5.", "gauge",
 		func(es *entityState) (float64, bool) { return round4(es.ins.res.Confidence), true })
-	buf = perGPU(buf, "gpuscope_gpu_stall_ratio",
+	perGPU("gpuscope_gpu_stall_ratio",
 		"Share of the busy span of the insight window in which SM activity fell below 0.1 between busy phases (data-loader and synchronisation stalls).", "gauge",
 		func(es *entityState) (float64, bool) { return round4(es.ins.res.StallRatio), true })
-	buf = perGPU(buf, "gpuscope_gpu_stalls_total",
+	perGPU("gpuscope_gpu_stalls_total",
 		"Stall episodes (SM activity below 0.1 for at least 200 ms between busy phases) since gpuscope started.", "counter",
 		func(es *entityState) (float64, bool) { return float64(es.ins.stallsTotal), true })
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_bound_ratio",
+	appendFamily(w, e.order, "gpuscope_gpu_bound_ratio",
 		"Share of the insight window's samples bound by each class (compute, memory, communication, input, idle), by the rules of docs/insight.md.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+		func(w *expo, es *entityState, labels string) {
 			if !live(es) {
-				return b
+				return
 			}
 			for c := insight.Class(0); c < insight.NumClasses; c++ {
-				b = appendSample(b, "gpuscope_gpu_bound_ratio", labels, boundTails[c], round4(es.ins.res.Bound[c]))
+				w.sample("gpuscope_gpu_bound_ratio", labels, boundTails[c], round4(es.ins.res.Bound[c]))
 			}
-			return b
 		})
-	buf = appendFamily(buf, e.order, "gpuscope_insight_supported",
+	appendFamily(w, e.order, "gpuscope_insight_supported",
 		"1 when the GPU serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+		func(w *expo, es *entityState, labels string) {
 			if es.ent.Kind != source.GPU {
-				return b
+				return
 			}
+			head := `{gpu="` + strconv.Itoa(es.ent.GPU) + `",UUID="` + escapeLabel(es.ent.UUID) + `"`
 			switch {
 			case es.ins.missing != "":
-				b = append(b, `gpuscope_insight_supported{gpu="`...)
-				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
-				b = append(b, `",UUID="`...)
-				b = append(b, escapeLabel(es.ent.UUID)...)
-				b = append(b, `",missing="`...)
-				b = append(b, es.ins.missing...)
-				return append(b, "\"} 0\n"...)
+				w.sample("gpuscope_insight_supported", head, `,missing="`+es.ins.missing+`"} `, 0)
 			case es.ins.supported:
-				b = append(b, `gpuscope_insight_supported{gpu="`...)
-				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
-				b = append(b, `",UUID="`...)
-				b = append(b, escapeLabel(es.ent.UUID)...)
-				return append(b, "\"} 1\n"...)
+				w.sample("gpuscope_insight_supported", head, "} ", 1)
 			}
-			return b
 		})
-	return buf
 }
 
 // round4 keeps four decimals: the ratios are shares of a few hundred

@@ -58,61 +58,57 @@ func (m *metric) shows(es *entityState, layout counters.Layout) bool {
 
 // renderNvidiaSMI writes the lines of the file's roles: the info and index
 // series, the MIG inventory, the XID families and the collection status.
-func (e *Engine) renderNvidiaSMI(buf []byte) []byte {
+func (e *Engine) renderNvidiaSMI(w *expo) {
 	p := e.plan
 	for i := range p.roles {
 		f := &p.roles[i]
 		typ := f.Type.String()
 		switch f.Export.Role {
 		case counters.RoleInfo:
-			buf = appendFamily(buf, e.order, f.Name, f.Help, typ, func(b []byte, es *entityState, labels string) []byte {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
 				// One series per GPU, whatever copies the enrichers ask
 				// for: dashboards join on(uuid) group_left against it.
 				if es.ent.Kind != source.GPU || labels != es.labels[0] {
-					return b
+					return
 				}
-				return appendSample(b, f.Name, gpuInfoLabels(es, p), "} ", 1)
+				w.sample(f.Name, gpuInfoLabels(es, p), "} ", 1)
 			})
 		case counters.RoleIndex:
-			buf = appendFamily(buf, e.order, f.Name, f.Help, typ, func(b []byte, es *entityState, labels string) []byte {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
 				if es.ent.Kind != source.GPU {
-					return b
+					return
 				}
-				return appendSample(b, f.Name, labels, "} ", float64(es.ent.GPU))
+				w.sample(f.Name, labels, "} ", float64(es.ent.GPU))
 			})
 		case counters.RoleMIGInfo:
-			buf = appendFamily(buf, e.order, f.Name, f.Help, typ, func(b []byte, es *entityState, labels string) []byte {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
 				if es.ent.Kind != source.GPUInstance || labels != es.labels[0] {
-					return b
+					return
 				}
-				return appendSample(b, f.Name, migInfoLabels(&es.ent), "} ", 1)
+				w.sample(f.Name, migInfoLabels(&es.ent), "} ", 1)
 			})
 		case counters.RoleXIDTotal, counters.RoleXIDLast:
 			last := f.Export.Role == counters.RoleXIDLast
-			buf = appendFamily(buf, e.order, f.Name, f.Help, typ, func(b []byte, es *entityState, labels string) []byte {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
 				if es.ent.Kind != source.GPU {
-					return b
+					return
 				}
 				for _, x := range es.xids {
 					v := float64(x.total)
 					if last {
 						v = float64(x.lastSeen) / 1e9
 					}
-					b = appendSample(b, f.Name, labels, `,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, v)
+					w.sample(f.Name, labels, `,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, v)
 				}
-				return b
 			})
 		default:
 			if v, ok := e.col.value(f.Export.Role, len(p.groups)); ok {
 				// Exporter-wide: no labels, as there.
-				buf = append(buf, familyHeader(f.Name, f.Help, typ)...)
-				buf = append(buf, f.Name...)
-				buf = append(buf, ' ')
-				buf = append(appendFloat(buf, v), '\n')
+				w.family(f.Name, f.Help, typ)
+				w.sample(f.Name, "", " ", v)
 			}
 		}
 	}
-	return buf
 }
 
 // gpuInfoLabels is the label set of a GPU's nvidia_smi_gpu_info: uuid,

@@ -42,6 +42,8 @@ type metric struct {
 	// windowName and samplesName are the families' names, built once so
 	// that a render does not concatenate them per series.
 	windowName, samplesName string
+	// windowHelp and samplesHelp are their HELP texts, unescaped.
+	windowHelp, samplesHelp string
 	// histName and histHelp name the field's native histogram family;
 	// empty when it has none.
 	histName, histHelp string
@@ -229,8 +231,10 @@ func (p *plan) newMetric(f counters.Field, win time.Duration) metric {
 	s.span = int64(win)
 	s.ringCap = max(s.ringCap, window.CapacityFor(win, s.interval))
 	m.windowName, m.samplesName = f.Name+"_window", f.Name+"_window_samples"
-	m.windowHeader = familyHeader(f.Name+"_window", "Window statistics of "+f.Name+" over the last "+win.String()+", by stat.", "gauge")
-	m.samplesHeader = familyHeader(f.Name+"_window_samples", "Samples of "+f.Name+" in the last "+win.String()+" window.", "gauge")
+	m.windowHelp = "Window statistics of " + f.Name + " over the last " + win.String() + ", by stat."
+	m.samplesHelp = "Samples of " + f.Name + " in the last " + win.String() + " window."
+	m.windowHeader = familyHeader(m.windowName, m.windowHelp, "gauge")
+	m.samplesHeader = familyHeader(m.samplesName, m.samplesHelp, "gauge")
 	return m
 }
 

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
@@ -44,25 +46,49 @@ var clockEventTails = func() [9]string {
 // their window statistics, the XID and clock-event families, and the
 // per-GPU self metrics. It reads the store only.
 func (e *Engine) Render(buf []byte) []byte {
-	sc := scratchPool.Get().(*renderScratch)
-	defer scratchPool.Put(sc)
+	w := expo{buf: buf}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	e.render(&w, e.opts.Now().UnixNano())
+	return w.buf
+}
+
+// Families returns the series Render writes, as client_model families with
+// the same names, HELP, TYPE, labels and values, followed by the native
+// histograms: the protobuf exposition, built from the store in one walk
+// rather than read back from the text.
+func (e *Engine) Families() []*dto.MetricFamily {
+	e.protoLabels.lock()
+	defer e.protoLabels.unlock()
+	return e.families()
+}
+
+// families is Families with the label cache held.
+func (e *Engine) families() []*dto.MetricFamily {
+	w := expo{fams: newFamBuilder(&e.protoLabels)}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	now := e.opts.Now().UnixNano()
-	buf = e.renderValues(buf, now)
-	buf = e.renderWindows(buf, sc, now)
-	buf = e.renderEvents(buf, now)
-	buf = e.renderNvidiaSMI(buf)
-	buf = e.renderHealthChecks(buf, now)
-	buf = e.renderP2P(buf, now)
-	buf = e.renderInsight(buf, now)
-	buf = e.renderHealth(buf)
-	return buf
+	e.render(&w, now)
+	return e.appendHistograms(w.fams.done(), now)
+}
+
+func (e *Engine) render(w *expo, now int64) {
+	sc := scratchPool.Get().(*renderScratch)
+	defer scratchPool.Put(sc)
+	e.renderValues(w, now)
+	e.renderWindows(w, sc, now)
+	e.renderEvents(w, now)
+	e.renderNvidiaSMI(w)
+	e.renderHealthChecks(w, now)
+	e.renderP2P(w, now)
+	e.renderInsight(w, now)
+	e.renderHealth(w)
 }
 
 // renderValues writes the latest value of every field's series that is not
 // stale.
-func (e *Engine) renderValues(buf []byte, now int64) []byte {
+func (e *Engine) renderValues(w *expo, now int64) {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
@@ -82,28 +108,26 @@ func (e *Engine) renderValues(buf []byte, now int64) []byte {
 			}
 			v := m.field.Export.Value(sv.v)
 			if !wrote {
-				buf = append(buf, m.header...)
+				w.familyWith(m.header, m.field.Name, m.field.Help, m.field.Type.String())
 				wrote = true
 			}
-			var split bool
-			if buf, split = e.appendSplit(buf, m.field.Name, es, m.field.ID, sv.v); split {
+			if e.appendSplit(w, m.field.Name, es, m.field.ID, sv.v) {
 				continue
 			}
 			for _, l := range es.labels {
 				if xid {
-					buf = appendXIDSample(buf, m.field.Name, l, sv.v)
+					appendXIDSample(w, m.field.Name, l, sv.v)
 					continue
 				}
-				buf = appendSample(buf, m.field.Name, l, "} ", v)
+				w.sample(m.field.Name, l, "} ", v)
 			}
 		}
 	}
-	return buf
 }
 
 // renderWindows writes the window statistics of the fields that ask for
 // them, each family followed by its samples count.
-func (e *Engine) renderWindows(buf []byte, sc *renderScratch, now int64) []byte {
+func (e *Engine) renderWindows(w *expo, sc *renderScratch, now int64) {
 	p := e.plan
 	since := now - int64(e.opts.Window)
 	for mi := range p.metrics {
@@ -112,7 +136,9 @@ func (e *Engine) renderWindows(buf []byte, sc *renderScratch, now int64) []byte 
 			continue
 		}
 		wrote := false
-		sc.samples = sc.samples[:0]
+		// The samples counts follow the statistics in text, so they are
+		// written aside and appended.
+		counts := expo{buf: sc.samples[:0], fams: w.fams}
 		for _, es := range e.order {
 			if !m.shows(es, p.layout) {
 				continue
@@ -127,20 +153,20 @@ func (e *Engine) renderWindows(buf []byte, sc *renderScratch, now int64) []byte 
 				continue
 			}
 			if !wrote {
-				buf = append(buf, m.windowHeader...)
-				sc.samples = append(sc.samples, m.samplesHeader...)
+				w.familyWith(m.windowHeader, m.windowName, m.windowHelp, "gauge")
+				counts.familyWith(m.samplesHeader, m.samplesName, m.samplesHelp, "gauge")
 				wrote = true
 			}
 			for _, l := range es.labels {
 				for _, s := range m.field.Stats {
-					buf = appendSample(buf, m.windowName, l, statLabels[s], st.get(s))
+					w.sample(m.windowName, l, statLabels[s], st.get(s))
 				}
-				sc.samples = appendSample(sc.samples, m.samplesName, l, "} ", float64(st.Count))
+				counts.sample(m.samplesName, l, "} ", float64(st.Count))
 			}
 		}
-		buf = append(buf, sc.samples...)
+		w.buf = append(w.buf, counts.buf...)
+		sc.samples = counts.buf
 	}
-	return buf
 }
 
 // valueOf is the value of m's slot that es exports: its own, or for a MIG
@@ -180,34 +206,22 @@ func expEntity(es *entityState) *entityState {
 // (internal/pkg/collector/gpu_health_collector.go, GetMetrics): for each GPU
 // one series per health watch, labelled health_watch and health_error_code,
 // valued 0 pass, 10 warn, 20 fail.
-func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
+func (e *Engine) renderHealthChecks(w *expo, now int64) {
 	p := e.plan
 	f := p.expHealth
 	if f == nil {
-		return buf
+		return
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
-	return appendFamily(buf, e.healthOrder, f.Name, f.Help, f.Type.String(),
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.healthOrder, f.Name, f.Help, f.Type.String(),
+		func(w *expo, es *entityState, labels string) {
 			if es.healthTS < stale {
-				return b
+				return
 			}
 			for _, r := range es.health {
-				b = append(b, f.Name...)
-				b = append(b, labels...)
-				b = append(b, ',')
-				b = append(b, labelHealthWatch...)
-				b = append(b, `="`...)
-				b = append(b, escapeLabel(r.Watch)...)
-				b = append(b, `",`...)
-				b = append(b, labelHealthErrorCode...)
-				b = append(b, `="`...)
-				b = append(b, escapeLabel(r.ErrorCode)...)
-				b = append(b, `"} `...)
-				b = strconv.AppendInt(b, int64(r.Result), 10)
-				b = append(b, '\n')
+				w.sample(f.Name, labels, `,`+labelHealthWatch+`="`+escapeLabel(r.Watch)+`",`+
+					labelHealthErrorCode+`="`+escapeLabel(r.ErrorCode)+`"} `, float64(r.Result))
 			}
-			return b
 		})
 }
 
@@ -215,86 +229,70 @@ func (e *Engine) renderHealthChecks(buf []byte, now int64) []byte {
 // (internal/pkg/collector/p2p_status_collector.go, GetMetrics): for each
 // ordered pair of GPUs one series on the first, labelled peer_gpu (the
 // second's index) and link_status, valued the status code.
-func (e *Engine) renderP2P(buf []byte, now int64) []byte {
+func (e *Engine) renderP2P(w *expo, now int64) {
 	p := e.plan
 	f := p.expP2P
 	if f == nil {
-		return buf
+		return
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
-	return appendFamily(buf, e.healthOrder, f.Name, f.Help, f.Type.String(),
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.healthOrder, f.Name, f.Help, f.Type.String(),
+		func(w *expo, es *entityState, labels string) {
 			if es.p2pTS < stale {
-				return b
+				return
 			}
 			for _, l := range es.p2p {
-				b = append(b, f.Name...)
-				b = append(b, labels...)
-				b = append(b, ',')
-				b = append(b, labelPeerGPU...)
-				b = append(b, `="`...)
-				b = strconv.AppendInt(b, int64(l.Peer), 10)
-				b = append(b, `",`...)
-				b = append(b, labelLinkStatus...)
-				b = append(b, `="`...)
-				b = append(b, source.P2PStatusName(l.Status)...)
-				b = append(b, `"} `...)
-				b = strconv.AppendInt(b, int64(l.Status), 10)
-				b = append(b, '\n')
+				w.sample(f.Name, labels, `,`+labelPeerGPU+`="`+strconv.Itoa(l.Peer)+`",`+
+					labelLinkStatus+`="`+source.P2PStatusName(l.Status)+`"} `, float64(l.Status))
 			}
-			return b
 		})
 }
 
-func (e *Engine) renderEvents(buf []byte, now int64) []byte {
+func (e *Engine) renderEvents(w *expo, now int64) {
 	p := e.plan
 	if p.xid {
-		buf = e.renderXIDs(buf)
+		e.renderXIDs(w)
 	}
 	if f := p.expXID; f != nil {
-		buf = e.renderXIDCount(buf, f, now)
+		e.renderXIDCount(w, f, now)
 	}
 	if p.clock {
-		buf = e.renderClockEvents(buf)
+		e.renderClockEvents(w)
 	}
 	if f := p.expClock; f != nil {
-		buf = e.renderClockEventsCount(buf, f, now)
+		e.renderClockEventsCount(w, f, now)
 	}
-	return buf
 }
 
 // renderXIDs writes gpuscope's XID families: the count and the last time
 // seen of each XID per GPU.
-func (e *Engine) renderXIDs(buf []byte) []byte {
-	buf = appendFamily(buf, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
-		func(b []byte, es *entityState, labels string) []byte {
+func (e *Engine) renderXIDs(w *expo) {
+	appendFamily(w, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
+		func(w *expo, es *entityState, labels string) {
 			for _, x := range es.xids {
-				b = appendSample(b, "gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
+				w.sample("gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
 			}
-			return b
 		})
-	buf = appendFamily(buf, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
+		func(w *expo, es *entityState, labels string) {
 			for _, x := range es.xids {
-				b = appendSample(b, "gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
+				w.sample("gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
 			}
-			return b
 		})
-	return buf
 }
 
 // renderXIDCount writes dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT.
-func (e *Engine) renderXIDCount(buf []byte, f *counters.Field, now int64) []byte {
+func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
 	// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
 	// counts the values of the XID errors field within the window by XID and shows
 	// one series per XID seen; a GPU with none gets one series of value
 	// 0 without an xid label.
 	since := now - int64(e.opts.XIDWindow)
 	win := `,` + labelWindowSize + `="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
-	buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.order, f.Name, f.Help, f.Type.String(),
+		func(w *expo, es *entityState, labels string) {
 			if es = expEntity(es); es == nil {
-				return b
+				return
 			}
 			seen := false
 			for _, x := range es.xids {
@@ -303,48 +301,43 @@ func (e *Engine) renderXIDCount(buf []byte, f *counters.Field, now int64) []byte
 					continue
 				}
 				seen = true
-				b = appendSample(b, f.Name, labels, win+`,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+				w.sample(f.Name, labels, win+`,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
 			}
 			if !seen {
-				b = appendSample(b, f.Name, labels, win+"} ", 0)
+				w.sample(f.Name, labels, win+"} ", 0)
 			}
-			return b
 		})
-	return buf
 }
 
 // renderClockEvents writes gpuscope's clock-event families: whether each
 // reason is set, and how often it became set.
-func (e *Engine) renderClockEvents(buf []byte) []byte {
-	buf = appendFamily(buf, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+func (e *Engine) renderClockEvents(w *expo) {
+	appendFamily(w, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
+		func(w *expo, es *entityState, labels string) {
 			if !es.clockSeen {
-				return b
+				return
 			}
 			for i, ce := range gpuevents.ClockEvents {
 				v := 0.0
 				if es.clockMask&ce.Bit != 0 {
 					v = 1
 				}
-				b = appendSample(b, "gpuscope_clock_event_active", labels, clockEventTails[i], v)
+				w.sample("gpuscope_clock_event_active", labels, clockEventTails[i], v)
 			}
-			return b
 		})
-	buf = appendFamily(buf, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
+		func(w *expo, es *entityState, labels string) {
 			if !es.clockSeen {
-				return b
+				return
 			}
 			for i := range gpuevents.ClockEvents {
-				b = appendSample(b, "gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
+				w.sample("gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
 			}
-			return b
 		})
-	return buf
 }
 
 // renderClockEventsCount writes dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT.
-func (e *Engine) renderClockEventsCount(buf []byte, f *counters.Field, now int64) []byte {
+func (e *Engine) renderClockEventsCount(w *expo, f *counters.Field, now int64) {
 	// dcgm-exporter (internal/pkg/collector/clock_events_collector.go and
 	// expcollector.go): each sample within the window adds one to every
 	// reason whose bit it has; only reasons counted appear, and a GPU
@@ -360,53 +353,52 @@ func (e *Engine) renderClockEventsCount(buf []byte, f *counters.Field, now int64
 	}
 	zero := "," + win + "} "
 	var counts [9]int
-	buf = appendFamily(buf, e.order, f.Name, f.Help, f.Type.String(),
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.order, f.Name, f.Help, f.Type.String(),
+		func(w *expo, es *entityState, labels string) {
 			if es = expEntity(es); es == nil {
-				return b
+				return
 			}
 			if !es.clockRec.clockCounts(since, int64(e.opts.ClockEventsPeriod), &counts) {
-				return appendSample(b, f.Name, labels, zero, 0)
+				w.sample(f.Name, labels, zero, 0)
+				return
 			}
 			for i, n := range counts {
 				if n > 0 {
-					b = appendSample(b, f.Name, labels, tails[i], float64(n))
+					w.sample(f.Name, labels, tails[i], float64(n))
 				}
 			}
-			return b
 		})
-	return buf
 }
 
-func (e *Engine) renderHealth(buf []byte) []byte {
+func (e *Engine) renderHealth(w *expo) {
 	gpus := 0
 	for _, es := range e.order {
 		if es.ent.Kind == source.GPU {
 			gpus++
 		}
 	}
-	buf = append(buf, familyHeader("gpuscope_gpus", "GPUs the source sees now.", "gauge")...)
-	buf = appendSample(buf, "gpuscope_gpus", "{", "} ", float64(gpus))
-	buf = appendFamily(buf, e.order, "gpuscope_gpu_lost", "1 while the GPU stopped answering; gpuscope retries it with backoff.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+	w.family("gpuscope_gpus", "GPUs the source sees now.", "gauge")
+	w.sample("gpuscope_gpus", "{", "} ", float64(gpus))
+	appendFamily(w, e.order, "gpuscope_gpu_lost", "1 while the GPU stopped answering; gpuscope retries it with backoff.", "gauge",
+		func(w *expo, es *entityState, labels string) {
 			if es.ent.Kind != source.GPU {
-				return b
+				return
 			}
 			v := 0.0
 			if es.lost {
 				v = 1
 			}
-			return appendSample(b, "gpuscope_gpu_lost", labels, "} ", v)
+			w.sample("gpuscope_gpu_lost", labels, "} ", v)
 		})
 	p := e.plan
 	// Only fields a GPU cannot serve get a series: one per supported field
 	// and GPU would say "yes" on every GPU of a fleet and double its series.
-	buf = appendFamily(buf, e.order, "gpuscope_field_supported", "0 when the GPU cannot serve a field of the counters file, with the reason; the field is then absent, never 0. Supported fields have no series here.", "gauge",
-		func(b []byte, es *entityState, labels string) []byte {
+	appendFamily(w, e.order, "gpuscope_field_supported", "0 when the GPU cannot serve a field of the counters file, with the reason; the field is then absent, never 0. Supported fields have no series here.", "gauge",
+		func(w *expo, es *entityState, labels string) {
 			// One series per GPU and field, however many copies of the
 			// GPU's series the enrichers ask for.
 			if es.ent.Kind != source.GPU || labels != es.labels[0] {
-				return b
+				return
 			}
 			for mi := range p.metrics {
 				m := &p.metrics[mi]
@@ -414,37 +406,26 @@ func (e *Engine) renderHealth(buf []byte) []byte {
 				if sv.support != supportNo {
 					continue
 				}
-				b = append(b, `gpuscope_field_supported{field="`...)
-				b = append(b, m.field.Name...)
-				b = append(b, `",gpu="`...)
-				b = strconv.AppendInt(b, int64(es.ent.GPU), 10)
-				b = append(b, `",UUID="`...)
-				b = append(b, escapeLabel(es.ent.UUID)...)
-				b = append(b, `",reason="`...)
-				b = append(b, escapeLabel(sv.reason)...)
-				b = append(b, `"} 0`...)
-				b = append(b, '\n')
+				w.sample("gpuscope_field_supported", `{field="`+m.field.Name+`",gpu="`+strconv.Itoa(es.ent.GPU)+
+					`",UUID="`+escapeLabel(es.ent.UUID)+`",reason="`+escapeLabel(sv.reason)+`"`, "} ", 0)
 			}
-			return b
 		})
-	return buf
 }
 
 // appendFamily writes a family's header and the samples each entity adds,
 // leaving out the header when no entity adds any.
-func appendFamily(buf []byte, order []*entityState, name, help, typ string, each func([]byte, *entityState, string) []byte) []byte {
-	mark := len(buf)
-	buf = append(buf, familyHeader(name, help, typ)...)
-	body := len(buf)
+func appendFamily(w *expo, order []*entityState, name, help, typ string, each func(*expo, *entityState, string)) {
+	mark := len(w.buf)
+	w.family(name, help, typ)
+	body := len(w.buf)
 	for _, es := range order {
 		for _, l := range es.labels {
-			buf = each(buf, es, l)
+			each(w, es, l)
 		}
 	}
-	if len(buf) == body {
-		return buf[:mark]
+	if w.fams == nil && len(w.buf) == body {
+		w.buf = w.buf[:mark]
 	}
-	return buf
 }
 
 func appendSample(buf []byte, name, labels, tail string, v float64) []byte {
@@ -458,11 +439,17 @@ func appendSample(buf []byte, name, labels, tail string, v float64) []byte {
 // appendXIDSample writes a DCGM_FI_DEV_XID_ERRORS sample with the err_code
 // and err_msg labels that dcgm-exporter adds to it
 // (internal/pkg/collector/gpu_collector.go, toMetric).
-func appendXIDSample(buf []byte, name, labels string, v float64) []byte {
+func appendXIDSample(w *expo, name, labels string, v float64) {
 	code := uint64(0)
 	if v > 0 {
 		code = uint64(v)
 	}
+	if w.fams != nil {
+		w.sample(name, labels, `,`+labelErrCode+`="`+strconv.FormatUint(code, 10)+`",`+
+			labelErrMsg+`="`+escapeLabel(gpuevents.XIDDescription(code))+`"} `, v)
+		return
+	}
+	buf := w.buf
 	buf = append(buf, name...)
 	buf = append(buf, labels...)
 	buf = append(buf, ',')
@@ -475,7 +462,7 @@ func appendXIDSample(buf []byte, name, labels string, v float64) []byte {
 	buf = append(buf, escapeLabel(gpuevents.XIDDescription(code))...)
 	buf = append(buf, `"} `...)
 	buf = appendFloat(buf, v)
-	return append(buf, '\n')
+	w.buf = append(buf, '\n')
 }
 
 func appendFloat(buf []byte, v float64) []byte {

@@ -79,22 +79,22 @@ func buildSplitLabels(es, parent *entityState, p *plan, opts *Options, enr []enr
 // it did: the device's value on its own series, each row's value on the
 // row's. Without values (the enricher has not read the processes yet) the
 // field falls back to the ordinary copies.
-func (e *Engine) appendSplit(buf []byte, name string, es *entityState, id uint16, v float64) ([]byte, bool) {
+func (e *Engine) appendSplit(w *expo, name string, es *entityState, id uint16, v float64) bool {
 	sl := es.split
 	if sl == nil || e.splitter == nil || !e.splitter.fields[id] {
-		return buf, false
+		return false
 	}
 	vals := e.splitter.rs.SplitValues(&es.ent, id)
 	if len(vals) == 0 {
-		return buf, false
+		return false
 	}
 	for _, l := range sl.dev {
-		buf = appendSample(buf, name, l, "} ", v)
+		w.sample(name, l, "} ", v)
 	}
 	for i, l := range sl.rows {
 		if r := sl.rowIdx[i]; r < len(vals) {
-			buf = appendSample(buf, name, l, "} ", vals[r])
+			w.sample(name, l, "} ", vals[r])
 		}
 	}
-	return buf, true
+	return true
 }

@@ -1,20 +1,19 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"sort"
 
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/sirupsen/logrus"
 )
 
-// HistogramSource returns the native histogram families, which only the
-// protobuf exposition can carry; the engine implements it.
-type HistogramSource interface {
-	NativeHistograms() []*dto.MetricFamily
+// FamilySource appends the engine's series, native histograms included,
+// in the delimited protobuf exposition, built from its store; the engine
+// implements it.
+type FamilySource interface {
+	AppendProto(buf []byte) ([]byte, error)
 }
 
 var protoFormat = expfmt.NewFormat(expfmt.TypeProtoDelim)
@@ -26,46 +25,39 @@ func wantsProto(r *http.Request) bool {
 	return expfmt.Negotiate(r.Header).FormatType() == expfmt.TypeProtoDelim
 }
 
-// protobuf returns the body in the delimited protobuf exposition with the
-// native histograms added, made once by the first scrape that asks. The
-// families come from the text body itself, so both expositions show the
-// same series; hists is asked after the render, a few microseconds later.
-func (b *body) protobuf(hists HistogramSource) ([]byte, error) {
+// protobuf returns the delimited protobuf exposition, made once by the
+// first scrape of the body that asks: the engine's families, built from its
+// store rather than read back from the text, then gpuscope's own, gathered
+// again.
+func (b *body) protobuf(src FamilySource, own prometheus.Gatherer, log *logrus.Entry) ([]byte, error) {
 	b.protoOnce.Do(func() {
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		mfs, err := parser.TextToMetricFamilies(bytes.NewReader(b.buf))
+		out, err := src.AppendProto(make([]byte, 0, len(b.buf)/2))
 		if err != nil {
-			b.protoErr = fmt.Errorf("reading the rendered exposition back: %w", err)
+			b.protoErr = err
 			return
 		}
-		names := make([]string, 0, len(mfs))
-		for name := range mfs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		var out bytes.Buffer
-		out.Grow(len(b.buf) / 2)
-		enc := expfmt.NewEncoder(&out, protoFormat)
-		for _, name := range names {
-			if err := enc.Encode(mfs[name]); err != nil {
-				b.protoErr = fmt.Errorf("encoding family %s: %w", name, err)
-				return
+		w := appendWriter{buf: out}
+		if own != nil {
+			mfs, err := own.Gather()
+			if err != nil {
+				log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
+			}
+			enc := expfmt.NewEncoder(&w, protoFormat)
+			for _, mf := range mfs {
+				if err := enc.Encode(mf); err != nil {
+					b.protoErr = fmt.Errorf("encoding family %s: %w", mf.GetName(), err)
+					return
+				}
 			}
 		}
-		for _, mf := range hists.NativeHistograms() {
-			if err := enc.Encode(mf); err != nil {
-				b.protoErr = fmt.Errorf("encoding family %s: %w", mf.GetName(), err)
-				return
-			}
-		}
-		b.proto = out.Bytes()
+		b.proto = w.buf
 	})
 	return b.proto, b.protoErr
 }
 
 // protoGzipped is protobuf compressed, made once.
-func (b *body) protoGzipped(hists HistogramSource) ([]byte, error) {
-	p, err := b.protobuf(hists)
+func (b *body) protoGzipped(src FamilySource, own prometheus.Gatherer, log *logrus.Entry) ([]byte, error) {
+	p, err := b.protobuf(src, own, log)
 	if err != nil {
 		return nil, err
 	}

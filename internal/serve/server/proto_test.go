@@ -15,14 +15,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type fakeHistograms struct{ calls int }
+// fakeFamilies gives what the engine would for fakeEngine's body: its GPU
+// temperature, and a native histogram.
+type fakeFamilies struct{ calls int }
 
-func (f *fakeHistograms) NativeHistograms() []*dto.MetricFamily {
+func (f *fakeFamilies) AppendProto(buf []byte) ([]byte, error) {
+	w := appendWriter{buf: buf}
+	enc := expfmt.NewEncoder(&w, protoFormat)
+	for _, mf := range f.families() {
+		if err := enc.Encode(mf); err != nil {
+			return w.buf, err
+		}
+	}
+	return w.buf, nil
+}
+
+func (f *fakeFamilies) families() []*dto.MetricFamily {
 	f.calls++
+	temp, gauge, v := "DCGM_FI_DEV_GPU_TEMP", dto.MetricType_GAUGE, 40.0
 	name, help, typ := "DCGM_FI_PROF_SM_ACTIVE_distribution", "h", dto.MetricType_HISTOGRAM
 	count, sum, schema, zero, thr := uint64(3), 1.5, int32(3), uint64(1), 1e-3
 	off, length := int32(0), uint32(1)
-	return []*dto.MetricFamily{{Name: &name, Help: &help, Type: &typ, Metric: []*dto.Metric{{
+	return []*dto.MetricFamily{{Name: &temp, Help: new("t"), Type: &gauge, Metric: []*dto.Metric{{
+		Label: []*dto.LabelPair{{Name: new("gpu"), Value: new("0")}}, Gauge: &dto.Gauge{Value: &v},
+	}}}, {Name: &name, Help: &help, Type: &typ, Metric: []*dto.Metric{{
 		Label: []*dto.LabelPair{{Name: new("gpu"), Value: new("0")}},
 		Histogram: &dto.Histogram{SampleCount: &count, SampleSum: &sum, Schema: &schema, ZeroCount: &zero, ZeroThreshold: &thr,
 			PositiveSpan: []*dto.BucketSpan{{Offset: &off, Length: &length}}, PositiveDelta: []int64{2}},
@@ -60,7 +76,7 @@ func TestProtobufOnlyWhenNegotiated(t *testing.T) {
 			reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuscope_test_gauge", Help: "A test gauge."}))
 			opts := Options{Engine: eng, Gatherer: reg, Log: quiet()}
 			if tt.histograms {
-				opts.Histograms = &fakeHistograms{}
+				opts.Families = &fakeFamilies{}
 			}
 			s, err := New(opts)
 			require.NoError(t, err)

@@ -38,10 +38,10 @@ type Options struct {
 	Address       string
 	WebConfigFile string
 	Engine        Renderer
-	// Histograms gives the native histogram families, served with the
-	// rest in the protobuf exposition to scrapers that negotiate it; nil
-	// serves the text format to every scraper.
-	Histograms HistogramSource
+	// Families writes the GPU series with their native histograms in the
+	// protobuf exposition, served with gpuscope's own families to scrapers
+	// that negotiate it; nil serves the text format to every scraper.
+	Families FamilySource
 	// Gatherer holds gpuscope's own families (self metrics, Go and process
 	// collectors, enrichers); it is appended to the GPU series.
 	Gatherer prometheus.Gatherer
@@ -246,7 +246,7 @@ func readOnly(h http.Handler) http.Handler {
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b := s.bodies.get()
 	defer s.bodies.release(b)
-	if s.opts.Histograms != nil {
+	if s.opts.Families != nil {
 		w.Header().Add("Vary", "Accept")
 		if wantsProto(r) {
 			s.metricsProto(w, r, b)
@@ -266,16 +266,16 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // metricsProto answers a scrape that negotiated the protobuf exposition;
-// should the rendered text not read back, the text is served instead, as
-// it is what the protobuf would have held but for the histograms.
+// should a family not encode, the text is served instead, as it is what
+// the protobuf would have held but for the histograms.
 func (s *Server) metricsProto(w http.ResponseWriter, r *http.Request, b *body) {
 	gz := acceptsGzip(r)
 	var out []byte
 	var err error
 	if gz {
-		out, err = b.protoGzipped(s.opts.Histograms)
+		out, err = b.protoGzipped(s.opts.Families, s.opts.Gatherer, s.opts.Log)
 	} else {
-		out, err = b.protobuf(s.opts.Histograms)
+		out, err = b.protobuf(s.opts.Families, s.opts.Gatherer, s.opts.Log)
 	}
 	if err != nil {
 		s.opts.Log.WithError(err).Warn("Serving /metrics as text: the protobuf exposition failed")
