@@ -457,10 +457,16 @@ func (e *Engine) apply(b *batch) {
 // applyValuesLocked stores the batch's samples: the latest value of each
 // series, its ring, and the clock-event reasons' bits.
 func (e *Engine) applyValuesLocked(p *plan, b *batch) {
+	// A batch holds an entity's samples together: its state is looked up
+	// once for them.
+	var lastE *source.Entity
+	var es *entityState
 	for i := range b.vals {
 		s := &b.vals[i]
-		es := e.byPtr[s.e]
-		si, ok := p.slotOf[s.field]
+		if s.e != lastE || lastE == nil {
+			lastE, es = s.e, e.byPtr[s.e]
+		}
+		si, ok := p.slotFor(s.field)
 		if es == nil || !ok {
 			continue
 		}

@@ -56,11 +56,13 @@ type metric struct {
 // plan is everything the engine derives from one counters file. A reload
 // builds a new plan and swaps it in whole.
 type plan struct {
-	set     *counters.Set
-	groups  []source.Group
-	slots   []slot
-	slotOf  map[uint16]int
-	metrics []metric
+	set    *counters.Set
+	groups []source.Group
+	slots  []slot
+	slotOf map[uint16]int
+	// slotByID is slotOf as a slice indexed by field ID, -1 where none.
+	slotByID []int32
+	metrics  []metric
 	// labelFields are the label-type fields; textOf maps their field ID to
 	// their index in entityState.text.
 	labelFields []counters.Field
@@ -214,6 +216,25 @@ func (p *plan) addSlots(intervalOf map[uint16]time.Duration, clockWin time.Durat
 		p.slotOf[id] = len(p.slots)
 		p.slots = append(p.slots, slot{id: id, interval: iv, stale: stale})
 	}
+	// ids is sorted: the last is the largest.
+	if len(ids) > 0 {
+		p.slotByID = make([]int32, int(ids[len(ids)-1])+1)
+		for i := range p.slotByID {
+			p.slotByID[i] = -1
+		}
+		for id, si := range p.slotOf {
+			p.slotByID[id] = int32(si)
+		}
+	}
+}
+
+// slotFor is the slot of a field ID, as slotOf says, without a map lookup:
+// it runs once per sample.
+func (p *plan) slotFor(id uint16) (int, bool) {
+	if int(id) >= len(p.slotByID) || p.slotByID[id] < 0 {
+		return 0, false
+	}
+	return int(p.slotByID[id]), true
 }
 
 // newMetric is the family of one exported field, with its window

@@ -168,6 +168,12 @@ func (r *Ring) trackNewest(ts int64, v float64) {
 // replace takes old out of the window and puts v in, moving the values
 // between their places once; false when old is not there.
 func (t *tracker) replace(old, v float64) bool {
+	if old == v && len(t.sorted) > 0 {
+		// old is the oldest tracked sample's value, so it is in the
+		// window: putting the same value in its place changes nothing.
+		t.ops += 2
+		return true
+	}
 	i := lowerBound(t.sorted, old)
 	if i == len(t.sorted) || t.sorted[i] != old {
 		return false
