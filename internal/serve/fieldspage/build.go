@@ -257,7 +257,8 @@ func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Fiel
 }
 
 // unsupportedGPUs reads gpuscope_field_supported: the GPUs on which a
-// field of the running file is not served.
+// field of the running file is not served, each with the reason the source
+// gave (its reason label).
 func unsupportedGPUs(x cost.Exposition) map[string][]string {
 	out := map[string][]string{}
 	for _, s := range x.Series {
@@ -270,7 +271,11 @@ func unsupportedGPUs(x cost.Exposition) map[string][]string {
 				f = c.Name
 			}
 		}
-		out[f] = append(out[f], "GPU "+s.Labels["gpu"]+": the source reports the field unsupported on it")
+		why := s.Labels["reason"]
+		if why == "" {
+			why = "the source reports the field unsupported on it"
+		}
+		out[f] = append(out[f], "GPU "+s.Labels["gpu"]+": "+why)
 	}
 	return out
 }

@@ -37,7 +37,7 @@ DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-b"} 39
 DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-a"} 0.5
 # HELP gpuscope_field_supported 1 when the GPU serves the field.
 # TYPE gpuscope_field_supported gauge
-gpuscope_field_supported{field="DCGM_FI_PROF_SM_ACTIVE",gpu="1",UUID="GPU-b"} 0
+gpuscope_field_supported{field="DCGM_FI_PROF_SM_ACTIVE",gpu="1",UUID="GPU-b",reason="profiling needs compute capability 7.0 or later"} 0
 `
 
 type fakeSamples struct{ asked []string }
@@ -204,7 +204,7 @@ func TestPageListsWhatTheSourceServes(t *testing.T) {
 	assert.Contains(t, temp, `value="1s"`)
 	assert.Contains(t, temp, "39 – 41")
 	sm := rowOf(t, page, "DCGM_FI_PROF_SM_ACTIVE")
-	assert.Contains(t, sm, "GPU 1: the source reports the field unsupported on it")
+	assert.Contains(t, sm, "GPU 1: profiling needs compute capability 7.0 or later")
 	assert.Contains(t, sm, "<svg", "a profiling field of the running file has a sparkline")
 	assert.Contains(t, sm, "GPM", "NVML reads profiling fields through GPM")
 	assert.Equal(t, []string{"DCGM_FI_PROF_SM_ACTIVE"}, fs.asked, "only profiling fields are read from the rings")
