@@ -21,15 +21,14 @@ import (
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
-// TestPodLabelsOnTheSeriesOfAnAttributedGPU runs the engine over a simulated
-// node whose first GPU the kubelet gives to one pod, with that pod's labels
-// watched on a fake API server: its series carry the selected labels, the
-// other GPU's do not, and a label change reaches the exposition.
-func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
-	api := apiservertest.Start(t)
-	api.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-1",
-		Labels: map[string]string{"team": "vision", "pod-template-hash": "7f9c"}})
-	allow, err := podlabels.CompileAllowlist(`team`)
+// startLabelledPodNode runs the engine over a simulated node of two GPUs
+// whose first GPU the kubelet gives to the pod ml/train-0, with that pod's
+// labels (set by the caller on api) watched on a fake API server through the
+// allowlist. opts holds what the test chooses (counters, insight); the node,
+// the source and the pod enricher are filled in here.
+func startLabelledPodNode(t *testing.T, api *apiservertest.Server, allowlist string, opts engine.Options, workloads ...sim.Workload) *engine.Engine {
+	t.Helper()
+	allow, err := podlabels.CompileAllowlist(allowlist)
 	require.NoError(t, err)
 	watcher, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: "node-1", Server: api.URL(),
 		CAFile: api.CAFile, TokenFile: api.TokenFile, MinBackoff: 10 * time.Millisecond, Logger: quietLog().Logger})
@@ -46,10 +45,14 @@ func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
 
 	cfg := sim.DefaultConfig()
 	cfg.GPUs, cfg.Hostname = 2, "node-1"
+	if len(workloads) > 0 {
+		cfg.Workloads = workloads
+	}
 	src, err := sim.New(cfg)
 	require.NoError(t, err)
-	e, err := engine.New(engine.Options{Source: src, Counters: defaultSet(t), DefaultInterval: 100 * time.Millisecond,
-		Hostname: "node-1", Enrichers: []enrich.Enricher{pa}, Log: quietLog()})
+	opts.Source, opts.DefaultInterval, opts.Hostname = src, 100*time.Millisecond, "node-1"
+	opts.Enrichers, opts.Log = []enrich.Enricher{pa}, quietLog()
+	e, err := engine.New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -69,6 +72,18 @@ func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
 	t.Cleanup(kubelet.Stop)
 	go func() { _ = pa.Run(ctx) }()
 	go func() { _ = watcher.Run(ctx) }()
+	return e
+}
+
+// TestPodLabelsOnTheSeriesOfAnAttributedGPU runs the engine over a simulated
+// node whose first GPU the kubelet gives to one pod, with that pod's labels
+// watched on a fake API server: its series carry the selected labels, the
+// other GPU's do not, and a label change reaches the exposition.
+func TestPodLabelsOnTheSeriesOfAnAttributedGPU(t *testing.T) {
+	api := apiservertest.Start(t)
+	api.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-1",
+		Labels: map[string]string{"team": "vision", "pod-template-hash": "7f9c"}})
+	e := startLabelledPodNode(t, api, `team`, engine.Options{Counters: defaultSet(t)})
 
 	// teamOf returns the the team label of each GPU's DCGM_FI_DEV_GPU_TEMP series.
 	teamOf := func() map[string]string {

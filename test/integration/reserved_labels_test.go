@@ -2,24 +2,15 @@ package integration
 
 import (
 	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
-	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/internal/testkit/apiservertest"
-	"github.com/gpuscope/gpuscope/internal/testkit/kubelettest"
-	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
@@ -32,44 +23,10 @@ func TestPodLabelNamedLikeAGpuscopeLabel(t *testing.T) {
 	api := apiservertest.Start(t)
 	api.Set(apiservertest.Pod{Namespace: "ml", Name: "train-0", Node: "node-1",
 		Labels: map[string]string{"team": "vision", "bound": "yes", "stat": "x", "clock_event": "y", "peer_gpu": "z"}})
-	allow, err := podlabels.CompileAllowlist(`team|bound|stat|clock_event|peer_gpu`)
-	require.NoError(t, err)
-	watcher, err := podlabels.New(podlabels.Config{Allowlist: allow, NodeName: "node-1", Server: api.URL(),
-		CAFile: api.CAFile, TokenFile: api.TokenFile, MinBackoff: 10 * time.Millisecond, Logger: quietLog().Logger})
-	require.NoError(t, err)
-	dir, err := os.MkdirTemp("", "kubelet")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "kubelet.sock")
-	pa, err := podattr.New(podattr.Config{Socket: socket, RefreshInterval: 100 * time.Millisecond, PodLabels: watcher, Logger: quietLog()})
-	require.NoError(t, err)
-
-	cfg := sim.DefaultConfig()
-	cfg.GPUs, cfg.Hostname = 2, "node-1"
-	cfg.Workloads = []sim.Workload{sim.ComputeBound, sim.ComputeBound}
-	src, err := sim.New(cfg)
-	require.NoError(t, err)
 	set := parseCSV(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 100ms, min max\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, c, 100ms\n"+
 		"DCGM_EXP_P2P_STATUS, gauge, p\n")
-	e, err := engine.New(engine.Options{Source: src, Counters: set, DefaultInterval: 100 * time.Millisecond,
-		Hostname: "node-1", Enrichers: []enrich.Enricher{pa}, Log: quietLog(), Insight: true, InsightWindow: 2 * time.Second})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	require.NoError(t, e.Start(ctx))
-	t.Cleanup(e.Stop)
-	var gpu0 string
-	for _, ent := range e.Entities() {
-		if ent.Kind == source.GPU && ent.GPU == 0 {
-			gpu0 = ent.UUID
-		}
-	}
-	kubelet, err := kubelettest.Start(socket, []kubelettest.Pod{{Name: "train-0", Namespace: "ml",
-		Containers: []kubelettest.Container{{Name: "trainer", Devices: []kubelettest.Device{{Resource: "nvidia.com/gpu", IDs: []string{gpu0}}}}}}})
-	require.NoError(t, err)
-	t.Cleanup(kubelet.Stop)
-	go func() { _ = pa.Run(ctx) }()
-	go func() { _ = watcher.Run(ctx) }()
+	e := startLabelledPodNode(t, api, `team|bound|stat|clock_event|peer_gpu`,
+		engine.Options{Counters: set, Insight: true, InsightWindow: 2 * time.Second}, sim.ComputeBound, sim.ComputeBound)
 
 	var lastErr error
 	ok := assert.Eventually(t, func() bool {
