@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package), tmux and chromium (Debian's packages), Helm (built from the Go
-# module proxy), and for the linux/arm64 build and its test under emulation
-# Debian's C cross compiler (gcc-aarch64-linux-gnu), qemu-user-static and the
-# arm64 C library (libc6-arm64-cross) that qemu runs the binary against.
+# package), tmux and chromium (Debian's packages), Helm and a promtool 3.x
+# for the native-histogram rule tests (built from the Go module proxy), and
+# for the linux/arm64 build and its test under emulation Debian's C cross
+# compiler (gcc-aarch64-linux-gnu), qemu-user-static and the arm64 C library
+# (libc6-arm64-cross) that qemu runs the binary against.
 set -euo pipefail
 
 need_root() {
@@ -64,5 +65,10 @@ if [ "$(uname -m)" = x86_64 ]; then
     fi
   fi
 fi
+
+# Debian's promtool 2.42 cannot read the native-histogram input series of
+# deploy/prometheus/tests/native-histograms; a promtool 3.x is built from the
+# Go module proxy (tools/promtool) once and cached.
+"$(dirname "$0")/build-promtool.sh" >/dev/null
 
 "$(dirname "$0")/install-helm.sh"

@@ -57,7 +57,9 @@ esac`)
 	body, err := os.ReadFile("install-test-deps.sh")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(scripts, "install-test-deps.sh"), body, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(scripts, "install-helm.sh"), []byte("#!/bin/bash\n"), 0o755))
+	for _, name := range []string{"install-helm.sh", "build-promtool.sh"} {
+		require.NoError(t, os.WriteFile(filepath.Join(scripts, name), []byte("#!/bin/bash\n"), 0o755))
+	}
 
 	cmd := exec.Command(bash, filepath.Join(scripts, "install-test-deps.sh"))
 	cmd.Env = []string{"PATH=" + bin, "STUB_LOG=" + log, "STUB_BIN=" + bin, "POLICY_RC_D=" + policy}
