@@ -21,9 +21,9 @@ type promCheck struct {
 // activity over every simulated GPU from the native histograms, a ratio in
 // [0, 1]; the tensor and DRAM activity histograms are there too, one per
 // GPU, and the shipped recording rules of their percentiles per pod, node
-// and cluster give ratios. (Debian's promtool 2.42 cannot write
-// native-histogram input series in its unit tests, so the rules are checked
-// here, live.)
+// and cluster give ratios. (Their exact values, from hand-made histograms,
+// are checked by deploy/prometheus/tests/native-histograms with a promtool
+// 3.x; this checks them live, on what the exporter serves.)
 func TestNativeHistogramsAggregateInPrometheus(t *testing.T) {
 	root := e2etest.RepoRoot()
 	csv := filepath.Join(root, "etc", "dcp-metrics.csv")
