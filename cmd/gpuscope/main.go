@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ import (
 )
 
 func main() {
+	// Heap profiles are served only with --enable-pprof (serve turns the
+	// sampling back on then). Without it, the sampling's record of every
+	// sampled call stack would be memory nobody reads.
+	runtime.MemProfileRate = 0
 	// The live heap is small (a few MB) and steady, so the default GOGC of
 	// 100 mostly buys headroom: 50 keeps the resident set of a large node
 	// under 40 MiB for a fraction of a percent of a core. GOGC overrides it.

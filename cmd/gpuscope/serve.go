@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -27,8 +28,15 @@ import (
 	"github.com/gpuscope/gpuscope/source"
 )
 
+// defaultMemProfileRate is the Go runtime's default heap sampling rate.
+const defaultMemProfileRate = 512 * 1024
+
 // serve runs the exporter until SIGINT or SIGTERM.
 func serve(ctx context.Context, cfg *config.Config) error {
+	if cfg.Web.Pprof {
+		// main turned heap sampling off; /debug/pprof/heap needs it.
+		runtime.MemProfileRate = defaultMemProfileRate
+	}
 	log := newLogger(cfg.Log)
 	warnUnsupported(log, cfg)
 	set, err := loadCountersFrom(ctx, cfg, log)

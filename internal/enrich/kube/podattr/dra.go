@@ -2,9 +2,9 @@ package podattr
 
 import (
 	"github.com/sirupsen/logrus"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/draslices"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podresources"
 )
 
 // draHolder is one container holding a GPU through a DRA claim.
@@ -19,22 +19,22 @@ type draHolder struct {
 // GPU, as dcgm-exporter's toDeviceToPodsDRA does
 // (internal/pkg/transformation/kubernetes.go): a MIG device counts for its
 // parent GPU. It says whether the pod holds one.
-func (e *Enricher) draHolders(pod *podresourcesv1.PodResources, held *map[string][]draHolder, overflow *int) bool {
+func (e *Enricher) draHolders(pod *podresources.Pod, held *map[string][]draHolder, overflow *int) bool {
 	holds := false
-	for _, c := range pod.GetContainers() {
-		if c == nil || c.GetName() == "" {
+	for _, c := range pod.Containers {
+		if c.Name == "" {
 			continue
 		}
-		for _, dr := range c.GetDynamicResources() {
-			for _, cr := range dr.GetClaimResources() {
-				if cr.GetDriverName() != draslices.Driver {
+		for _, dr := range c.DynamicResources {
+			for _, cr := range dr.ClaimResources {
+				if cr.DriverName != draslices.Driver {
 					continue
 				}
-				dev, ok := e.cfg.DRA.Lookup(cr.GetPoolName(), cr.GetDeviceName())
+				dev, ok := e.cfg.DRA.Lookup(cr.PoolName, cr.DeviceName)
 				if !ok {
-					e.logOnce("dra/"+cr.GetPoolName()+"/"+cr.GetDeviceName(), func() {
-						e.log.WithFields(logrus.Fields{"pool": cr.GetPoolName(), "device": cr.GetDeviceName(),
-							"pod": pod.GetNamespace() + "/" + pod.GetName()}).
+					e.logOnce("dra/"+cr.PoolName+"/"+cr.DeviceName, func() {
+						e.log.WithFields(logrus.Fields{"pool": cr.PoolName, "device": cr.DeviceName,
+							"pod": pod.Namespace + "/" + pod.Name}).
 							Warn("DRA device not found in the gpu.nvidia.com ResourceSlices; its pod gets no labels on it (logged once per device)")
 					})
 					continue
@@ -43,7 +43,7 @@ func (e *Enricher) draHolders(pod *podresourcesv1.PodResources, held *map[string
 					*held = map[string][]draHolder{}
 				}
 				key := keyUUID + normUUID(dev.UUID)
-				o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
+				o := owner{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name}
 				cur, exists := (*held)[key]
 				if !exists && len(*held) >= e.cfg.MaxDevices {
 					*overflow++
@@ -57,8 +57,8 @@ func (e *Enricher) draHolders(pod *podresourcesv1.PodResources, held *map[string
 				if dup || len(cur) >= maxOwnersPerDevice {
 					continue
 				}
-				(*held)[key] = append(cur, draHolder{owner: o, claim: dr.GetClaimName(), claimNamespace: dr.GetClaimNamespace(),
-					pool: cr.GetPoolName(), device: cr.GetDeviceName(), dev: dev})
+				(*held)[key] = append(cur, draHolder{owner: o, claim: dr.ClaimName, claimNamespace: dr.ClaimNamespace,
+					pool: cr.PoolName, device: cr.DeviceName, dev: dev})
 			}
 		}
 	}

@@ -18,11 +18,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/draslices"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podresources"
 	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -267,9 +265,8 @@ type Enricher struct {
 	gen  atomic.Uint64
 	up   atomic.Bool
 
-	mu       sync.Mutex // guards conn, client, downLog
-	conn     *grpc.ClientConn
-	client   podresourcesv1.PodResourcesListerClient
+	mu       sync.Mutex // guards client, downLog
+	client   *podresources.Client
 	downLogd bool
 	lastGood time.Time // the last answer of the kubelet, by cfg.Now
 	logged   *logonce.Set
@@ -427,22 +424,14 @@ func (e *Enricher) Refresh(ctx context.Context) error {
 	return nil
 }
 
-func (e *Enricher) list(ctx context.Context) (*podresourcesv1.ListPodResourcesResponse, error) {
+func (e *Enricher) list(ctx context.Context) (*podresources.ListResponse, error) {
 	if _, err := os.Stat(e.cfg.Socket); err != nil {
 		e.closeConn()
 		return nil, fmt.Errorf("kubelet pod-resources socket %s: %w", e.cfg.Socket, err)
 	}
 	e.mu.Lock()
 	if e.client == nil {
-		conn, err := grpc.NewClient("unix://"+e.cfg.Socket,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.cfg.MaxRecvMsgSize)),
-		)
-		if err != nil {
-			e.mu.Unlock()
-			return nil, fmt.Errorf("kubelet pod-resources socket %s: %w", e.cfg.Socket, err)
-		}
-		e.conn, e.client = conn, podresourcesv1.NewPodResourcesListerClient(conn)
+		e.client = podresources.New(e.cfg.Socket, e.cfg.MaxRecvMsgSize)
 	}
 	client := e.client
 	e.mu.Unlock()
@@ -450,11 +439,10 @@ func (e *Enricher) list(ctx context.Context) (*podresourcesv1.ListPodResourcesRe
 	timeout := min(e.cfg.RefreshInterval, 10*time.Second)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := client.List(cctx, &podresourcesv1.ListPodResourcesRequest{})
+	resp, err := client.List(cctx)
 	if err != nil {
 		// A fresh connection next time: after a kubelet restart the socket
-		// is a new file, and gRPC's reconnect backoff would keep the labels
-		// away for up to two minutes.
+		// is a new file.
 		e.closeConn()
 		return nil, fmt.Errorf("kubelet pod-resources List on %s: %w", e.cfg.Socket, err)
 	}
@@ -464,10 +452,10 @@ func (e *Enricher) list(ctx context.Context) (*podresourcesv1.ListPodResourcesRe
 func (e *Enricher) closeConn() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.conn != nil {
-		_ = e.conn.Close()
+	if e.client != nil {
+		e.client.Close()
 	}
-	e.conn, e.client = nil, nil
+	e.client = nil
 }
 
 // markDown reports the kubelet away. The last good pod map stays for
@@ -522,11 +510,11 @@ func (e *Enricher) wanted(resource string) bool {
 }
 
 // build turns a kubelet answer into a snapshot.
-func (e *Enricher) build(resp *podresourcesv1.ListPodResourcesResponse) *snapshot {
+func (e *Enricher) build(resp *podresources.ListResponse) *snapshot {
 	s := &snapshot{values: map[string][]string{}}
 	sc := &ownerScan{owners: map[string][]owner{}}
-	for _, pod := range resp.GetPodResources() {
-		e.scanPod(pod, s, sc)
+	for i := range resp.Pods {
+		e.scanPod(&resp.Pods[i], s, sc)
 	}
 	if sc.overflow > 0 {
 		e.logOnce("overflow", func() {
@@ -564,27 +552,28 @@ type ownerScan struct {
 // scanPod adds the devices a pod's containers hold to sc, and counts the
 // pod when it holds a GPU; a pod or container without a name is counted as
 // malformed and skipped.
-func (e *Enricher) scanPod(pod *podresourcesv1.PodResources, s *snapshot, sc *ownerScan) {
-	if pod == nil || pod.GetName() == "" || pod.GetNamespace() == "" {
+func (e *Enricher) scanPod(pod *podresources.Pod, s *snapshot, sc *ownerScan) {
+	if pod.Name == "" || pod.Namespace == "" {
 		s.malformed++
 		e.logOnce("malformed-pod", func() {
-			e.log.WithField("pod", pod.GetName()).WithField("namespace", pod.GetNamespace()).
+			e.log.WithField("pod", pod.Name).WithField("namespace", pod.Namespace).
 				Warn("kubelet answer holds a pod without name or namespace; skipped (logged once)")
 		})
 		return
 	}
 	holdsGPU := false
-	for _, c := range pod.GetContainers() {
-		if c == nil || c.GetName() == "" {
+	for i := range pod.Containers {
+		c := &pod.Containers[i]
+		if c.Name == "" {
 			s.malformed++
 			e.logOnce("malformed-container", func() {
-				e.log.WithField("pod", pod.GetNamespace()+"/"+pod.GetName()).
+				e.log.WithField("pod", pod.Namespace+"/"+pod.Name).
 					Warn("kubelet answer holds a container without a name; skipped (logged once)")
 			})
 			continue
 		}
-		for _, d := range c.GetDevices() {
-			if d != nil && e.wanted(d.GetResourceName()) && e.scanDevices(pod, c, d, s, sc) {
+		for j := range c.Devices {
+			if d := &c.Devices[j]; e.wanted(d.ResourceName) && e.scanDevices(pod, c, d, s, sc) {
 				holdsGPU = true
 			}
 		}
@@ -599,11 +588,11 @@ func (e *Enricher) scanPod(pod *podresourcesv1.PodResources, s *snapshot, sc *ow
 
 // scanDevices records container c as an owner of each GPU device d names,
 // up to the caps; it says whether any ID named a GPU.
-func (e *Enricher) scanDevices(pod *podresourcesv1.PodResources, c *podresourcesv1.ContainerResources,
-	d *podresourcesv1.ContainerDevices, s *snapshot, sc *ownerScan) bool {
+func (e *Enricher) scanDevices(pod *podresources.Pod, c *podresources.Container,
+	d *podresources.Devices, s *snapshot, sc *ownerScan) bool {
 	holdsGPU := false
-	for _, id := range d.GetDeviceIds() {
-		o := owner{Namespace: pod.GetNamespace(), Pod: pod.GetName(), Container: c.GetName()}
+	for _, id := range d.DeviceIDs {
+		o := owner{Namespace: pod.Namespace, Pod: pod.Name, Container: c.Name}
 		if e.cfg.VirtualGPUs {
 			o.VGPU = sharedReplica(id)
 		}
@@ -612,7 +601,7 @@ func (e *Enricher) scanDevices(pod *podresourcesv1.PodResources, c *podresources
 			s.unknownIDs++
 			e.logOnce("id/"+id, func() {
 				e.log.WithError(err).WithFields(logrus.Fields{
-					"resource": d.GetResourceName(), "pod": o.Namespace + "/" + o.Pod,
+					"resource": d.ResourceName, "pod": o.Namespace + "/" + o.Pod,
 				}).Warn("cannot map device ID to a GPU; its pod gets no labels (logged once per ID)")
 			})
 			continue
