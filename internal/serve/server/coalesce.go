@@ -77,6 +77,10 @@ type coalescer struct {
 	last   *body
 	lastAt time.Time
 	free   [][]byte
+	// lastLen is the length of the latest render; a new buffer is made a
+	// little larger, rather than grown by doubling from nothing to up to
+	// twice what it holds.
+	lastLen int
 }
 
 // get returns a rendered body; the caller writes it and calls release.
@@ -98,6 +102,8 @@ func (c *coalescer) get() *body {
 	var buf []byte
 	if n := len(c.free); n > 0 {
 		buf, c.free = c.free[n-1], c.free[:n-1]
+	} else if c.lastLen > 0 {
+		buf = make([]byte, 0, c.lastLen+c.lastLen/8)
 	}
 	c.mu.Unlock()
 	rendered := false
@@ -106,6 +112,9 @@ func (c *coalescer) get() *body {
 	defer func() {
 		c.mu.Lock()
 		c.inflight = nil
+		if rendered {
+			c.lastLen = len(b.buf)
+		}
 		if rendered && c.maxAge > 0 {
 			if old := c.last; old != nil {
 				c.releaseLocked(old)
@@ -138,7 +147,10 @@ func (c *coalescer) release(b *body) {
 
 func (c *coalescer) releaseLocked(b *body) {
 	b.refs--
-	if b.refs == 0 && b.buf != nil && cap(b.buf) <= maxPooledBuffer && len(c.free) < maxFreeBodies {
+	// A buffer far larger than the latest render (the exposition shrank)
+	// is left to the garbage collector rather than kept.
+	oversized := cap(b.buf) > 2*c.lastLen+64<<10
+	if b.refs == 0 && b.buf != nil && cap(b.buf) <= maxPooledBuffer && !oversized && len(c.free) < maxFreeBodies {
 		c.free = append(c.free, b.buf[:0])
 	}
 }

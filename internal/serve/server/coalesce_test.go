@@ -72,6 +72,28 @@ func TestCoalescerKeepsFewBuffers(t *testing.T) {
 	assert.Empty(t, c.free, "a huge body is left to the garbage collector")
 }
 
+// TestCoalescerSizesBuffersFromTheLastRender: a new buffer holds the
+// latest render's length and an eighth more, where growing by appends
+// would leave up to twice that; a kept buffer far larger than the
+// exposition now is let go.
+func TestCoalescerSizesBuffersFromTheLastRender(t *testing.T) {
+	size := 300 << 10
+	c := &coalescer{render: func(buf []byte) []byte { return append(buf, make([]byte, size)...) }}
+	first := c.get()
+	c.free = nil // as if the first body were still being written
+	second := c.get()
+	assert.Equal(t, size+size/8, cap(second.buf), "the second buffer is sized from the first render")
+	c.release(first)
+	c.release(second)
+	assert.Len(t, c.free, 2)
+
+	size = 10 << 10 // the exposition shrank: fewer GPUs or fields
+	c.free = c.free[:1]
+	small := c.get()
+	c.release(small)
+	assert.Empty(t, c.free, "a buffer 30 times the exposition is not kept")
+}
+
 func TestCoalescerReleasesWaitersWhenARenderPanics(t *testing.T) {
 	started := make(chan struct{})
 	proceed := make(chan struct{})
