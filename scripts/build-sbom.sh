@@ -7,21 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. scripts/lib/gotool.sh
+
 version=$(awk '$1 == "github.com/CycloneDX/cyclonedx-gomod" {print $2}' tools/sbom/go.mod)
 [ -n "$version" ] || { echo "tools/sbom/go.mod: no requirement of github.com/CycloneDX/cyclonedx-gomod" >&2; exit 1; }
-# A changed requirement rebuilds; a reworded comment does not.
-sum=$( (grep -v '^[[:space:]]*//' tools/sbom/go.mod; cat tools/sbom/go.sum) | sha256sum | cut -c1-12)
-cache="${GPUSCOPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuscope}/cyclonedx-gomod-$version-$sum"
-bin="$cache/cyclonedx-gomod"
-if [ -x "$bin" ]; then
-	echo "$bin"; exit 0
-fi
-
-mkdir -p "$cache"
-echo "Building cyclonedx-gomod $version into $cache (downloads ~50 modules the first time;" \
-	"about 7 minutes on 2 busy cores; cached afterwards)..." >&2
-start=$(date +%s)
-(cd tools/sbom && CGO_ENABLED=0 go build -mod=readonly -trimpath -o "$bin.tmp" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
-mv "$bin.tmp" "$bin"
-echo "Built cyclonedx-gomod $version in $(( $(date +%s) - start ))s: $bin" >&2
-echo "$bin"
+gotool_build cyclonedx-gomod tools/sbom github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod "$version" \
+	"downloads ~50 modules the first time; about 7 minutes on 2 busy cores" ""
