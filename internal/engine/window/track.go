@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -13,25 +14,33 @@ const maxExcluded = 16
 
 // tracker keeps the window statistics of a ring up to date as samples
 // arrive, so that reading them does not grow with the window: the values of
-// the samples in the last span (the newest tn the ring holds), sorted, and
-// their sum. Min and max are its ends and a percentile two of its ranks.
+// the samples in the last span (the newest tn the ring holds), in a bag
+// that keeps them sorted, and their sum. Min and max are its ends and a
+// percentile two of its ranks. The newest pn samples are not in the bag
+// yet: they are merged pendingMax at a time, read from the ring.
 type tracker struct {
+	// span is 0 when the ring keeps no statistics.
 	span int64
 	// tn is how many of the newest samples the ring holds are in the
-	// window, NaNs included; cut is the newest sample's time less span.
-	tn  int
-	cut int64
-	// sorted holds the values of the tracked samples that are numbers.
-	sorted []float64
-	// sum+comp is the sum of the finite values of sorted, compensated
-	// (Neumaier) so that adding and taking away values of very different
-	// sizes loses nothing; inf counts the others, which would make it NaN
-	// once removed.
+	// window, NaNs included; pn how many of those are not merged into bag
+	// (pn <= tn); cut is the newest sample's time less span.
+	tn, pn int
+	cut    int64
+	// seq is the push number of the newest sample, drop that of the newest
+	// sample that left the window.
+	seq, drop uint32
+	// bag holds the values of the tracked samples that are numbers, but
+	// for the newest pn.
+	bag bag
+	// sum is the sum of the finite values of the tracked samples,
+	// compensated (ksum) so that adding and taking away values of very
+	// different sizes loses nothing; inf counts the others, which would
+	// make it NaN once removed.
 	sum ksum
 	inf int
 	// ops counts the updates since sum was last added up from scratch: a
-	// running sum of adds and removes drifts, so it is redone every
-	// len(ring) updates, at no extra cost per update on average.
+	// running sum of adds and removes drifts, so it is redone once in a
+	// while (resumEvery).
 	ops int
 }
 
@@ -51,64 +60,29 @@ func lowerBound(a []float64, x float64) int {
 	return lo
 }
 
-func (t *tracker) add(v float64) {
-	if v != v {
-		return
-	}
-	i := lowerBound(t.sorted, v)
-	t.sorted = slices.Insert(t.sorted, i, v)
-	if math.IsInf(v, 0) {
-		t.inf++
-	} else {
-		t.sum.add(v)
-	}
-	t.ops++
-}
-
-func (t *tracker) remove(v float64) {
-	if v != v {
-		return
-	}
-	i := lowerBound(t.sorted, v)
-	if i == len(t.sorted) || t.sorted[i] != v {
-		return
-	}
-	t.sorted = slices.Delete(t.sorted, i, i+1)
-	if math.IsInf(v, 0) {
-		t.inf--
-	} else {
-		t.sum.add(-v)
-	}
-	t.ops++
-}
-
-// ksum is a sum compensated for rounding (Neumaier's): a running sum that
-// takes away values of very different sizes keeps the small ones.
+// ksum is a sum compensated for rounding: c gathers the exact rounding
+// error of every addition (Knuth's two-sum, which Neumaier's sum computes
+// with a branch), so a running sum that takes away values of very
+// different sizes keeps the small ones.
 type ksum struct{ s, c float64 }
 
 func (k *ksum) add(v float64) {
 	s := k.s + v
-	if math.Abs(k.s) >= math.Abs(v) {
-		k.c += (k.s - s) + v
-	} else {
-		k.c += (v - s) + k.s
-	}
+	bv := s - k.s
+	k.c += (k.s - (s - bv)) + (v - bv)
 	k.s = s
 }
 
 func (k ksum) value() float64 { return k.s + k.c }
 
-// resum adds sum up again once enough updates could have made it drift.
-func (t *tracker) resum(capacity int) {
-	if t.ops < capacity {
-		return
+// count adds v to the running sum, or takes it away (sign -1).
+func (t *tracker) count(v, sign float64) {
+	if v-v != 0 { // an infinity (NaN is never counted)
+		t.inf += int(sign)
+	} else {
+		t.sum.add(sign * v)
 	}
-	t.ops, t.sum = 0, ksum{}
-	for _, v := range t.sorted {
-		if !math.IsInf(v, 0) {
-			t.sum.add(v)
-		}
-	}
+	t.ops++
 }
 
 // Track makes the ring keep the statistics of its samples in the last span
@@ -116,93 +90,168 @@ func (t *tracker) resum(capacity int) {
 // goes over the samples held once.
 func (r *Ring) Track(span int64) {
 	if span <= 0 {
-		r.tr = nil
+		r.tr = tracker{}
 		return
 	}
-	if r.tr != nil && r.tr.span == span {
+	if r.tr.span == span {
 		return
 	}
-	r.tr = &tracker{span: span, sorted: make([]float64, 0, min(len(r.ts), 256))}
 	c := len(r.ts)
-	for i := 0; i < r.n; i++ {
-		j := (r.head - r.n + i + c) % c
-		r.tr.add(r.vals[j])
-		r.tr.tn++
+	r.tr = tracker{span: span}
+	t := &r.tr
+	newest, ok := r.Newest()
+	if !ok {
+		t.bag.vals, t.bag.seqs = make([]float64, 0, min(c, 256)), make([]uint32, 0, min(c, 256))
+		return
 	}
-	if newest, ok := r.Newest(); ok {
-		r.expire(newest - span)
+	// The samples newer than the cut, numbered from 1 up and sorted once.
+	t.cut = newest - span
+	for i := r.n - 1; i >= 0 && r.ts[wrap(r.head-r.n+i, c)] > t.cut; i-- {
+		t.tn++
+	}
+	t.seq = uint32(t.tn)
+	es := make([]entry, 0, t.tn)
+	for i := 0; i < t.tn; i++ {
+		if v := r.vals[wrap(r.head-t.tn+i, c)]; v == v {
+			es = append(es, entry{v: v, seq: uint32(i + 1)})
+			t.count(v, 1)
+		}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.v, b.v) })
+	n := min(c, max(len(es), 256))
+	t.bag.vals, t.bag.seqs = make([]float64, len(es), n), make([]uint32, len(es), n)
+	for i, e := range es {
+		t.bag.vals[i], t.bag.seqs[i] = e.v, e.seq
 	}
 }
 
 // Tracked says whether the ring keeps its window statistics up to date.
-func (r *Ring) Tracked() bool { return r.tr != nil }
+func (r *Ring) Tracked() bool { return r.tr.span != 0 }
 
-// trackOverwrite takes out of the window the sample that the next push
-// overwrites, if it is in it.
-func (r *Ring) trackOverwrite() {
-	if t := r.tr; r.n == len(r.ts) && t.tn == r.n {
-		t.remove(r.vals[r.head])
-		t.tn--
+// makeRoom merges the held-back updates when there is no room for one
+// more.
+func (r *Ring) makeRoom() {
+	if t := &r.tr; t.pn == pendingMax || t.bag.nd == pendingMax {
+		r.merge()
 	}
 }
 
-// trackNewest adds the sample just pushed and lets the window slide. In
-// the steady state one sample leaves as one arrives, and the values between
-// the two places move once.
-func (r *Ring) trackNewest(ts int64, v float64) {
-	t, c := r.tr, len(r.ts)
-	cut := ts - t.span
-	// The oldest tracked sample before this push, at r.head-1-tn.
-	if j := wrap(r.head-1-t.tn, c); t.tn > 0 && t.tn < c && r.ts[j] <= cut && v == v && r.vals[j] == r.vals[j] &&
-		(t.tn == 1 || r.ts[wrap(j+1, c)] > cut) && !math.IsInf(v, 0) && !math.IsInf(r.vals[j], 0) && t.replace(r.vals[j], v) {
-		t.cut = cut
-		t.resum(c)
+// resumEvery is how many times the ring's capacity in updates the running
+// sum goes before it is added up again from the values: each addition's
+// rounding error is kept, so it drifts by far less than the average's
+// stated error over that many; the sum costs a sample 1/resumEvery of an
+// addition.
+const resumEvery = 16
+
+// merge merges the newest pn samples into the bag and takes out those
+// that left the window and, once enough updates could have made the running
+// sum drift, adds it up again from the merged values.
+func (r *Ring) merge() {
+	t := &r.tr
+	var add [pendingMax]entry
+	na, c := 0, len(r.ts)
+	for i := 0; i < t.pn; i++ {
+		if v := r.vals[wrap(r.head-1-i, c)]; v == v {
+			add[na] = entry{v: v, seq: t.seq - uint32(i)}
+			na++
+		}
+	}
+	t.bag.merge(add[:na], t.drop)
+	t.pn = 0
+	if t.ops < resumEvery*len(r.ts) {
 		return
 	}
-	t.add(v)
-	t.tn++
-	r.expire(cut)
-	t.resum(c)
+	t.ops, t.sum = 0, ksum{}
+	for _, v := range t.bag.vals {
+		if !math.IsInf(v, 0) {
+			t.sum.add(v)
+		}
+	}
 }
 
-// replace takes old out of the window and puts v in, moving the values
-// between their places once; false when old is not there.
-func (t *tracker) replace(old, v float64) bool {
-	if old == v && len(t.sorted) > 0 {
-		// old is the oldest tracked sample's value, so it is in the
-		// window: putting the same value in its place changes nothing.
-		t.ops += 2
-		return true
+// pendingValues copies the values of the newest pn samples that are
+// numbers into add and returns how many.
+func (r *Ring) pendingValues(add *[pendingMax]float64) int {
+	na, c := 0, len(r.ts)
+	for i := 1; i <= r.tr.pn; i++ {
+		if v := r.vals[wrap(r.head-i, c)]; v == v {
+			add[na] = v
+			na++
+		}
 	}
-	i := lowerBound(t.sorted, old)
-	if i == len(t.sorted) || t.sorted[i] != old {
-		return false
+	return na
+}
+
+// leave takes the oldest tracked sample, of value v, out of the window.
+func (r *Ring) leave(v float64) {
+	t := &r.tr
+	if v == v {
+		if t.tn > t.pn {
+			// It is in the bag, and a merge here keeps it there: the merge
+			// takes out only the samples that left before it, and adds the
+			// sum up again, so it comes first.
+			r.makeRoom()
+			t.bag.left(v)
+		}
+		t.count(v, -1)
 	}
-	j := lowerBound(t.sorted, v)
-	if j > i {
-		copy(t.sorted[i:j-1], t.sorted[i+1:j])
-		t.sorted[j-1] = v
-	} else {
-		copy(t.sorted[j+1:i+1], t.sorted[j:i])
-		t.sorted[j] = v
+	t.drop = t.seq - uint32(t.tn-1)
+	if t.tn == t.pn {
+		t.pn--
 	}
-	t.sum.add(v)
-	t.sum.add(-old)
-	t.ops += 2
-	return true
+	t.tn--
+}
+
+// trackReplace is Push's replacement of the newest sample's value old by
+// v, at the same time.
+func (r *Ring) trackReplace(old, v float64) {
+	t := &r.tr
+	if old == old {
+		if t.pn == 0 {
+			// Rare (a source handing over a sample twice): taken out now.
+			t.bag.removeSeq(old, t.seq)
+		}
+		t.count(old, -1)
+	}
+	// The newest sample is pending from now on, with its new value.
+	t.pn = max(t.pn, 1)
+	if v == v {
+		t.count(v, 1)
+	}
+}
+
+// trackOverwrite takes out of the window the sample that the next push
+// overwrites, if it is in it, and makes room for the next one.
+func (r *Ring) trackOverwrite() {
+	if t := &r.tr; r.n == len(r.ts) && t.tn == r.n {
+		r.leave(r.vals[r.head])
+	}
+	r.makeRoom()
+}
+
+// trackNewest adds the sample just pushed and lets the window slide: in
+// the steady state one sample leaves as one arrives.
+func (r *Ring) trackNewest(ts int64, v float64) {
+	t := &r.tr
+	t.tn++
+	t.pn++
+	t.seq++
+	if v == v {
+		t.count(v, 1)
+	}
+	r.expire(ts - t.span)
 }
 
 // expire drops the tracked samples not newer than cut, oldest first.
 func (r *Ring) expire(cut int64) {
-	t, c := r.tr, len(r.ts)
+	t, c := &r.tr, len(r.ts)
 	t.cut = cut
 	for t.tn > 0 {
 		j := wrap(r.head-t.tn, c)
 		if r.ts[j] > cut {
 			return
 		}
-		t.remove(r.vals[j])
-		t.tn--
+		r.leave(r.vals[j])
 	}
 }
 
@@ -214,17 +263,17 @@ func (r *Ring) expire(cut int64) {
 // source's) covers that span instead. scratch is used and returned as by
 // Compute.
 func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
-	t := r.tr
-	if t == nil || t.inf > 0 {
+	t := &r.tr
+	if t.span == 0 || t.inf > 0 {
 		return r.Compute(since, scratch)
 	}
 	c := len(r.ts)
 	// The oldest tracked samples may be older than since: they are left out
 	// by correcting the ranks, as long as there are few of them.
-	scratch = scratch[:0]
-	skip := 0
+	var out [maxExcluded]float64
+	nout, skip := 0, 0
 	for ; skip < t.tn; skip++ {
-		j := (r.head - t.tn + skip + c) % c
+		j := wrap(r.head-t.tn+skip, c)
 		if r.ts[j] > since {
 			break
 		}
@@ -232,28 +281,33 @@ func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
 			return r.Compute(max(since, t.cut), scratch)
 		}
 		if v := r.vals[j]; v == v {
-			scratch = append(scratch, v)
+			out[nout] = v
+			nout++
 		}
 	}
+	var add [pendingMax]float64
+	na := r.pendingValues(&add)
+	var v bagView
+	if !t.bag.view(add[:na], out[:nout], &v) {
+		return r.Compute(max(since, t.cut), scratch)
+	}
 	var st Stats
-	n := len(t.sorted) - len(scratch)
+	n := v.size()
 	if n <= 0 {
-		return st, scratch
+		return st, scratch[:0]
 	}
-	var ex excluded
-	ex.set(t.sorted, scratch)
-	st.Count = n
-	st.Min, st.Max = t.sorted[ex.index(0)], t.sorted[ex.index(n-1)]
 	sum := t.sum
-	for _, v := range scratch {
-		sum.add(-v)
+	for _, x := range out[:nout] {
+		sum.add(-x)
 	}
+	st.Count = n
+	st.Min, st.Max = v.rank(0), v.rank(n-1)
 	st.Avg = sum.value() / float64(n)
-	st.P50 = ex.quantile(t.sorted, n, 0.50)
-	st.P90 = ex.quantile(t.sorted, n, 0.90)
-	st.P99 = ex.quantile(t.sorted, n, 0.99)
+	st.P50 = v.quantile(0.50)
+	st.P90 = v.quantile(0.90)
+	st.P99 = v.quantile(0.99)
 	st.Oldest, st.Newest = r.numberTimes(t.tn - skip)
-	return st, scratch
+	return st, scratch[:0]
 }
 
 // numberTimes returns the times of the oldest and the newest sample that is
@@ -273,51 +327,4 @@ func (r *Ring) numberTimes(n int) (oldest, newest int64) {
 		}
 	}
 	return oldest, newest
-}
-
-// excluded is the set of positions of sorted that a read leaves out, in
-// ascending order: one per value left out, a run of equal values taking
-// consecutive positions.
-type excluded struct {
-	pos [maxExcluded]int
-	n   int
-}
-
-// set finds the positions of vals, which sorted holds; vals is reordered.
-func (x *excluded) set(sorted, vals []float64) {
-	slices.Sort(vals)
-	x.n = len(vals)
-	for i, v := range vals {
-		p := lowerBound(sorted, v)
-		if i > 0 && vals[i-1] == v {
-			p = x.pos[i-1] + 1
-		}
-		x.pos[i] = p
-	}
-}
-
-// index is the position in sorted of rank k of the values not left out.
-func (x *excluded) index(k int) int {
-	for _, p := range x.pos[:x.n] {
-		if p > k {
-			break
-		}
-		k++
-	}
-	return k
-}
-
-// quantile interpolates linearly between the two closest ranks of the n
-// values not left out, as quantileSelect does.
-func (x *excluded) quantile(sorted []float64, n int, q float64) float64 {
-	if n == 1 {
-		return sorted[x.index(0)]
-	}
-	rank := q * float64(n-1)
-	lo := int(math.Floor(rank))
-	v := sorted[x.index(lo)]
-	if lo+1 >= n {
-		return v
-	}
-	return v + (rank-float64(lo))*(sorted[x.index(lo+1)]-v)
 }

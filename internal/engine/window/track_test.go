@@ -229,3 +229,108 @@ func fullRing(n int, tracked bool) *Ring {
 	}
 	return r
 }
+
+// BenchmarkPushRings pushes one sample into each of a thousand full rings
+// in turn, as a node's sampling does: unlike BenchmarkPush, whose one ring
+// stays in the CPU's caches, every push here finds its ring out of them.
+// An op is one sample.
+func BenchmarkPushRings(b *testing.B) {
+	const rings = 1000
+	for _, tracked := range []bool{false, true} {
+		name := "untracked"
+		if tracked {
+			name = "tracked"
+		}
+		b.Run(name, func(b *testing.B) {
+			rs := make([]*Ring, rings)
+			for i := range rs {
+				rs[i] = fullRing(150, tracked)
+			}
+			rng := rand.New(rand.NewSource(3))
+			vals := make([]float64, 4096)
+			for i := range vals {
+				vals[i] = rng.Float64()
+			}
+			ts, i := int64(10*151), 0
+			for b.Loop() {
+				if i%rings == 0 {
+					ts += 10
+				}
+				rs[i%rings].Push(ts, vals[i%len(vals)])
+				i++
+			}
+		})
+	}
+}
+
+// TestTrackedEdgesOfTheHeldBackSamples: the statistics equal sorting the
+// window where the samples held back before a merge meet the rest: a gap
+// that empties the window while samples are held back, a sample replaced at
+// the same time after a merge took it in, a span changed while samples are
+// held back, and held-back samples that are all NaN.
+func TestTrackedEdgesOfTheHeldBackSamples(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name string
+		// pushes are (time, value) pairs, in order.
+		pushes [][2]float64
+		span   int64 // a second Track after the pushes when not 0
+	}{
+		{"gap empties a window with samples held back", append(seq(1, 40, 1), [2]float64{1000, 7}), 0},
+		{"replaced after a merge took it in", append(seq(1, 32, 1), [2]float64{32, -5}), 0},
+		{"replaced while held back", append(seq(1, 33, 1), [2]float64{33, 99}), 0},
+		{"span shortened with samples held back", seq(1, 45, 1), 50},
+		{"span lengthened with samples held back", seq(1, 45, 1), 400},
+		{"held back samples all NaN", append(seq(1, 32, 1), [2]float64{33, nan}, [2]float64{34, nan}, [2]float64{35, nan}), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRing(64)
+			r.Track(200)
+			for _, p := range tt.pushes {
+				r.Push(int64(p[0])*10, p[1])
+			}
+			if tt.span != 0 {
+				r.Track(tt.span)
+			}
+			newest, _ := r.Newest()
+			for _, since := range []int64{newest - r.tr.span, newest - r.tr.span + 25} {
+				got, _ := r.Stats(since, nil)
+				want, _ := r.Compute(since, nil)
+				_, vals := heldSince(r, since)
+				requireSameStats(t, want, got, vals, 1000, "since %d", since)
+			}
+		})
+	}
+}
+
+// seq is the pushes (i, i*i mod 17) for i from..to by step.
+func seq(from, to, step int) [][2]float64 {
+	var out [][2]float64
+	for i := from; i <= to; i += step {
+		out = append(out, [2]float64{float64(i), float64(i * i % 17)})
+	}
+	return out
+}
+
+// TestTrackedAverageOverALongRun: after hundreds of thousands of samples
+// of every size, added and taken away, the running sum still gives the
+// average within its stated error.
+func TestTrackedAverageOverALongRun(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	r := NewRing(152)
+	r.Track(150 * 10)
+	largest := 0.0
+	for i := 1; i <= 300000; i++ {
+		v := rng.NormFloat64() * math.Pow(10, float64(rng.Intn(24)-12))
+		largest = math.Max(largest, math.Abs(v))
+		r.Push(int64(i)*10, v)
+		if i%50000 == 0 {
+			since := int64(i)*10 - 150*10
+			got, _ := r.Stats(since, nil)
+			want, _ := r.Compute(since, nil)
+			_, vals := heldSince(r, since)
+			requireSameStats(t, want, got, vals, largest, "after %d samples", i)
+		}
+	}
+}

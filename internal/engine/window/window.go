@@ -39,8 +39,8 @@ type Ring struct {
 	vals []float64
 	head int // next slot to write
 	n    int // samples held
-	// tr keeps the window statistics up to date; nil unless Track asked.
-	tr *tracker
+	// tr keeps the window statistics up to date, when Track asked.
+	tr tracker
 }
 
 // NewRing returns a ring of the given capacity, clamped to [2, MaxCapacity].
@@ -64,12 +64,12 @@ func (r *Ring) Len() int { return r.n }
 // when it has the same timestamp and is dropped when older, so a source that
 // hands over overlapping reads cannot skew the statistics.
 func (r *Ring) Push(ts int64, v float64) {
+	tracked := r.tr.span != 0
 	if r.n > 0 {
 		last := wrap(r.head-1, len(r.ts))
 		if ts == r.ts[last] {
-			if r.tr != nil {
-				r.tr.remove(r.vals[last])
-				r.tr.add(v)
+			if tracked {
+				r.trackReplace(r.vals[last], v)
 			}
 			r.vals[last] = v
 			return
@@ -78,7 +78,7 @@ func (r *Ring) Push(ts int64, v float64) {
 			return
 		}
 	}
-	if r.tr != nil {
+	if tracked {
 		r.trackOverwrite()
 	}
 	r.ts[r.head] = ts
@@ -87,7 +87,7 @@ func (r *Ring) Push(ts int64, v float64) {
 	if r.n < len(r.ts) {
 		r.n++
 	}
-	if r.tr != nil {
+	if tracked {
 		r.trackNewest(ts, v)
 	}
 }
