@@ -139,24 +139,67 @@ var bounds = func() [9][]float64 {
 	return b
 }()
 
+// subBits is how many of a value's leading mantissa bits pick its entry in
+// a schema's first table: 2^subBits slices of [0.5, 1), each narrower than
+// the gap between two bounds of schema 8, hold one bound at most.
+const subBits = 10
+
+// first[s][m] is the index of the first bound of schema s not below the
+// smallest fraction whose leading mantissa bits are m: the bucket of a
+// fraction in that slice is that one or the next.
+var first = func() [9][]uint16 {
+	var t [9][]uint16
+	for s := 1; s <= 8; s++ {
+		t[s] = make([]uint16, 1<<subBits)
+		for m := range t[s] {
+			t[s][m] = uint16(searchBounds(bounds[s], 0.5+float64(m)/(2<<subBits)))
+		}
+	}
+	return t
+}()
+
+// searchBounds is the index of the first of b not below frac.
+func searchBounds(b []float64, frac float64) int {
+	lo, hi := 0, len(b)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b[m] < frac {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // index is the bucket of a > 0 at schema s: the k with
 // 2^((k-1)/2^s) < a <= 2^(k/2^s).
 func index(a float64, s int32) int32 {
+	if s > 0 {
+		bits := math.Float64bits(a)
+		if e := int(bits>>52) & 0x7ff; e != 0 && e != 0x7ff {
+			// A normal number is frac x 2^exp with frac in [0.5, 1), as
+			// math.Frexp splits it; its slice of [0.5, 1) gives the bucket
+			// to one comparison, a branch that is rarely taken.
+			frac := math.Float64frombits(bits&(1<<52-1) | 0x3fe<<52)
+			b := bounds[s]
+			j := int(first[s][bits>>(52-subBits)&(1<<subBits-1)])
+			if j < len(b) && b[j] < frac {
+				j++
+			}
+			return int32(j + (e-1022-1)*len(b))
+		}
+	}
+	return indexFrexp(a, s)
+}
+
+// indexFrexp is index by math.Frexp and a bisection of the bounds: for
+// subnormal and infinite values, and schemas of at most 0.
+func indexFrexp(a float64, s int32) int32 {
 	frac, exp := math.Frexp(a)
 	if s > 0 {
-		// The first bound not below frac, searched by hand: a call per
-		// step (sort.SearchFloat64s) costs more than the rest of Observe.
 		b := bounds[s]
-		lo, hi := 0, len(b)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if b[m] < frac {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		return int32(lo + (exp-1)*len(b))
+		return int32(searchBounds(b, frac) + (exp-1)*len(b))
 	}
 	k := int32(exp)
 	if frac == 0.5 {

@@ -3,6 +3,7 @@ package nhist
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,5 +150,30 @@ func BenchmarkObserve(b *testing.B) {
 	for b.Loop() {
 		h.Observe(vals[i&1023])
 		i++
+	}
+}
+
+// TestIndexMatchesFrexp: the bucket index read from the tables equals the
+// one math.Frexp and a bisection of the bounds give, for every schema, on
+// random values of every size and on each bound and its neighbours.
+func TestIndexMatchesFrexp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for s := int32(1); s <= 8; s++ {
+		t.Run("schema "+strconv.Itoa(int(s)), func(t *testing.T) {
+			var vals []float64
+			for range 20000 {
+				vals = append(vals, math.Exp2(rng.Float64()*200-100))
+			}
+			for e := -3; e <= 3; e++ {
+				for _, b := range bounds[s] {
+					x := math.Ldexp(b, e)
+					vals = append(vals, x, math.Nextafter(x, 0), math.Nextafter(x, 2*x))
+				}
+			}
+			vals = append(vals, math.SmallestNonzeroFloat64, math.MaxFloat64, math.Inf(1), 1, 0.5, 2)
+			for _, v := range vals {
+				require.Equal(t, indexFrexp(v, s), index(v, s), "value %g", v)
+			}
+		})
 	}
 }
