@@ -117,16 +117,18 @@ type Engine struct {
 	loops   sync.WaitGroup
 	baseCtx context.Context
 
-	mu       sync.RWMutex // guards everything below
-	plan     *plan
-	byPtr    map[*source.Entity]*entityState
-	byKey    map[string]*entityState
-	order    []*entityState
-	status   source.Status
-	sampled  bool
-	scratch  []float64
-	statusAt time.Time
-	raw      rawState
+	mu    sync.RWMutex // guards everything below
+	plan  *plan
+	byPtr map[*source.Entity]*entityState
+	// byPtrCache answers byPtr for every sample of a batch.
+	byPtrCache entityCache
+	byKey      map[string]*entityState
+	order      []*entityState
+	status     source.Status
+	sampled    bool
+	scratch    []float64
+	statusAt   time.Time
+	raw        rawState
 
 	m selfMetrics
 	// col is the outcome of each field group's latest collection.
@@ -457,15 +459,9 @@ func (e *Engine) apply(b *batch) {
 // applyValuesLocked stores the batch's samples: the latest value of each
 // series, its ring, and the clock-event reasons' bits.
 func (e *Engine) applyValuesLocked(p *plan, b *batch) {
-	// A batch holds an entity's samples together: its state is looked up
-	// once for them.
-	var lastE *source.Entity
-	var es *entityState
 	for i := range b.vals {
 		s := &b.vals[i]
-		if s.e != lastE || lastE == nil {
-			lastE, es = s.e, e.byPtr[s.e]
-		}
+		es := e.byPtrCache.get(s.e, e.byPtr)
 		si, ok := p.slotFor(s.field)
 		if es == nil || !ok {
 			continue
@@ -628,6 +624,7 @@ func (e *Engine) refreshEntities() {
 		byKey[k] = es
 	}
 	e.byPtr, e.byKey = byPtr, byKey
+	e.byPtrCache.reset()
 	e.order = e.order[:0]
 	for _, es := range byKey {
 		e.order = append(e.order, es)
