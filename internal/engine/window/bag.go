@@ -48,7 +48,7 @@ func (b *bag) left(v float64) {
 // and puts in add (reordered).
 func (b *bag) merge(add []entry, drop uint32) {
 	if b.nd > 0 {
-		b.keepNewer(drop, b.nd)
+		b.keepNewer(drop)
 		b.nd = 0
 	}
 	if len(add) > 0 {
@@ -58,20 +58,15 @@ func (b *bag) merge(add []entry, drop uint32) {
 }
 
 // keepNewer keeps the values whose samples are newer than drop, in order,
-// in one pass that moves each value once; n values are expected to go.
-func (b *bag) keepNewer(drop uint32, n int) {
-	vals, seqs := b.vals, b.seqs[:len(b.vals)]
-	w, r := 0, 0
-	for ; r < len(vals) && r-w < n; r++ {
-		v, s := vals[r], seqs[r]
-		vals[w], seqs[w] = v, s
-		if newer(s, drop) {
-			w++
-		}
+// in one pass that writes every value back, without a branch on which go.
+func (b *bag) keepNewer(drop uint32) {
+	vals := b.vals
+	seqs := b.seqs[:len(vals)]
+	w := 0
+	for r, s := range seqs {
+		vals[w], seqs[w] = vals[r], s
+		w += b2i(newer(s, drop))
 	}
-	copy(vals[w:], vals[r:])
-	copy(seqs[w:], seqs[r:])
-	w += len(vals) - r
 	b.vals, b.seqs = vals[:w], seqs[:w]
 }
 

@@ -229,19 +229,22 @@ func (r *Ring) trackReplace(old, v float64) {
 	}
 }
 
-// trackOverwrite takes out of the window the sample that the next push
-// overwrites, if it is in it, and makes room for the next one.
-func (r *Ring) trackOverwrite() {
-	if t := &r.tr; r.n == len(r.ts) && t.tn == r.n {
+// pushTracked is Push of a new sample into a tracked ring, in one
+// function: it runs for every sample of a field with window statistics.
+// The sample the push overwrites leaves the window first if it is in it;
+// the new one is held back, and the samples that the new one's time puts
+// out of the window leave, oldest first (in the steady state, one).
+func (r *Ring) pushTracked(ts int64, v float64) {
+	t, c := &r.tr, len(r.ts)
+	if r.n == c && t.tn == c {
 		r.leave(r.vals[r.head])
 	}
-	r.makeRoom()
-}
-
-// trackNewest adds the sample just pushed and lets the window slide: in
-// the steady state one sample leaves as one arrives.
-func (r *Ring) trackNewest(ts int64, v float64) {
-	t := &r.tr
+	if t.pn == pendingMax || t.bag.nd == pendingMax {
+		r.merge()
+	}
+	r.ts[r.head], r.vals[r.head] = ts, v
+	r.head = wrap(r.head+1, c)
+	r.n = min(r.n+1, c)
 	t.tn++
 	t.pn++
 	t.seq++

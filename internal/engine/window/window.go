@@ -64,11 +64,10 @@ func (r *Ring) Len() int { return r.n }
 // when it has the same timestamp and is dropped when older, so a source that
 // hands over overlapping reads cannot skew the statistics.
 func (r *Ring) Push(ts int64, v float64) {
-	tracked := r.tr.span != 0
 	if r.n > 0 {
 		last := wrap(r.head-1, len(r.ts))
 		if ts == r.ts[last] {
-			if tracked {
+			if r.tr.span != 0 {
 				r.trackReplace(r.vals[last], v)
 			}
 			r.vals[last] = v
@@ -78,17 +77,15 @@ func (r *Ring) Push(ts int64, v float64) {
 			return
 		}
 	}
-	if tracked {
-		r.trackOverwrite()
+	if r.tr.span != 0 {
+		r.pushTracked(ts, v)
+		return
 	}
 	r.ts[r.head] = ts
 	r.vals[r.head] = v
 	r.head = wrap(r.head+1, len(r.ts))
 	if r.n < len(r.ts) {
 		r.n++
-	}
-	if tracked {
-		r.trackNewest(ts, v)
 	}
 }
 
