@@ -3,6 +3,7 @@ package reload
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -176,14 +177,17 @@ func TestWatcherSilentPollFailuresAreReported(t *testing.T) {
 			require.NoError(t, os.Symlink(filepath.Join(filepath.Dir(path), "gone.csv"), path))
 		}, "no such file"},
 		{"unreadable", func(t *testing.T, path string) {
-			if os.Geteuid() == 0 {
-				t.Skip("root reads files whatever their mode")
-			}
 			require.NoError(t, os.Chmod(path, 0))
 		}, "permission denied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "unreadable" && os.Geteuid() == 0 {
+				// Root reads files whatever their mode: the case runs in a
+				// copy of this test binary as nobody instead.
+				runAsNobody(t, "^TestWatcherSilentPollFailuresAreReported$/^unreadable$")
+				return
+			}
 			h := newHarness(t)
 			tt.make(t, h.path)
 			for range 3 {
@@ -201,4 +205,33 @@ func TestWatcherSilentPollFailuresAreReported(t *testing.T) {
 			assert.Equal(t, int32(1), h.applied.Load())
 		})
 	}
+}
+
+// nobody is the conventional unprivileged user and group ID.
+const nobody = 65534
+
+// runAsNobody runs the tests that match pattern in a copy of this test
+// binary as the user nobody, for a case that root would pass vacuously,
+// and fails unless each ran and passed there.
+func runAsNobody(t *testing.T, pattern string) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	// go test's work folder is root's alone; nobody needs a copy it can run.
+	dir, err := os.MkdirTemp("", "as-nobody")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "reload.test")
+	body, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, body, 0o755))
+	cmd := exec.Command(bin, "-test.run", pattern, "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"TMPDIR=" + os.TempDir(), "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "as nobody:\n%s", out)
+	require.NotContains(t, string(out), "--- SKIP", "as nobody:\n%s", out)
+	require.Regexp(t, `--- PASS: \S+/unreadable `, string(out), "as nobody:\n%s", out)
 }
