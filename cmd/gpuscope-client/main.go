@@ -6,13 +6,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/prometheus/common/version"
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/cmd/internal/exitcode"
 )
 
 // helpWidth is the widest line of the help pages, as gpuscope's.
@@ -21,7 +22,7 @@ const helpWidth = 120
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "gpuscope:", err)
-		os.Exit(exitCode(err))
+		os.Exit(exitcode.Of(err))
 	}
 }
 
@@ -50,25 +51,7 @@ func newApp() *cli.App {
 	}
 }
 
-// usageError is a bad command line; it exits with 2, as gpuscope's do.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
-}
-
-func exitCode(err error) int {
-	var u usageError
-	if errors.As(err, &u) {
-		return 2
-	}
-	return 1
-}
+// usage marks err as a bad command line: one line, no help, exit 2.
+func usage(err error) error { return exitcode.Usage(err) }
 
 func env(names ...string) []string { return names }

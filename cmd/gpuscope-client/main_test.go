@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/cmd/internal/exitcode"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -50,7 +52,7 @@ func TestBadArgumentsExitTwo(t *testing.T) {
 			_, err := run(t, tt.args...)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.msg)
-			assert.Equal(t, 2, exitCode(err))
+			assert.Equal(t, 2, exitcode.Of(err))
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/cmd/internal/exitcode"
 )
 
 // TestErrorsNameTheFlagAsTyped: a problem is reported under the long name
@@ -35,7 +37,7 @@ func TestErrorsNameTheFlagAsTyped(t *testing.T) {
 			_, err := parseArgs(t, tt.args...)
 			require.Error(t, err)
 			assert.True(t, strings.HasPrefix(err.Error(), tt.want), "%q starts with %q", err, tt.want)
-			assert.Equal(t, 2, exitCode(err))
+			assert.Equal(t, 2, exitcode.Of(err))
 		})
 	}
 }
@@ -46,7 +48,7 @@ func TestEveryProblemOfACommandLineAtOnce(t *testing.T) {
 	t.Setenv("DCGM_EXPORTER_INTERVAL", "soon")
 	_, err := parseArgs(t, "--log-format", "xml", "-d", "x:1", "--dcgm.mode", "bogus", "--web.max-connections", "0")
 	require.Error(t, err)
-	assert.Equal(t, 2, exitCode(err))
+	assert.Equal(t, 2, exitcode.Of(err))
 	lines := strings.Split(err.Error(), "\n")
 	assert.Len(t, lines, 5, err.Error())
 	for _, want := range []string{`--collect-interval "soon"`, `--log-format "xml"`, `--devices "x:1"`,

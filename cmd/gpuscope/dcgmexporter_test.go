@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/cmd/internal/exitcode"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
@@ -261,7 +262,7 @@ func TestBadDCGMExporterFlagsAreOneLineAndExitTwo(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			_, err := parseArgs(t, tt.args...)
 			require.Error(t, err)
-			assert.Equal(t, 2, exitCode(err))
+			assert.Equal(t, 2, exitcode.Of(err))
 			assert.NotContains(t, err.Error(), "\n", "one line")
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/cmd/internal/exitcode"
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/serve/sighup"
 )
@@ -37,7 +37,7 @@ func main() {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(os.Stderr, "gpuscope:", line)
 		}
-		os.Exit(exitCode(err))
+		os.Exit(exitcode.Of(err))
 	}
 }
 
@@ -53,28 +53,8 @@ func runApp(app *cli.App, args []string) error {
 	return app.Run(args)
 }
 
-// usageError is a bad command line: an unknown flag or a bad value. It exits
-// with 2, as flag parsing conventionally does, and prints one line, not the
-// help.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return usageError{err}
-}
-
-func exitCode(err error) int {
-	var u usageError
-	if errors.As(err, &u) {
-		return 2
-	}
-	return 1
-}
+// usage marks err as a bad command line: one line, no help, exit 2.
+func usage(err error) error { return exitcode.Usage(err) }
 
 func newApp() *cli.App { return newAppWith(serve) }
 
