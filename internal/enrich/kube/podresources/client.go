@@ -56,7 +56,12 @@ func New(socket string, maxMsg int) *Client {
 		DisableCompression:     true,
 		IdleConnTimeout:        5 * time.Minute,
 	}
-	return &Client{socket: socket, maxMsg: maxMsg, tr: tr, hc: &http.Client{Transport: tr}}
+	hc := &http.Client{
+		Transport: tr,
+		// A gRPC answer never redirects; one that does is not the kubelet.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Client{socket: socket, maxMsg: maxMsg, tr: tr, hc: hc}
 }
 
 // Close ends the connection to the kubelet. A later List dials again: after
@@ -145,9 +150,15 @@ func (c *Client) readMessage(body io.Reader) ([]byte, error) {
 		if uint64(size) > uint64(c.maxMsg) {
 			return nil, &TooLargeError{Size: int64(size), Limit: c.maxMsg}
 		}
-		msg = make([]byte, size)
-		if _, err := io.ReadFull(body, msg); err != nil {
+		// Read as the bytes arrive rather than allocating what the prefix
+		// claims: a peer that announces 64 MB and sends nothing costs nothing.
+		var err error
+		msg, err = io.ReadAll(io.LimitReader(body, int64(size)))
+		if err != nil {
 			return nil, fmt.Errorf("reading the answer's %d-byte message: %w", size, err)
+		}
+		if len(msg) < int(size) {
+			return nil, fmt.Errorf("the answer ended after %d of its message's %d bytes", len(msg), size)
 		}
 	}
 }

@@ -165,6 +165,36 @@ func TestListErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 		}},
+		{"a message shorter than its prefix says", func(t *testing.T) string {
+			return serveRaw(t, func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/grpc")
+				_, _ = w.Write([]byte{0, 0, 0, 1, 0, 1, 2, 3})
+			})
+		}, func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "ended after 3 of its message's 256 bytes") {
+				t.Fatalf("got %v, want the truncation", err)
+			}
+		}},
+		{"a redirect", func(t *testing.T) string {
+			return serveRaw(t, func(w http.ResponseWriter) {
+				w.Header().Set("Location", "/elsewhere")
+				w.WriteHeader(http.StatusTemporaryRedirect)
+			})
+		}, func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "HTTP 307") {
+				t.Fatalf("got %v, want the redirect refused", err)
+			}
+		}},
+		{"no status after the message", func(t *testing.T) string {
+			return serveRaw(t, func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/grpc")
+				_, _ = w.Write([]byte{0, 0, 0, 0, 0})
+			})
+		}, func(t *testing.T, err error) {
+			if !strings.Contains(err.Error(), "without a gRPC status") {
+				t.Fatalf("got %v, want the missing status", err)
+			}
+		}},
 		{"a kubelet that never answers", func(t *testing.T) string {
 			sock := socketPath(t)
 			l := listen(t, sock)
@@ -279,6 +309,24 @@ func serveGRPC(t *testing.T, impl podresourcesv1.PodResourcesListerServer, accep
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Serve(l) }()
 	t.Cleanup(func() { g.Stop(); <-done })
+	return sock
+}
+
+// serveRaw serves every request with answer over HTTP/2 without TLS, as
+// a gRPC server would but with whatever framing the test writes.
+func serveRaw(t *testing.T, answer func(w http.ResponseWriter)) string {
+	t.Helper()
+	sock := socketPath(t)
+	l := listen(t, sock)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	hs := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { answer(w) }),
+		Protocols:         &p,
+		ReadHeaderTimeout: time.Second,
+	}
+	go func() { _ = hs.Serve(l) }()
+	t.Cleanup(func() { _ = hs.Close() })
 	return sock
 }
 
