@@ -71,16 +71,7 @@ func (d *bagDriver) leave() {
 // windows that grow, hold steady and shrink to nothing.
 func TestBagMatchesSortedReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
-	tests := []struct {
-		name string
-		gen  func(i int) float64
-	}{
-		{"uniform", func(int) float64 { return rng.Float64() }},
-		{"few values", func(int) float64 { return float64(rng.Intn(3)) }},
-		{"rising", func(i int) float64 { return float64(i) }},
-		{"falling", func(i int) float64 { return -float64(i) }},
-		{"large and small", func(int) float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.Intn(24)-12)) }},
-	}
+	tests := finiteValues(rng)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d bagDriver

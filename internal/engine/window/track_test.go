@@ -54,15 +54,7 @@ func requireSameStats(t *testing.T, want, got Stats, vals []float64, big float64
 // sample.
 func TestTrackedStatsMatchASortedReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
-	gens := []struct {
-		name string
-		gen  func(i int) float64
-	}{
-		{"uniform", func(int) float64 { return rng.Float64() }},
-		{"few values", func(int) float64 { return float64(rng.Intn(3)) }},
-		{"rising", func(i int) float64 { return float64(i) }},
-		{"falling", func(i int) float64 { return -float64(i) }},
-		{"large and small", func(int) float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.Intn(24)-12)) }},
+	gens := append(finiteValues(rng), []valueGen{
 		{"with NaN", func(i int) float64 {
 			if i%7 == 0 {
 				return math.NaN()
@@ -78,7 +70,7 @@ func TestTrackedStatsMatchASortedReference(t *testing.T) {
 			}
 			return rng.Float64()
 		}},
-	}
+	}...)
 	for _, g := range gens {
 		t.Run(g.name, func(t *testing.T) {
 			for trial := 0; trial < 12; trial++ {
@@ -332,5 +324,23 @@ func TestTrackedAverageOverALongRun(t *testing.T) {
 			_, vals := heldSince(r, since)
 			requireSameStats(t, want, got, vals, largest, "after %d samples", i)
 		}
+	}
+}
+
+// valueGen makes the i-th value of a test sequence.
+type valueGen struct {
+	name string
+	gen  func(i int) float64
+}
+
+// finiteValues are the sequences every statistic is checked on: random,
+// repeated, monotone and of mixed magnitudes.
+func finiteValues(rng *rand.Rand) []valueGen {
+	return []valueGen{
+		{"uniform", func(int) float64 { return rng.Float64() }},
+		{"few values", func(int) float64 { return float64(rng.Intn(3)) }},
+		{"rising", func(i int) float64 { return float64(i) }},
+		{"falling", func(i int) float64 { return -float64(i) }},
+		{"large and small", func(int) float64 { return rng.NormFloat64() * math.Pow(10, float64(rng.Intn(24)-12)) }},
 	}
 }
