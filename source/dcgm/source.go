@@ -767,6 +767,23 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	return skipped
 }
 
+// failGPUs handles a failed per-GPU call (what) of an exporter field: an
+// error that took the host engine away ends the collection; otherwise every
+// GPU's field is reported failed and the collection goes on.
+func (s *Source) failGPUs(sink source.Sink, field uint16, what string, err error) error {
+	s.mu.Lock()
+	s.handleErr(err)
+	up := s.up
+	s.mu.Unlock()
+	if !up {
+		return fmt.Errorf("dcgm: %s: %w", what, err)
+	}
+	for _, g := range s.conn.gpus {
+		sink.Fail(s.conn.gpuEnt[g.ID], field, err)
+	}
+	return nil
+}
+
 // collectP2P reads the NVLink P2P matrix and hands each GPU its row, as
 // dcgm-exporter does (internal/pkg/collector/p2p_status_collector.go): row
 // i is GPU i, column j the peer GPU j, the diagonal left out.
@@ -774,17 +791,7 @@ func (s *Source) collectP2P(sink source.Sink) error {
 	c := s.conn
 	m, err := s.client.NvLinkP2PStatus()
 	if err != nil {
-		s.mu.Lock()
-		s.handleErr(err)
-		up := s.up
-		s.mu.Unlock()
-		if !up {
-			return fmt.Errorf("dcgm: NVLink P2P status: %w", err)
-		}
-		for _, g := range c.gpus {
-			sink.Fail(c.gpuEnt[g.ID], fieldid.ExpP2PStatus, err)
-		}
-		return nil
+		return s.failGPUs(sink, fieldid.ExpP2PStatus, "NVLink P2P status", err)
 	}
 	now := s.cfg.Clock.Now().UnixNano()
 	for i, row := range m {
@@ -856,17 +863,7 @@ func (s *Source) collectHealth(sink source.Sink) error {
 	c := s.conn
 	incidents, err := s.client.HealthCheck(c.healthGroup)
 	if err != nil {
-		s.mu.Lock()
-		s.handleErr(err)
-		up := s.up
-		s.mu.Unlock()
-		if !up {
-			return fmt.Errorf("dcgm: health check: %w", err)
-		}
-		for _, g := range c.gpus {
-			sink.Fail(c.gpuEnt[g.ID], fieldid.ExpGPUHealthStatus, err)
-		}
-		return nil
+		return s.failGPUs(sink, fieldid.ExpGPUHealthStatus, "health check", err)
 	}
 	// dcgm-exporter (internal/pkg/collector/gpu_health_collector.go) starts
 	// every GPU with a passing result per watch and lays each incident over
