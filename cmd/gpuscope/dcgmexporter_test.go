@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
@@ -269,12 +267,6 @@ func TestBadDCGMExporterFlagsAreOneLineAndExitTwo(t *testing.T) {
 			}
 		})
 	}
-}
-
-func quietEntry() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
 }
 
 // -m reads the counters through the API server, once, at start; outside a

@@ -126,7 +126,6 @@ type Engine struct {
 	order      []*entityState
 	status     source.Status
 	sampled    bool
-	scratch    []float64
 	statusAt   time.Time
 	raw        rawState
 

@@ -60,11 +60,10 @@ type Source struct {
 	watched  []source.Group
 	nextList time.Time
 
-	started    bool
-	t0, last   int64 // ticks
-	nowTick    int64
-	evCum      [numEvents]float64
-	evNVLinkOn bool
+	started  bool
+	t0, last int64 // ticks
+	nowTick  int64
+	evCum    [numEvents]float64
 }
 
 type gpuSim struct {

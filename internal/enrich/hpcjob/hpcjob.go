@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -86,7 +85,6 @@ type Enricher struct {
 	jobs atomic.Pointer[map[string][]string]
 	gen  atomic.Uint64
 
-	mu     sync.Mutex
 	logged *logonce.Set
 
 	errors  prometheus.Counter

@@ -33,7 +33,6 @@ const maxHeaderBytes = 64 << 10
 // Client calls the PodResources API on one unix socket. It keeps one
 // HTTP/2 connection open between calls; Close ends it.
 type Client struct {
-	socket string
 	maxMsg int
 	tr     *http.Transport
 	hc     *http.Client
@@ -61,7 +60,7 @@ func New(socket string, maxMsg int) *Client {
 		// A gRPC answer never redirects; one that does is not the kubelet.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{socket: socket, maxMsg: maxMsg, tr: tr, hc: hc}
+	return &Client{maxMsg: maxMsg, tr: tr, hc: hc}
 }
 
 // Close ends the connection to the kubelet. A later List dials again: after
