@@ -59,8 +59,7 @@ type device struct {
 	nvlink counterBaseline
 
 	lastProcRefresh time.Time
-	lastProcTS      uint64
-	procsDisabled   bool
+	procs           procCursor
 }
 
 func (d *device) handle() gonvml.Device {

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"errors"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -11,6 +12,70 @@ import (
 
 // noInstance is NVML's GPU instance ID of a process outside MIG.
 const noInstance = 0xFFFFFFFF
+
+// errNoProcessList says a GPU cannot list its compute processes at all
+// (nvmlDeviceGetComputeRunningProcesses answers NOT_SUPPORTED); it is not
+// asked again.
+var errNoProcessList = errors.New("GPU cannot list its compute processes")
+
+// procCursor is what the process list of one GPU keeps between reads.
+type procCursor struct {
+	// lastTS is the newest per-process utilisation sample seen, so each
+	// read asks only for newer ones.
+	lastTS   uint64
+	disabled bool
+}
+
+// listProcesses reads the compute processes of one GPU
+// (nvmlDeviceGetComputeRunningProcesses: PID, memory, GPU instance) and
+// their SM utilisation (nvmlDeviceGetProcessUtilization, the samples newer
+// than the cursor's). The NVML source and the process reader beside DCGM
+// both read through it, so the two backends list processes alike. At most
+// maxN processes are kept. On a MIG-enabled GPU each process carries its
+// GPU instance, and NVML gives no per-process utilisation there: SMUtil
+// is -1, as it is for a process the driver sampled none of.
+func listProcesses(h gonvml.Device, uuid string, mig bool, cur *procCursor, maxN int) ([]source.Process, error) {
+	if cur.disabled {
+		return nil, errNoProcessList
+	}
+	infos, ret := h.GetComputeRunningProcesses()
+	if ret == gonvml.ERROR_NOT_SUPPORTED {
+		cur.disabled = true
+		return nil, errNoProcessList
+	}
+	if err := nvmlErr("GetComputeRunningProcesses", ret); err != nil {
+		return nil, err
+	}
+	// SM utilisation per PID, from the samples newer than the last ones
+	// seen. NOT_FOUND means no process ran since then.
+	smUtil := map[uint32]float64{}
+	samples, ret := h.GetProcessUtilization(cur.lastTS)
+	if ret == gonvml.SUCCESS {
+		latest := map[uint32]uint64{}
+		for _, smp := range samples {
+			if smp.TimeStamp >= latest[smp.Pid] {
+				latest[smp.Pid] = smp.TimeStamp
+				smUtil[smp.Pid] = float64(smp.SmUtil)
+			}
+			cur.lastTS = max(cur.lastTS, smp.TimeStamp)
+		}
+	}
+	n := min(len(infos), maxN)
+	procs := make([]source.Process, 0, n)
+	for _, p := range infos[:n] {
+		gi := -1
+		if mig && p.GpuInstanceId != noInstance {
+			gi = int(p.GpuInstanceId)
+		}
+		util, ok := smUtil[p.Pid]
+		if !ok || gi >= 0 {
+			util = -1
+		}
+		procs = append(procs, source.Process{PID: p.Pid, UUID: uuid, GPUInstanceID: gi,
+			UsedMemoryBytes: p.UsedGpuMemory, SMUtil: util})
+	}
+	return procs, nil
+}
 
 // Processes implements source.ProcessLister from the last snapshot; it
 // calls no NVML function.
@@ -28,48 +93,19 @@ func (s *Source) Processes() []source.Process {
 // refreshProcesses renews a GPU's process snapshot when it is older than
 // the process interval. It runs in the GPU's read goroutine.
 func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
-	if d.procsDisabled || now.Sub(d.lastProcRefresh) < s.cfg.ProcessInterval {
+	if d.procs.disabled || now.Sub(d.lastProcRefresh) < s.cfg.ProcessInterval {
 		return
 	}
 	d.lastProcRefresh = now
 	log := s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid})
-	infos, ret := h.GetComputeRunningProcesses()
-	if ret == gonvml.ERROR_NOT_SUPPORTED {
-		d.procsDisabled = true
+	procs, err := listProcesses(h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
+	switch {
+	case errors.Is(err, errNoProcessList):
 		log.Info("GPU cannot list its compute processes; process list disabled for it")
 		return
-	}
-	if err := nvmlErr("GetComputeRunningProcesses", ret); err != nil {
+	case err != nil:
 		log.WithError(err).Debug("process list not refreshed")
 		return
-	}
-	// SM utilisation per PID, from the samples newer than the last ones
-	// seen. NOT_FOUND means no process ran since then.
-	smUtil := map[uint32]float64{}
-	samples, ret := h.GetProcessUtilization(d.lastProcTS)
-	if ret == gonvml.SUCCESS {
-		latest := map[uint32]uint64{}
-		for _, smp := range samples {
-			if smp.TimeStamp >= latest[smp.Pid] {
-				latest[smp.Pid] = smp.TimeStamp
-				smUtil[smp.Pid] = float64(smp.SmUtil)
-			}
-			d.lastProcTS = max(d.lastProcTS, smp.TimeStamp)
-		}
-	}
-	n := min(len(infos), s.cfg.MaxProcesses)
-	procs := make([]source.Process, 0, n)
-	for _, p := range infos[:n] {
-		gi := -1
-		if d.migEnabled && p.GpuInstanceId != noInstance {
-			gi = int(p.GpuInstanceId)
-		}
-		util, ok := smUtil[p.Pid]
-		if !ok {
-			util = -1
-		}
-		procs = append(procs, source.Process{PID: p.Pid, UUID: d.uuid, GPUInstanceID: gi,
-			UsedMemoryBytes: p.UsedGpuMemory, SMUtil: util})
 	}
 	s.procMu.Lock()
 	s.procs[d.index] = procs

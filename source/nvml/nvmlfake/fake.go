@@ -538,7 +538,10 @@ func (f *Fake) EnableMIG(gpu int, profiles ...int) []*Instance {
 		info := g.Config.MIGProfiles.GpuInstanceProfiles[idx]
 		gi, _ := g.CreateGpuInstance(&info)
 		sgi := gi.(*server.GpuInstance)
-		in := &Instance{GI: sgi, UUID: fmt.Sprintf("MIG-%s-%d", g.UUID[4:], sgi.Info.Id),
+		// A MIG UUID has the form of a GPU's (MIG-<8-4-4-4-12 hex>); the
+		// instance's ends in its GPU instance ID.
+		body := g.UUID[len("GPU-"):]
+		in := &Instance{GI: sgi, UUID: fmt.Sprintf("MIG-%s%04x", body[:len(body)-4], sgi.Info.Id),
 			Memory: gonvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: 1 << 30, Free: info.MemorySizeMB<<20 - 1<<30},
 			GPM:    map[gonvml.GpmMetricId]float64{gonvml.GPM_METRIC_SM_UTIL: 25, gonvml.GPM_METRIC_DRAM_BW_UTIL: 15}}
 		md := &mock.Device{}
