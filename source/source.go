@@ -284,7 +284,8 @@ type Status struct {
 // The samples already handed to the sink in that call are kept.
 var ErrEntitiesChanged = errors.New("entities changed")
 
-// Process is one compute process on a GPU, as the NVML source sees it. Pod
+// Process is one compute process on a GPU, as the driver lists it (every
+// source reads it through NVML's process list, or simulates it). Pod
 // attribution of shared GPUs uses it.
 type Process struct {
 	PID uint32
@@ -294,13 +295,15 @@ type Process struct {
 	// UsedMemoryBytes is the framebuffer memory the process holds.
 	UsedMemoryBytes uint64
 	// SMUtil is the process's SM utilisation in percent over the last
-	// sampling period, or -1 when the driver gives none.
+	// sampling period, or -1 when the driver gives none (always inside a
+	// MIG instance).
 	SMUtil float64
 }
 
 // ProcessLister is implemented by sources that can list GPU processes.
-// Processes returns nil when the source cannot list them now (auto on
-// DCGM), and an empty slice when no process runs.
+// Processes returns nil when the source cannot list them now (DCGM while
+// NVML cannot be opened beside it, or while its host engine is down), and
+// an empty slice when no process runs. The caller must not change it.
 type ProcessLister interface {
 	Processes() []Process
 }

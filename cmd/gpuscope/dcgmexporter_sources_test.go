@@ -73,3 +73,27 @@ func TestCPUDevicesSelectCPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestDCGMListsProcessesWhenPodsNeedThem: the DCGM source lists GPU
+// processes (through NVML beside it) exactly when pod attribution needs
+// them, so per-pod memory and SM share of shared GPUs work on DCGM too;
+// otherwise it never opens NVML.
+func TestDCGMListsProcessesWhenPodsNeedThem(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--kubernetes"}, false},
+		{[]string{"--kubernetes", "--kubernetes.shared-gpu-attribution"}, true},
+		{[]string{"--kubernetes", "--kubernetes-virtual-gpus"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			p, err := parseArgs(t, tt.args...)
+			require.NoError(t, err)
+			got := dcgmConfig(p.cfg, logrus.NewEntry(logrus.New())).Processes.Open != nil
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

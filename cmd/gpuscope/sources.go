@@ -66,8 +66,19 @@ func openNVML(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
 }
 
 func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
-	return dcgm.Config{Mode: cfg.DCGM.Mode, RemoteHostengine: cfg.DCGM.RemoteHostengine, Window: cfg.Collection.Window,
+	c := dcgm.Config{Mode: cfg.DCGM.Mode, RemoteHostengine: cfg.DCGM.RemoteHostengine, Window: cfg.Collection.Window,
 		Log: log.WithField("source", "dcgm"), BindUnbindPoll: cfg.Collection.BindUnbindPoll}
+	if k := cfg.Kubernetes; k.Enabled && (k.SharedGPUAttribution || k.VirtualGPUs) {
+		// DCGM lists no processes; NVML beside it does (docs/dcgm.md).
+		c.Processes.Open = func() (dcgm.ProcessReader, error) {
+			r, err := nvml.OpenProcessReader(nvml.ReaderConfig{Logger: log.WithField("source", "dcgm")})
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+	}
+	return c
 }
 
 func openDCGM(cfg *config.Config, log *logrus.Entry) (source.Source, error) {

@@ -84,6 +84,8 @@ type ctors struct {
 	fake      *dcgmfake.Fake
 	nvmlErr   error
 	nvmlOpens atomic.Int32
+	// procs, when set, is the process list DCGM's reader beside it gives.
+	procs []source.Process
 }
 
 func newCtors() *ctors {
@@ -93,7 +95,11 @@ func newCtors() *ctors {
 
 func (c *ctors) dcgm() (source.Source, error) {
 	l, _ := test.NewNullLogger()
-	return dcgm.New(c.fake, dcgm.Config{Window: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l, Clock: c.clk})
+	cfg := dcgm.Config{Window: time.Second, BackoffInitial: 2 * time.Millisecond, BackoffMax: 10 * time.Millisecond, Log: l, Clock: c.clk}
+	if c.procs != nil {
+		cfg.Processes.Open = func() (dcgm.ProcessReader, error) { return listedReader(c.procs), nil }
+	}
+	return dcgm.New(c.fake, cfg)
 }
 
 func (c *ctors) nvml() (source.Source, error) {

@@ -7,6 +7,12 @@
 // logic is tested against dcgmfake; dcgm/godcgm is the thin adapter over
 // go-dcgm that production uses. This package is pure Go: all cgo lives in
 // that adapter.
+//
+// DCGM has no call that lists the processes on a GPU, so the source lists
+// them through a ProcessReader, NVML beside the host engine
+// (nvmlDeviceGetComputeRunningProcesses and nvmlDeviceGetProcessUtilization
+// by GPU UUID, the nvml package's reader); processes.go says why each DCGM
+// call that looks like one does not serve.
 package dcgm
 
 import (

@@ -44,6 +44,9 @@ type Config struct {
 	// re-discovered and re-watched, and Collect returns
 	// source.ErrEntitiesChanged. Zero keeps the GPUs found at connect.
 	BindUnbindPoll time.Duration
+	// Processes says how the GPUs' processes are listed (processes.go);
+	// none are without Processes.Open.
+	Processes ProcessConfig
 }
 
 // minKeepAge is the least time the host engine keeps samples.
@@ -78,6 +81,7 @@ func (c *Config) withDefaults() Config {
 		}
 	}
 	out.Clock = clock.Or(out.Clock)
+	out.Processes = out.Processes.withDefaults()
 	if out.Log == nil {
 		out.Log = logrus.StandardLogger()
 	}

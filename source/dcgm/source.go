@@ -22,8 +22,8 @@ import (
 // engine's sampling never evicts a sample younger than keepAge.
 const keepSamplesSlack = 16
 
-// Source is the DCGM source. It implements source.Source and
-// source.ProfilingController.
+// Source is the DCGM source. It implements source.Source,
+// source.ProfilingController and source.ProcessLister.
 type Source struct {
 	client Client
 	cfg    Config
@@ -68,6 +68,9 @@ type Source struct {
 	// without a lock: Status must answer while a call to the host engine
 	// is outstanding, or auto mode could not notice a hung one.
 	status atomic.Pointer[source.Status]
+
+	// procs is the GPUs' process list (processes.go).
+	procs procState
 }
 
 var (
@@ -721,6 +724,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.refreshProcesses()
 	for _, pu := range p.pending {
 		sink.Unsupported(pu.e, pu.field, pu.reason)
 	}
@@ -1046,6 +1050,7 @@ func (s *Source) Close() error {
 	close(s.stop)
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.closeProcesses()
 
 	s.clientMu.Lock()
 	defer s.clientMu.Unlock()
