@@ -702,16 +702,11 @@ func (s *Source) Processes() []source.Process {
 		}
 		used := s.fbUsed(g, tsec)
 		if len(g.gis) > 0 {
+			// NVML gives no per-process SM utilisation inside a MIG
+			// instance, and the sim says no more than the driver would.
 			for _, gi := range g.gis {
-				a := gi.job.at(tsec)
-				if g.idle {
-					a = idleActivity
-				}
-				if g.light {
-					a = lightActivity
-				}
 				out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
-					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: math.Round(a.sm * 100)})
+					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1})
 			}
 			continue
 		}

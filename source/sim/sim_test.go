@@ -475,6 +475,7 @@ func TestProcesses(t *testing.T) {
 	require.Len(t, procs, 7)
 	for k, p := range procs {
 		assert.Equal(t, k+1, p.GPUInstanceID)
+		assert.Equal(t, -1.0, p.SMUtil, "no per-process SM share inside a MIG instance, as with NVML")
 	}
 }
 
