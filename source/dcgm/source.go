@@ -1,3 +1,24 @@
+// Package dcgm is the DCGM source: it reads GPU fields through a DCGM host
+// engine (embedded, remote over TCP or a unix socket, or started by us),
+// with one DCGM field group per watch interval, and hands every sample since
+// the previous read to the engine.
+//
+// All DCGM calls go through the small Client interface, so that the source's
+// logic is tested against dcgmfake; dcgm/godcgm is the thin adapter over
+// go-dcgm that production uses. This package is pure Go: all cgo lives in
+// that adapter.
+//
+// One file per concern: source.go holds the Source and its life (New,
+// Status, Close); discover.go what a connection finds (GPUs, MIG
+// instances, NvSwitches, CPUs, links); watch.go the field and entity groups
+// each watch interval needs; collect.go the reads that hand samples, health
+// and P2P status to the sink; reconnect.go the loss of the host engine and
+// the backoff back to it; profiling.go the profiling fields each GPU
+// supports and the pause that lends them to another profiler; bind.go the
+// GPUs bound and unbound while running. client.go is the Client interface,
+// config.go the connection modes, deadline.go the deadline on every call,
+// fields.go each field's entity level and DCGM's blank values,
+// healthnames.go dcgm-exporter's names of health watches and errors.
 package dcgm
 
 import (
