@@ -1,18 +1,3 @@
-// Package dcgm is the DCGM source: it reads GPU fields through a DCGM host
-// engine (embedded, remote over TCP or a unix socket, or started by us),
-// with one DCGM field group per watch interval, and hands every sample since
-// the previous read to the engine.
-//
-// All DCGM calls go through the small Client interface, so that the source's
-// logic is tested against dcgmfake; dcgm/godcgm is the thin adapter over
-// go-dcgm that production uses. This package is pure Go: all cgo lives in
-// that adapter.
-//
-// DCGM has no call that lists the processes on a GPU, so the source lists
-// them through a ProcessReader, NVML beside the host engine
-// (nvmlDeviceGetComputeRunningProcesses and nvmlDeviceGetProcessUtilization
-// by GPU UUID, the nvml package's reader); processes.go says why each DCGM
-// call that looks like one does not serve.
 package dcgm
 
 import (
