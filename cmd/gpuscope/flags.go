@@ -146,7 +146,7 @@ func simFlags(in *config.Input) []cli.Flag {
 		&cli.BoolFlag{Name: config.FlagSimPods, Category: catSim, Destination: &in.SimPods, EnvVars: env("GPUSCOPE_SIM_PODS"),
 			Usage: "attach simulated pod, namespace and container labels, as --kubernetes would"},
 		&cli.StringFlag{Name: config.FlagSimWorkload, Value: in.SimWorkload, Category: catSim, Destination: &in.SimWorkload, EnvVars: env("GPUSCOPE_SIM_WORKLOAD"),
-			Usage: "workload per GPU: mixed (the kinds in turn), one of compute, memory, communication, input, idle, data-parallel, or a comma-separated kind per GPU"},
+			Usage: "workload per GPU: mixed (the kinds in turn), one of compute, memory, communication, input, idle, data-parallel, or a comma-separated kind per GPU; with --sim-mig, per MIG instance (no communication)"},
 		&cli.IntFlag{Name: config.FlagSimSharedGPUs, Category: catSim, Destination: &in.SimSharedGPUs, EnvVars: env("GPUSCOPE_SIM_SHARED_GPUS"),
 			Usage: "GPUs shared by two simulated processes"},
 	}

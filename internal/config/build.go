@@ -258,15 +258,20 @@ func (b *builder) sim() {
 	if c.Source != SourceSim {
 		return
 	}
-	// MIG instances each run their own training job; the kinds are for
-	// whole GPUs.
-	if in.SimMIG == "" || c.Given(FlagSimWorkload) {
-		w, err := sim.ParseWorkloads(in.SimWorkload, in.SimGPUs)
-		if err != nil {
-			b.fail(FlagSimWorkload, fmt.Errorf("%s: %w", b.flag(FlagSimWorkload), err))
-		}
-		c.Sim.Workloads = w
+	// MIG instances each run their own training job unless a workload is
+	// asked for: then one per instance.
+	var w []sim.Workload
+	var err error
+	switch {
+	case in.SimMIG == "":
+		w, err = sim.ParseWorkloads(in.SimWorkload, in.SimGPUs)
+	case c.Given(FlagSimWorkload):
+		w, err = sim.ParseMIGWorkloads(in.SimWorkload, in.SimGPUs, in.SimModel, in.SimMIG)
 	}
+	if err != nil {
+		b.fail(FlagSimWorkload, fmt.Errorf("%s: %w", b.flag(FlagSimWorkload), err))
+	}
+	c.Sim.Workloads = w
 }
 
 func (b *builder) kubernetes() {

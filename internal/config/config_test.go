@@ -13,6 +13,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // input is the defaults with a host name, so that no test depends on the
@@ -150,6 +151,12 @@ func TestBuild(t *testing.T) {
 			func(t *testing.T, c *Config) { assert.Len(t, c.Sim.Workloads, 2) }},
 		{"MIG instances choose their own workload", func(in *Input) { in.Source, in.SimMIG = "sim", "all" },
 			func(t *testing.T, c *Config) { assert.Nil(t, c.Sim.Workloads) }},
+		{"a workload per MIG instance when asked", func(in *Input) {
+			in.Source, in.SimGPUs, in.SimMIG, in.SimWorkload = "sim", 2, "3g.40gb,4g.40gb", "mixed"
+			in.Given = map[string]string{FlagSimWorkload: "--sim-workload"}
+		}, func(t *testing.T, c *Config) {
+			assert.Equal(t, []sim.Workload{sim.ComputeBound, sim.MemoryBound, sim.InputBound, sim.IdleAllocated}, c.Sim.Workloads)
+		}},
 		{"the host name given is the node name", func(in *Input) { in.Hostname = "gpu-node-7" },
 			func(t *testing.T, c *Config) {
 				assert.Equal(t, "gpu-node-7", c.Labels.Hostname)
@@ -237,6 +244,10 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		}, "--sim-gpus only applies to --source=sim (the source is nvml)"},
 		{"sim workloads", func(in *Input) { in.Source, in.SimWorkload = "sim", "gaming" },
 			`--sim-workload: workloads "gaming": unknown kind "gaming"`},
+		{"a MIG instance cannot be communication-bound", func(in *Input) {
+			in.Source, in.SimMIG, in.SimWorkload = "sim", "2x3g.40gb", "communication"
+			in.Given = map[string]string{FlagSimWorkload: "--sim-workload"}
+		}, `--sim-workload: workloads "communication": communication does not run on a MIG instance`},
 		{"resource name, under dcgm-exporter's name", func(in *Input) {
 			in.Kubernetes, in.ResourceNames = true, []string{"nvidia.com/*gpu"}
 			in.Given = map[string]string{FlagResourceNames: "--nvidia-resource-names"}

@@ -49,7 +49,9 @@ type Config struct {
 	LightGPUs []int
 	// Workloads picks each GPU's workload (ParseWorkloads reads the flag);
 	// empty runs the node-wide DataParallel job on every GPU. An IdleGPUs
-	// entry wins over the GPU's workload.
+	// entry wins over the GPU's workload. With MIG it holds one per MIG
+	// instance, GPU 0's instances first (ParseMIGWorkloads), each one of
+	// MIGKinds or DataParallel (the instance's own training job).
 	Workloads []Workload
 	// StepJitter moves each step boundary of the workload kinds by up to
 	// ±StepJitter/2 of a period (0..0.5); 0 keeps steps regular.
@@ -191,16 +193,16 @@ func (r *resolved) checkGPURoles() error {
 }
 
 // checkWorkloads checks that the workloads, when given, name a known kind
-// for each GPU of a node without MIG.
+// for each GPU, or for each MIG instance of a node with MIG.
 func (r *resolved) checkWorkloads() error {
 	if len(r.Workloads) == 0 {
 		return nil
 	}
+	if len(r.mig) > 0 {
+		return r.checkMIGWorkloads()
+	}
 	if len(r.Workloads) != r.GPUs {
 		return fmt.Errorf("sim: Workloads: %d given for %d GPUs", len(r.Workloads), r.GPUs)
-	}
-	if len(r.mig) > 0 {
-		return fmt.Errorf("sim: Workloads with MIG %q: each MIG instance runs its own training job", r.MIG)
 	}
 	for i, w := range r.Workloads {
 		if !w.valid() {

@@ -44,7 +44,10 @@ func TestWorkloadConfigErrorsNameTheField(t *testing.T) {
 	}{
 		{"count", func(c *Config) { c.GPUs, c.Workloads = 2, []Workload{ComputeBound} }, "Workloads: 1 given for 2 GPUs"},
 		{"kind", func(c *Config) { c.GPUs, c.Workloads = 1, []Workload{"gaming"} }, `GPU 0: unknown kind "gaming"`},
-		{"MIG", func(c *Config) { c.GPUs, c.MIG, c.Workloads = 1, "all", []Workload{ComputeBound} }, "Workloads with MIG"},
+		{"MIG count", func(c *Config) { c.GPUs, c.MIG, c.Workloads = 1, "all", []Workload{ComputeBound} }, "1 given for 7 MIG instances (1 GPUs x 7)"},
+		{"MIG communication", func(c *Config) {
+			c.GPUs, c.MIG, c.Workloads = 1, "3g.40gb,4g.40gb", []Workload{ComputeBound, CommunicationBound}
+		}, "MIG instance 1: communication does not run on a MIG instance"},
 		{"jitter", func(c *Config) { c.StepJitter = 0.9 }, "StepJitter 0.9"},
 		{"noise", func(c *Config) { c.Noise = -1 }, "Noise -1"},
 	}

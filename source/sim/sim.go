@@ -110,10 +110,13 @@ type gpuSim struct {
 }
 
 type giSim struct {
-	idx     int
-	ent     *source.Entity
-	prof    migProfile
-	job     job
+	idx  int
+	ent  *source.Entity
+	prof migProfile
+	job  job
+	// kind is the instance's workload when it runs one of MIGKinds, nil
+	// for its training job.
+	kind    *kindJob
 	fbTotal int64
 	memFrac float64
 	pid     uint32
@@ -199,7 +202,7 @@ func New(cfg Config) (*Source, error) {
 		for _, k := range r.LightGPUs {
 			g.light = g.light || (k == i && !g.idle && !g.free)
 		}
-		if len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
+		if len(r.mig) == 0 && len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
 			kj := newKindJob(r.Workloads[i], s.seed, uint64(5000+i), r.StepJitter)
 			g.kind = &kj
 		}
@@ -225,6 +228,7 @@ func New(cfg Config) (*Source, error) {
 		}
 		s.gpus = append(s.gpus, g)
 	}
+	s.assignMIGKinds()
 	for _, g := range s.gpus {
 		g.listed = true
 		s.entities = append(s.entities, g.ent)
@@ -603,7 +607,7 @@ func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
 	}
 	a := activity{idle: true}
 	for _, gi := range g.gis {
-		gi.act = gi.job.at(tsec)
+		gi.act = gi.activity(tsec)
 		a.blend(&gi.act, float64(gi.prof.compute)/migComputeSlices)
 		a.idle = a.idle && gi.act.idle
 	}
