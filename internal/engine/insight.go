@@ -111,7 +111,21 @@ type insightWork struct {
 	ends []int64
 }
 
-// ComputeInsight computes the insight metrics of every GPU from the rings.
+// hasInsight says whether an entity gets insight series: a GPU, or a MIG GPU
+// instance from its own profiling fields. A MIG GPU that its instances stand
+// in for gets none of its own, as it gets no other series.
+func hasInsight(es *entityState) bool {
+	switch es.ent.Kind {
+	case source.GPU:
+		return !es.migParent
+	case source.GPUInstance:
+		return true
+	}
+	return false
+}
+
+// ComputeInsight computes the insight metrics of every GPU and MIG GPU
+// instance from the rings.
 // The background loop calls it every insight interval; tests and benchmarks
 // that drive the engine with CollectAll call it themselves. It holds the
 // store's read lock only while it copies the samples out.
@@ -127,7 +141,7 @@ func (e *Engine) ComputeInsight() {
 	now := e.opts.Now().UnixNano()
 	n := 0
 	for _, es := range e.order {
-		if es.ent.Kind != source.GPU {
+		if !hasInsight(es) {
 			continue
 		}
 		if n == len(e.insWork) {
@@ -315,7 +329,7 @@ func (e *Engine) renderInsight(w *expo, now int64) {
 	// A result older than the window is from a GPU that stopped answering.
 	oldest := now - int64(p.insight.window)
 	live := func(es *entityState) bool {
-		return es.ent.Kind == source.GPU && es.ins.has && es.ins.at >= oldest
+		return hasInsight(es) && es.ins.has && es.ins.at >= oldest
 	}
 	// perGPU writes a family of one sample per live GPU; value says whether
 	// the GPU has one.
@@ -355,12 +369,15 @@ func (e *Engine) renderInsight(w *expo, now int64) {
 			}
 		})
 	appendFamily(w, e.order, "gpuscope_insight_supported",
-		"1 when the GPU serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
+		"1 when the GPU or MIG instance serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
 		func(w *expo, es *entityState, labels string) {
-			if es.ent.Kind != source.GPU {
+			if !hasInsight(es) || labels != es.labels[0] {
 				return
 			}
 			head := `{gpu="` + strconv.Itoa(es.ent.GPU) + `",UUID="` + escapeLabel(es.ent.UUID) + `"`
+			if es.ent.Kind == source.GPUInstance {
+				head += `,` + giLabel.name + `="` + strconv.Itoa(es.ent.GPUInstanceID) + `"`
+			}
 			switch {
 			case es.ins.missing != "":
 				w.sample("gpuscope_insight_supported", head, `,missing="`+es.ins.missing+`"} `, 0)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
@@ -40,27 +41,35 @@ func (m measured) dominant() (string, float64) {
 // insightOf reads the insight families of an exposition by GPU index.
 func insightOf(t testing.TB, exposition []byte) map[int]measured {
 	t.Helper()
-	fams := parse(t, exposition)
 	out := map[int]measured{}
-	get := func(gpu string) measured {
-		i, err := strconv.Atoi(gpu)
+	for k, m := range insightBy(t, exposition, func(s *dto.Metric) string { return labelOf(s, "gpu") }) {
+		i, err := strconv.Atoi(k)
 		require.NoError(t, err)
-		m := out[i]
+		out[i] = m
+	}
+	return out
+}
+
+// insightBy reads the insight families of an exposition by the key each
+// series gives.
+func insightBy(t testing.TB, exposition []byte, keyOf func(*dto.Metric) string) map[string]measured {
+	t.Helper()
+	fams := parse(t, exposition)
+	out := map[string]measured{}
+	get := func(k string) measured {
+		m := out[k]
 		if m.bound == nil {
 			m.bound = map[string]float64{}
 		}
 		return m
 	}
-	put := func(gpu string, m measured) {
-		i, _ := strconv.Atoi(gpu)
-		out[i] = m
-	}
+	put := func(k string, m measured) { out[k] = m }
 	for name, mf := range fams {
 		if !strings.HasPrefix(name, "gpuscope_gpu_") {
 			continue
 		}
 		for _, s := range mf.Metric {
-			gpu := labelOf(s, "gpu")
+			gpu := keyOf(s)
 			v := gaugeOf(s)
 			m := get(gpu)
 			switch name {
