@@ -64,8 +64,8 @@ func migKindsRun(t testing.TB, seed int64) (map[string]measured, map[string]sim.
 func TestInsightFindsEachMIGInstancesTruth(t *testing.T) {
 	type row struct {
 		truthPeriod, periodErr, truthStall, stallErr, shares, conf []float64
-		bound                                                    string
-		right                                                    int
+		bound                                                      string
+		right                                                      int
 	}
 	rows := map[sim.Workload]*row{}
 	for _, seed := range truthSeeds {
