@@ -1,8 +1,9 @@
-// Command gpuscope-client holds the clients of a running gpuscope: top, a
-// live terminal view, and capture, which records traces, charts and CSV. It
-// is a binary of its own so that the terminal UI and the chart renderer
+// Command gpuscope-client holds gpuscope's clients: top, a live terminal
+// view, and capture, which records traces, charts and CSV, of a running
+// gpuscope; report, a GPU efficiency summary read from Prometheus. It is a
+// binary of its own so that the terminal UI and the chart renderer
 // (bubbletea, gonum/plot and their fonts) stay out of the exporter's
-// memory; `gpuscope top` and `gpuscope capture` run it.
+// memory; `gpuscope top`, `gpuscope capture` and `gpuscope report` run it.
 package main
 
 import (
@@ -37,14 +38,14 @@ func newApp() *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error {
 		return usage(fmt.Errorf("%w (see gpuscope --help)", err))
 	}
-	cmds := []*cli.Command{captureCommand(), topCommand()}
+	cmds := []*cli.Command{captureCommand(), reportCommand(), topCommand()}
 	for _, c := range cmds {
 		c.OnUsageError = onUsage
 	}
 	return &cli.App{
 		Name:         "gpuscope",
 		HelpName:     "gpuscope",
-		Usage:        "clients of a running gpuscope: top and capture",
+		Usage:        "clients of gpuscope: top and capture (of a running exporter), report (from Prometheus)",
 		Version:      version.Version,
 		OnUsageError: onUsage,
 		Commands:     cmds,

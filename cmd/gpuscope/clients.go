@@ -11,18 +11,19 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// clientBinary is the binary that holds top and capture. The terminal UI
-// and the chart renderer live there so that the exporter's resident set
-// carries none of their code or fonts.
+// clientBinary is the binary that holds top, capture and report. The
+// terminal UI and the chart renderer live there so that the exporter's
+// resident set carries none of their code or fonts.
 const clientBinary = "gpuscope-client"
 
-// clientCommands are gpuscope's top and capture: each runs
+// clientCommands are gpuscope's top, capture and report: each runs
 // gpuscope-client with the same arguments, so the command line users know
 // keeps working.
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		clientCommand("capture", "record a running gpuscope's raw samples as a Chrome trace (Perfetto), a chart (svg, png) or CSV"),
 		clientCommand("top", "a live terminal view of one node from a running gpuscope: one row per GPU or MIG instance"),
+		clientCommand("report", "the GPU efficiency summary of a pod, a namespace or an HPC job over a time range, from Prometheus"),
 	}
 }
 

@@ -191,6 +191,17 @@ func Prometheus(t testing.TB, targets []string, ruleFiles ...string) string {
 // (--enable-feature), such as native-histograms.
 func PrometheusWithFeatures(t testing.TB, features []string, targets []string, ruleFiles ...string) string {
 	t.Helper()
+	var flags []string
+	for _, f := range features {
+		flags = append(flags, "--enable-feature="+f)
+	}
+	return PrometheusWithFlags(t, flags, targets, ruleFiles...)
+}
+
+// PrometheusWithFlags is Prometheus with more command-line flags, such as
+// a query limit (--query.max-samples) a test wants it to enforce.
+func PrometheusWithFlags(t testing.TB, flags []string, targets []string, ruleFiles ...string) string {
+	t.Helper()
 	bin := RequireTool(t, "prometheus")
 	dir := t.TempDir()
 	var rules strings.Builder
@@ -218,9 +229,7 @@ scrape_configs:
 	addr := FreePort(t)
 	args := []string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn"}
-	for _, f := range features {
-		args = append(args, "--enable-feature="+f)
-	}
+	args = append(args, flags...)
 	Start(t, bin, args...)
 	base := "http://" + addr
 	WaitHTTP(t, base+"/-/ready", 60*time.Second)

@@ -1,0 +1,226 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxAnswerBytes bounds one answer of the Prometheus API; the raw-sample
+// reads are split so that each stays well under it.
+const maxAnswerBytes = 256 << 20
+
+// ErrUnreachable says Prometheus did not answer at all: refused, unknown
+// host, timed out.
+var ErrUnreachable = errors.New("Prometheus cannot be reached")
+
+// QueryError is a query Prometheus refused or failed (its API's "error"
+// status): the expression, the error type and its message.
+type QueryError struct {
+	URL, Expr, Type, Msg string
+}
+
+func (e *QueryError) Error() string {
+	return fmt.Sprintf("Prometheus at %s refused the query %s: %s: %s", e.URL, e.Expr, e.Type, e.Msg)
+}
+
+// Client reads Prometheus' HTTP API (/api/v1/query) with net/http and
+// encoding/json alone.
+type Client struct {
+	// Base is Prometheus' URL, with any path prefix it is served under
+	// (http://prometheus:9090, https://host/prometheus).
+	Base *url.URL
+	// Username and Password are sent as basic auth when Username is set;
+	// BearerToken as an Authorization header when set.
+	Username, Password, BearerToken string
+	// HTTP is the client; http.DefaultClient's transport with Timeout per
+	// request when nil.
+	HTTP *http.Client
+	// Timeout bounds each request. 2m when 0.
+	Timeout time.Duration
+}
+
+// ParseURL checks a Prometheus URL given on the command line.
+func ParseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus URL %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("Prometheus URL %q: want http://host:port or https://host[:port][/path]", s)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}
+
+// sample is one value of a series at a time (Unix milliseconds).
+type sample struct {
+	ts int64
+	v  float64
+}
+
+// series is one series of an answer: its labels and its samples (one for
+// an instant vector, all of the range for a range vector).
+type series struct {
+	labels  map[string]string
+	samples []sample
+}
+
+// apiAnswer is the envelope of every Prometheus API answer.
+type apiAnswer struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+// query runs an instant query at t and returns its vector or matrix.
+func (c *Client) query(ctx context.Context, expr string, t time.Time) ([]series, error) {
+	form := url.Values{"query": {expr}, "time": {strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)}}
+	ans, err := c.post(ctx, "/api/v1/query", form, expr)
+	if err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		Metric map[string]string   `json:"metric"`
+		Value  []json.RawMessage   `json:"value"`
+		Values [][]json.RawMessage `json:"values"`
+	}
+	switch ans.Data.ResultType {
+	case "vector", "matrix":
+	default:
+		return nil, fmt.Errorf("the answer to %s is a %q, not a vector or a matrix", expr, ans.Data.ResultType)
+	}
+	if err := json.Unmarshal(ans.Data.Result, &raw); err != nil {
+		return nil, fmt.Errorf("decoding the answer to %s: %w", expr, err)
+	}
+	out := make([]series, 0, len(raw))
+	for _, r := range raw {
+		s := series{labels: r.Metric}
+		points := r.Values
+		if r.Value != nil {
+			points = [][]json.RawMessage{r.Value}
+		}
+		for _, p := range points {
+			smp, err := parsePoint(p)
+			if err != nil {
+				return nil, fmt.Errorf("decoding the answer to %s: %w", expr, err)
+			}
+			s.samples = append(s.samples, smp)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// parsePoint reads [ts, "value"]: seconds with milliseconds, and the value
+// as Prometheus writes it, a string (NaN and ±Inf included).
+func parsePoint(p []json.RawMessage) (sample, error) {
+	if len(p) != 2 {
+		return sample{}, fmt.Errorf("a sample of %d items, want 2", len(p))
+	}
+	ts, err := strconv.ParseFloat(string(p[0]), 64)
+	if err != nil {
+		return sample{}, fmt.Errorf("sample time %s: %w", p[0], err)
+	}
+	var text string
+	if err := json.Unmarshal(p[1], &text); err != nil {
+		return sample{}, fmt.Errorf("sample value %s: %w", p[1], err)
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return sample{}, fmt.Errorf("sample value %q: %w", text, err)
+	}
+	return sample{ts: int64(math.Round(ts * 1000)), v: v}, nil
+}
+
+// post sends one API request and returns its successful answer, or an
+// error that says whether Prometheus could not be reached, answered with
+// an HTTP error, or refused the query.
+func (c *Client) post(ctx context.Context, path string, form url.Values, expr string) (*apiAnswer, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	endpoint := c.Base.String() + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", expr, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if c.Username != "" {
+		req.SetBasicAuth(c.Username, c.Password)
+	}
+	if c.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.BearerToken)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, unreachable(c.Base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading Prometheus' answer to %s: %w", expr, err)
+	}
+	if len(body) > maxAnswerBytes {
+		return nil, fmt.Errorf("Prometheus' answer to %s is over %d MiB", expr, maxAnswerBytes>>20)
+	}
+	var ans apiAnswer
+	jsonErr := json.Unmarshal(body, &ans)
+	if jsonErr == nil && ans.Status == "error" {
+		return nil, &QueryError{URL: c.Base.Redacted(), Expr: expr, Type: ans.ErrorType, Msg: ans.Error}
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, httpError(c.Base, endpoint, resp.StatusCode, body)
+	}
+	if jsonErr != nil || ans.Status != "success" {
+		return nil, fmt.Errorf("%s answered %s with something that is not a Prometheus API answer (is the URL Prometheus'?)", c.Base.Redacted(), endpoint)
+	}
+	return &ans, nil
+}
+
+// unreachable says Prometheus did not answer, and what to check.
+func unreachable(base *url.URL, err error) error {
+	var ne net.Error
+	hint := "is it running, and is the URL right?"
+	if errors.As(err, &ne) && ne.Timeout() {
+		hint = "it did not answer in time; a long range on a busy server may need a larger --timeout"
+	}
+	return fmt.Errorf("%w at %s: %v (%s)", ErrUnreachable, base.Redacted(), err, hint)
+}
+
+// httpError names an HTTP error answer, with a hint for the usual causes.
+func httpError(base *url.URL, endpoint string, code int, body []byte) error {
+	hint := ""
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		hint = " (credentials: --prometheus.username and --prometheus.password, or --prometheus.bearer-token-file)"
+	case http.StatusNotFound:
+		hint = " (no Prometheus API there: give the URL Prometheus is served under, with its path prefix if any)"
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	return fmt.Errorf("Prometheus at %s answered %s with HTTP %d%s: %s", base.Redacted(), endpoint, code, hint, text)
+}
