@@ -86,15 +86,21 @@ type procState struct {
 	// changed in place. A GPU whose read fails keeps its last list; GPUs
 	// the host engine no longer lists are dropped.
 	byGPU map[string][]source.Process
-	wg    sync.WaitGroup
+	// blind is set while NVML answers for none of DCGM's GPUs (a host
+	// engine on another host, a container that sees other GPUs): the
+	// source cannot list processes then, rather than list none.
+	blind       bool
+	blindWarned bool
+	wg          sync.WaitGroup
 }
 
 var _ source.ProcessLister = (*Source)(nil)
 
 // Processes implements source.ProcessLister: the processes of the GPUs the
 // host engine lists, from the last read. It is nil (cannot list) without a
-// process reader, while NVML cannot be opened beside DCGM, and while the
-// host engine is down; empty until the first read.
+// process reader, while NVML cannot be opened beside DCGM or answers for
+// none of its GPUs, and while the host engine is down; empty until the
+// first read.
 func (s *Source) Processes() []source.Process {
 	if s.cfg.Processes.Open == nil || !s.Status().Up {
 		return nil
@@ -102,7 +108,7 @@ func (s *Source) Processes() []source.Process {
 	p := &s.procs
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.reader == nil {
+	if p.reader == nil || p.blind {
 		return nil
 	}
 	out := []source.Process{}
@@ -142,6 +148,8 @@ func (s *Source) readProcesses(uuids []string) {
 	defer p.wg.Done()
 	r := s.processReader()
 	byGPU := make(map[string][]source.Process, len(uuids))
+	answered := 0
+	var lastErr error
 	if r != nil {
 		p.mu.Lock()
 		last := p.byGPU
@@ -150,7 +158,9 @@ func (s *Source) readProcesses(uuids []string) {
 			procs, err := r.GPUProcesses(u)
 			if err != nil {
 				s.log.WithError(err).WithField("UUID", u).Debug("GPU process list not refreshed")
-				procs = last[u]
+				procs, lastErr = last[u], err
+			} else {
+				answered++
 			}
 			byGPU[u] = procs
 		}
@@ -158,8 +168,14 @@ func (s *Source) readProcesses(uuids []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.running = false
-	if r != nil && !p.closed {
-		p.byGPU = byGPU
+	if r == nil || p.closed {
+		return
+	}
+	p.byGPU = byGPU
+	p.blind = answered == 0 && len(uuids) > 0
+	if p.blind && !p.blindWarned {
+		p.blindWarned = true
+		s.log.WithError(lastErr).Warn("NVML beside DCGM answers for none of the host engine's GPUs (a host engine on another host, or a container that sees other GPUs): GPU processes cannot be listed")
 	}
 }
 

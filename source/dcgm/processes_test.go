@@ -237,3 +237,42 @@ func TestDCGMCloseClosesTheProcessReader(t *testing.T) {
 	defer r.mu.Unlock()
 	assert.True(t, r.closed)
 }
+
+// A NVML that finds none of the host engine's GPUs (the host engine runs on
+// another host) cannot list their processes: the source says so (nil), so
+// that pods are not given 0, and warns once; a GPU NVML finds again lists.
+func TestDCGMWhenNVMLSeesOtherGPUs(t *testing.T) {
+	f, clk := newFake()
+	lost := errors.New("DeviceGetHandleByUUID: ERROR_NOT_FOUND")
+	r := &fakeReader{procs: map[string][]source.Process{}, failOn: map[string]error{uuid0: lost, uuid1: lost}}
+	l, hook := quietLog()
+	cfg := testConfig(l, f.Clock())
+	cfg.Processes = dcgm.ProcessConfig{Interval: time.Second, Open: func() (dcgm.ProcessReader, error) { return r, nil }}
+	s, err := dcgm.New(f, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{group(100*time.Millisecond, fieldid.GPUTemp)}))
+	asked := func(n int) func() bool {
+		return func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.asked) == n }
+	}
+	for i := 1; i <= 2; i++ {
+		require.NoError(t, s.Collect(context.Background(), 0, &dcgmfake.Recorder{}))
+		testwait.For(t, "a read of both GPUs", asked(2*i))
+		testwait.For(t, "the read's end", func() bool { return s.Processes() == nil })
+		clk.Add(time.Second)
+	}
+	warnings := 0
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel {
+			warnings++
+		}
+	}
+	assert.Equal(t, 1, warnings)
+
+	r.set(func(r *fakeReader) {
+		delete(r.failOn, uuid1)
+		r.procs[uuid1] = []source.Process{{PID: 7, UUID: uuid1, GPUInstanceID: -1, SMUtil: 3}}
+	})
+	require.NoError(t, s.Collect(context.Background(), 0, &dcgmfake.Recorder{}))
+	testwait.For(t, "GPU 1's process", func() bool { return len(s.Processes()) == 1 })
+}
