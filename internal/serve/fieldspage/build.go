@@ -246,7 +246,13 @@ func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Fiel
 	if f.Interval > 0 {
 		fv.Interval = f.Interval.String()
 	}
-	for _, st := range counters.AllStats {
+	// Window statistics apply to gauges only; the page offers none for a
+	// counter, as the counters file would refuse them.
+	stats := counters.AllStats
+	if f.Type != counters.Gauge {
+		stats = nil
+	}
+	for _, st := range stats {
 		on := false
 		for _, s := range f.Stats {
 			on = on || s == st

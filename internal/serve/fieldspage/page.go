@@ -135,8 +135,11 @@ func (h *Handler) serveCSV(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := render(fields, format)
 	if err != nil {
-		h.opts.Log.WithError(err).Error("The counters file of a selection does not load")
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		// parseSelection refuses what a file could not load with; what is
+		// left is still the client's selection, not a fault of the server,
+		// and a client can ask for it as often as it likes.
+		h.opts.Log.WithError(err).Debug("The counters file of a selection does not load")
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", fm.contentType)
