@@ -3,12 +3,17 @@ package fieldspage
 import (
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/counters"
 )
 
 // TestFieldsCSVUsersMistakeBecomesA500: window statistics of counter fields
@@ -43,4 +48,57 @@ func TestFieldsCSVUsersMistakeBecomesA500(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	assert.NotContains(t, page, `name="stats.DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"`, "no statistics offered for a counter")
 	assert.Contains(t, page, `name="stats.DCGM_FI_DEV_GPU_TEMP"`, "a gauge's are")
+}
+
+// TestFieldsHasNoConcurrencyBoundParsesOncePerExposition: the pages asked
+// for together are priced from one parse of the exposition (and one read
+// of the rings for the sparklines), not one each; a second later, or with
+// another running counters file, the next page parses again. Before, every
+// request copied and parsed the whole exposition.
+func TestFieldsHasNoConcurrencyBoundParsesOncePerExposition(t *testing.T) {
+	var parses atomic.Int32
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := parseRunning(t)
+	var running atomic.Pointer[counters.Set]
+	running.Store(set)
+	srv, fs, _ := newServerWith(t, func(o *Options) {
+		o.Now = clock
+		o.Running = running.Load
+		o.Exposition = func() []byte { parses.Add(1); return []byte(exposition) }
+	})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := PagePath
+			if i%2 == 1 {
+				path += "?field=DCGM_FI_DEV_GPU_TEMP&stats.DCGM_FI_DEV_GPU_TEMP=max"
+			}
+			code, _, body := get(t, srv.URL+path)
+			assert.Equal(t, http.StatusOK, code)
+			assert.Contains(t, body, "0.5", "the latest value of SM activity")
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), parses.Load(), "20 pages, one parse")
+	assert.Len(t, fs.asked, 1, "20 pages, one read of the rings")
+
+	mu.Lock()
+	now = now.Add(modelMaxAge)
+	mu.Unlock()
+	get(t, srv.URL+PagePath)
+	assert.Equal(t, int32(2), parses.Load(), "a second later the exposition is parsed again")
+	running.Store(parseRunning(t))
+	get(t, srv.URL+PagePath)
+	assert.Equal(t, int32(3), parses.Load(), "a reloaded counters file is priced at once")
+}
+
+func parseRunning(t *testing.T) *counters.Set {
+	t.Helper()
+	set, err := counters.Parse("running.csv", strings.NewReader(running))
+	require.NoError(t, err)
+	return set
 }
