@@ -81,6 +81,8 @@ type Server struct {
 	slices   map[string]ResourceSlice
 	// sliceVersions are the resource.k8s.io versions served.
 	sliceVersions []string
+	// bad is how the server fails instead of answering (hostile.go).
+	bad hostile
 }
 
 // Start starts a server whose token is "token-1" and registers its stop with
@@ -267,6 +269,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Query: q, Token: tok, Watch: watch})
 	want := s.token
 	s.mu.Unlock()
+	if s.answerHostile(w, r, watch) {
+		return
+	}
 	if v, ok := strings.CutPrefix(r.URL.Path, "/apis/resource.k8s.io/"); ok && strings.HasSuffix(v, "/resourceslices") {
 		if tok != want {
 			writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
