@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/kubeapi"
 	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
@@ -77,6 +78,8 @@ type Config struct {
 	WatchTimeout time.Duration
 	// Logger receives the watcher's logs.
 	Logger logrus.FieldLogger
+	// Clock times the waits between attempts; clock.Real when nil.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -104,6 +107,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
 	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 type podKey struct{ namespace, name string }
@@ -197,7 +201,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 		wait := w.cfg.MinBackoff
 		if errors.Is(err, errGone) {
 			// Expected now and then: the watch fell too far behind. Not an
-			// outage, so neither counted nor logged as one.
+			// outage, so neither counted nor logged as one. Only a watch
+			// expires: a LIST that fails, whatever its status, is an outage.
 			w.log.WithError(err).Debug("watch expired; listing the node's pods again")
 		} else {
 			w.apiErrors.Inc()
@@ -208,11 +213,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		// Jitter spreads the reconnects of a fleet of exporters after an
 		// API server restart.
 		wait += rand.N(wait/4 + 1)
-		t := time.NewTimer(wait)
+		t := w.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 	w.up.Store(false)
