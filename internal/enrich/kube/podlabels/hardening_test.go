@@ -2,9 +2,11 @@ package podlabels
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
@@ -117,4 +119,56 @@ func TestA410LoopHidesAnOutage(t *testing.T) {
 	clk.Add(10 * time.Second)
 	h.waitUp(t, true)
 	assert.Equal(t, 1, h.logged(logrus.InfoLevel, "answers again"))
+}
+
+// TestLabelKeysAndValuesHaveNoLengthBound: a label whose key or value is
+// longer than Kubernetes allows (a name of 63 characters after a prefix of
+// 253, a value of 63) is left out, as is a label past the bytes one pod may
+// add to a series; each is counted in
+// gpuscope_kubernetes_pod_labels_dropped_total by reason and logged once,
+// without the oversized text. Before, three labels of 1 MiB on one pod made
+// every series of its GPU 3 MiB longer.
+func TestLabelKeysAndValuesHaveNoLengthBound(t *testing.T) {
+	long := strings.Repeat("v", 1<<20)
+	srv := apiservertest.Start(t)
+	srv.Set(apiservertest.Pod{Namespace: "ml", Name: "huge", Node: "node-a", Labels: map[string]string{
+		"team":                            "vision",
+		"k-value":                         long,
+		"k-value-64":                      strings.Repeat("v", 64),
+		"k-value-63":                      strings.Repeat("v", 63),
+		"k-" + strings.Repeat("n", 62):    "name of 64",
+		"k-" + strings.Repeat("n", 61):    "name of 63",
+		strings.Repeat("p", 254) + "/k":   "prefix of 254",
+		strings.Repeat("p", 253) + "/k":   "prefix of 253",
+		"k/" + strings.Repeat("n", 1<<20): "a key of 1 MiB",
+	}})
+	h := start(t, srv, Config{Allowlist: allow(`team|k.*|p+/k`), MaxLabelBytesPerPod: 400})
+	// Sorted by key, the valid labels add 77, 77, 272 and 14 bytes
+	// (`,name="value"` each): the prefixed one would pass the pod's 400.
+	h.waitLabels(t, "ml", "huge", []enrich.Label{
+		{Name: "k_" + strings.Repeat("n", 61), Value: "name of 63"},
+		{Name: "k_value_63", Value: strings.Repeat("v", 63)},
+		{Name: "team", Value: "vision"},
+	})
+	dropped := map[string]float64{}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(h.w))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "gpuscope_kubernetes_pod_labels_dropped_total" {
+			for _, m := range mf.Metric {
+				dropped[m.Label[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	assert.Equal(t, map[string]float64{"name_too_long": 3, "value_too_long": 2, "pod_bytes": 1, "too_many": 0, "collision": 0}, dropped)
+	for _, reason := range []string{"key is longer than Kubernetes allows", "value is longer than Kubernetes allows", "bytes one pod may add"} {
+		assert.Equal(t, 1, h.logged(logrus.WarnLevel, reason), reason)
+	}
+	for _, e := range h.hook.AllEntries() {
+		s, err := e.String()
+		require.NoError(t, err)
+		assert.Less(t, len(s), 2048, "a log line quotes no 1 MiB label")
+	}
 }

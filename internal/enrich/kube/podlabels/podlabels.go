@@ -41,8 +41,12 @@ const (
 	// shipped counters files and pod, namespace and container. gpuscope
 	// sets the bound from its actual configuration.
 	DefaultMaxLabelsPerPod = 12
-	DefaultMinBackoff      = 500 * time.Millisecond
-	DefaultMaxBackoff      = 30 * time.Second
+	// DefaultMaxLabelBytesPerPod bounds what one pod's labels add to each of
+	// its series (`,name="value"` each): a dozen labels of typical names
+	// and values, a fifth of an 8-GPU node's series line or less per label.
+	DefaultMaxLabelBytesPerPod = 1024
+	DefaultMinBackoff          = 500 * time.Millisecond
+	DefaultMaxBackoff          = 30 * time.Second
 	// maxListBytes bounds a LIST answer; pods of one node are far below it.
 	maxListBytes = 64 << 20
 	// maxEventBytes bounds one WATCH event; etcd stores objects up to 1.5 MB.
@@ -69,6 +73,8 @@ type Config struct {
 	MaxPods int
 	// MaxLabelsPerPod bounds the labels kept per pod.
 	MaxLabelsPerPod int
+	// MaxLabelBytesPerPod bounds the bytes a pod's labels add to a series.
+	MaxLabelBytesPerPod int
 	// MinBackoff and MaxBackoff bound the wait before a re-list after an
 	// error; it doubles from the first to the second.
 	MinBackoff, MaxBackoff time.Duration
@@ -94,6 +100,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxLabelsPerPod <= 0 {
 		c.MaxLabelsPerPod = DefaultMaxLabelsPerPod
+	}
+	if c.MaxLabelBytesPerPod <= 0 {
+		c.MaxLabelBytesPerPod = DefaultMaxLabelBytesPerPod
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = DefaultMinBackoff
@@ -129,6 +138,7 @@ type Watcher struct {
 	api *kubeapi.Client
 
 	apiErrors        prometheus.Counter
+	dropped          *prometheus.CounterVec
 	upDesc, podsDesc *prometheus.Desc
 	lastList         atomic.Int64 // Unix seconds
 	lastListDesc     *prometheus.Desc
@@ -160,6 +170,7 @@ func New(cfg Config) (*Watcher, error) {
 			Name: "gpuscope_kubernetes_pod_labels_api_errors_total",
 			Help: "Failed LIST or WATCH calls to the Kubernetes API server for pod labels.",
 		}),
+		dropped: newDroppedCounter(),
 		upDesc: prometheus.NewDesc("gpuscope_kubernetes_pod_labels_up",
 			"1 while the watch of this node's pods on the Kubernetes API server is established; 0 means the last known pod labels are served.", nil, nil),
 		podsDesc: prometheus.NewDesc("gpuscope_kubernetes_pod_labels_pods",
@@ -322,6 +333,7 @@ func (w *Watcher) selected(p podObject) []enrich.Label {
 				Warn("more pod labels match the allowlist than the bound; keeping the first by sorted key (logged once)")
 		})
 	}
+	w.countDropped(pod, sel)
 	return sel.labels
 }
 
@@ -363,6 +375,7 @@ func (w *Watcher) Describe(ch chan<- *prometheus.Desc) {
 	ch <- w.podsDesc
 	ch <- w.lastListDesc
 	w.apiErrors.Describe(ch)
+	w.dropped.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -380,4 +393,5 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(w.lastListDesc, prometheus.GaugeValue, float64(ts))
 	}
 	w.apiErrors.Collect(ch)
+	w.dropped.Collect(ch)
 }
