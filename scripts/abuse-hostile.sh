@@ -135,7 +135,7 @@ declare -A hf
 if want fields; then
   fport=$((PORT + 14))
   while read -r tag b; do
-    echo "abuse: $tag gpuscope: $FIELDS_PAGES /fields pages at once, every field ticked, while /metrics is scraped (at most 90s)"
+    echo "abuse: $tag gpuscope: $FIELDS_PAGES /fields pages at once, every field ticked, while /metrics is scraped, then 2,000 bad /fields.csv (at most 2 min)"
     if ! start_bin "$b" "$fport" "$OUT/gpuscope-fields-$tag.log" --sim-gpus 8 --collectors "$OUT/counters.csv"; then
       hf[$tag]="gpuscope did not start"
       continue
@@ -158,6 +158,16 @@ if want fields; then
     codes=$(awk '{ n[$1]++ } END { for (c in n) printf "%s:%d ", c, n[c] }' "$OUT/fields-codes-$tag.txt")
     ptime=$(sort -n -k2 "$OUT/fields-codes-$tag.txt" | awk '{ t[NR] = $2 } END { if (NR) printf "%.2f / %.2f s", t[int((NR + 1) / 2)], t[NR] }')
     hf[$tag]="pages ${codes}| page p50 / max $ptime | scrapes p50 / p99 / max $(field "$scr" p50_ms) / $(field "$scr" p99_ms) / $(field "$scr" max_ms) ms | RSS $rss0 -> max $(field "$scr" rss_max_mib) MiB | query $(wc -c <<<"$q") bytes"
+    # A user's mistake, repeated: window statistics of counter fields.
+    log="$OUT/gpuscope-fields-$tag.log"
+    log0=$(stat -c %s "$log")
+    csvq="field=DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION,DCGM_FI_DEV_ECC_DBE_VOL_TOTAL,DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"
+    csvq+="&stats.DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION=max&stats.DCGM_FI_DEV_ECC_DBE_VOL_TOTAL=max&stats.DCGM_FI_DEV_ECC_SBE_VOL_TOTAL=max"
+    start=$(date +%s.%N)
+    seq 2000 | xargs -P 50 -I{} curl -sS -o /dev/null --max-time 30 -w '%{http_code}\n' "$base/fields.csv?$csvq" >"$OUT/fields-csv-$tag.txt" 2>/dev/null || true
+    end=$(date +%s.%N)
+    csvcodes=$(awk '{ n[$1]++ } END { for (c in n) printf "%s:%d ", c, n[c] }' "$OUT/fields-csv-$tag.txt")
+    hf[$tag/csv]="2,000 counter-statistics CSVs: ${csvcodes}in $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s, log +$(($(stat -c %s "$log") - log0)) bytes"
     stop_pid "$gp"
   done < <(hostile_bins)
 fi
