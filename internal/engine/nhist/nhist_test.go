@@ -197,10 +197,13 @@ func TestInfLandsInTheWrongBucket(t *testing.T) {
 		"NaN":       {math.NaN(), math.Float64frombits(0x7ff8000000000001)},
 	}
 	// Every bound of schema 8 (those of the coarser schemas among them) and
-	// its neighbours, in two binades, and the powers of two the schemas of
-	// at most 0 have theirs at.
-	for _, b := range bounds[8] {
+	// its neighbours, every eighth in another binade too, and the powers of
+	// two the schemas of at most 0 have theirs at.
+	for i, b := range bounds[8] {
 		for _, e := range []int{0, -40} {
+			if e != 0 && i%8 != 0 {
+				continue
+			}
 			x := math.Ldexp(b, e)
 			classes["bounds"] = append(classes["bounds"], x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)))
 		}
