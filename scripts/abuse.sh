@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Repeats the adversarial run against the real binary on the sim source,
 # on loopback only, and prints a table of what held. It is bounded (about
-# 11 minutes with the defaults: every case has a time limit and a count)
-# and stops by itself; it ends only the processes it started, by PID.
+# 11 minutes for the first round's cases, and about 6 more for each binary
+# the kubelet, apiserver and fields cases run: every case has a time limit
+# and a count) and stops by itself; it ends only the processes it started,
+# by PID.
 # Figures: docs/reliability.md.
 #
 #   idle       2,000 idle keep-alive connections, one request each: are they
@@ -20,6 +22,15 @@
 #   labels     a pod labelled like gpuscope's own labels, through the fake
 #              kubelet and API server of the integration tests (the binary
 #              reads the API server only from inside a pod)
+#   kubelet    a hostile kubelet (fakekubelet -hostile): 8 MiB answers of
+#              empty containers and of empty device IDs, one that never
+#              answers, PING and SETTINGS floods; memory, CPU, descriptors
+#   apiserver  a hostile API server (fakeapiserver): three 1 MiB pod labels,
+#              every LIST answered 410 after the watch expires, a redirect
+#              to plain HTTP; the binary runs in a mount namespace of its own
+#              with the service-account files (needs root and unshare)
+#   fields     150 /fields pages at once with every field ticked while
+#              /metrics is scraped
 #
 # Settings (environment):
 #   ABUSE_BIN        gpuscope binary to run instead of building this tree
@@ -40,6 +51,11 @@
 #   ABUSE_API_PAR    of them at once                                    (50)
 #   ABUSE_STARTUPS   starts in the startup case                         (20)
 #   ABUSE_CLIENT_WAIT  longest a client may run in the hostile case     (40)
+#   ABUSE_OLD_BIN    an older gpuscope the kubelet, apiserver and fields cases
+#                    run first, side by side with the one under test    (none)
+#   ABUSE_KUBELET_FOR  seconds of each hostile-kubelet mode             (30)
+#   ABUSE_SILENT_FOR   seconds of the kubelet that never answers        (60)
+#   ABUSE_FIELDS_PAGES /fields pages at once                            (150)
 #   ABUSE_OUT        folder for binaries, logs and raw results          (bin/abuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -138,6 +154,7 @@ if want hups; then
 fi
 
 source scripts/abuse-cases.sh
+source scripts/abuse-hostile.sh
 
 printf '\n%-34s %s\n' "check" "result"
 printf '%-34s %s\n' "RSS at start" "${rss_base} MiB"
@@ -150,3 +167,4 @@ want scrapers && printf '%-34s %s\n' "scrapers: p50 / p99 / max" "$(field "$scr"
 want scrapers && printf '%-34s %s\n' "scrapers: RSS max" "$(field "$scr" rss_max_mib) MiB"
 want hups && printf '%-34s %s\n' "SIGHUP storm: alive, /metrics" "$alive, $ok_after ($reloads reloads counted)"
 print_new_cases
+print_hostile_cases

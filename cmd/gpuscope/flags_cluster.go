@@ -74,7 +74,7 @@ func webFlags(in *config.Input) []cli.Flag {
 			Usage:   "most /api/v1/stream clients (gpuscope top, gpuscope capture) served at once; more are refused with 429"},
 		&cli.IntFlag{Name: config.FlagAPIMaxRequests, Value: in.APIMaxRequests, Category: catAPI, Destination: &in.APIMaxRequests,
 			EnvVars: env("GPUSCOPE_API_MAX_REQUESTS"),
-			Usage:   "most /api/v1/samples answers built at once; more are refused with 429, so that a burst of reads cannot slow scrapes or grow memory"},
+			Usage:   "most /api/v1/samples answers and /fields pages built at once; more are refused with 429, so that a burst of reads cannot slow scrapes or grow memory"},
 		&cli.IntFlag{Name: config.FlagAPIMaxBytes, Value: in.APIMaxBytes, Category: catAPI, Destination: &in.APIMaxBytes,
 			EnvVars: env("GPUSCOPE_API_MAX_BYTES"),
 			Usage:   "largest /api/v1/samples answer (and first stream event) in bytes; a larger one is refused with 413 naming field=, gpu= and since= to ask for less"},

@@ -13,6 +13,8 @@ type batch struct {
 	xids        []stagedValue
 	health      []stagedHealth
 	p2p         []stagedP2P
+	// nonFinite are the fields of the samples left out as no reading.
+	nonFinite []uint16
 }
 
 type stagedP2P struct {
@@ -62,9 +64,19 @@ func (b *batch) reset() {
 	b.health = b.health[:0]
 	clear(b.p2p)
 	b.p2p = b.p2p[:0]
+	b.nonFinite = b.nonFinite[:0]
 }
 
+// Value stages a sample. A NaN or an infinity is no reading: DCGM marks a
+// value it has not got as blank, which its source leaves out, and no GPU
+// quantity is infinite; one infinity would also stay in a histogram's sum
+// for as long as gpuscope runs. It is left out here, whatever the source,
+// and counted.
 func (b *batch) Value(e *source.Entity, field uint16, ts int64, v float64) {
+	if v-v != 0 {
+		b.nonFinite = append(b.nonFinite, field)
+		return
+	}
 	b.vals = append(b.vals, stagedValue{e: e, field: field, ts: ts, v: v})
 }
 

@@ -443,7 +443,7 @@ func (e *Engine) collectBatch(ctx context.Context, gi int, b *batch) error {
 
 // apply moves a staged batch into the store.
 func (e *Engine) apply(b *batch) {
-	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids)+len(b.health)+len(b.p2p) == 0 {
+	if len(b.vals)+len(b.texts)+len(b.unsupported)+len(b.fails)+len(b.xids)+len(b.health)+len(b.p2p)+len(b.nonFinite) == 0 {
 		return
 	}
 	e.mu.Lock()
@@ -554,8 +554,8 @@ func (e *Engine) applyTextsLocked(p *plan, b *batch) {
 }
 
 // applyProblemsLocked records the fields an entity does not support, which
-// leave the exposition, and the failed reads, each logged once until the
-// field reads again.
+// leave the exposition, the failed reads, each logged once until the field
+// reads again, and counts the samples left out as non-finite.
 func (e *Engine) applyProblemsLocked(p *plan, b *batch) {
 	for _, u := range b.unsupported {
 		es := e.byPtr[u.e]
@@ -581,6 +581,11 @@ func (e *Engine) applyProblemsLocked(p *plan, b *batch) {
 		if sv := &es.vals[si]; !sv.failing {
 			sv.failing = true
 			e.log.WithError(f.err).WithFields(logrus.Fields{"field": name, "entity": es.key}).Warn("Reading a field failed")
+		}
+	}
+	for _, id := range b.nonFinite {
+		if _, ok := p.slotOf[id]; ok {
+			e.m.nonFinite.WithLabelValues(fieldName(p, id)).Inc()
 		}
 	}
 }

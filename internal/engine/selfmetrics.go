@@ -8,6 +8,7 @@ import (
 type selfMetrics struct {
 	collectDuration *prometheus.HistogramVec
 	sampleErrors    *prometheus.CounterVec
+	nonFinite       *prometheus.CounterVec
 }
 
 func newSelfMetrics() selfMetrics {
@@ -20,6 +21,10 @@ func newSelfMetrics() selfMetrics {
 		sampleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuscope_sample_errors_total",
 			Help: "Failed reads of a field that the GPU otherwise supports, by field.",
+		}, []string{"field"}),
+		nonFinite: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuscope_samples_non_finite_total",
+			Help: "Samples a source handed over as NaN, +Inf or -Inf, by field: no reading, left out of the latest value, the window statistics, the histograms and the samples API.",
 		}, []string{"field"}),
 	}
 }
@@ -39,6 +44,7 @@ var (
 func (e *Engine) Describe(ch chan<- *prometheus.Desc) {
 	e.m.collectDuration.Describe(ch)
 	e.m.sampleErrors.Describe(ch)
+	e.m.nonFinite.Describe(ch)
 	ch <- sourceUpDesc
 	ch <- profilingPausedDesc
 	ch <- labelsSanitizedDesc
@@ -49,6 +55,7 @@ func (e *Engine) Describe(ch chan<- *prometheus.Desc) {
 func (e *Engine) Collect(ch chan<- prometheus.Metric) {
 	e.m.collectDuration.Collect(ch)
 	e.m.sampleErrors.Collect(ch)
+	e.m.nonFinite.Collect(ch)
 	st := e.Status()
 	up := 0.0
 	if st.Up {

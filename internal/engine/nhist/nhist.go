@@ -126,14 +126,23 @@ func (b *buckets) halve() {
 }
 
 // bounds[s] are the bucket bounds of schema s within one power of two, as
-// fractions in [0.5, 1) of math.Frexp, as client_golang computes them.
+// fractions in [0.5, 1) of math.Frexp. They are the floats client_golang
+// and Prometheus use, bit for bit: every other bound is one of the coarser
+// schema's, and the one between is the bound below it times the schema's
+// factor. math.Exp2 of the exponent is up to two units in the last place
+// away from them, which put a sample on a bound in the next bucket.
 var bounds = func() [9][]float64 {
 	var b [9][]float64
+	b[0] = []float64{0.5}
 	for s := 1; s <= 8; s++ {
-		n := 1 << s
-		b[s] = make([]float64, n)
-		for j := range n {
-			b[s][j] = math.Exp2(float64(j)/float64(n) - 1)
+		factor := math.Exp2(math.Exp2(float64(-s)))
+		b[s] = make([]float64, 1<<s)
+		for j := range b[s] {
+			if j%2 == 0 {
+				b[s][j] = b[s-1][j/2]
+			} else {
+				b[s][j] = b[s][j-1] * factor
+			}
 		}
 	}
 	return b
@@ -194,8 +203,14 @@ func index(a float64, s int32) int32 {
 }
 
 // indexFrexp is index by math.Frexp and a bisection of the bounds: for
-// subnormal and infinite values, and schemas of at most 0.
+// subnormal and infinite values, and schemas of at most 0. math.Frexp
+// splits an infinity into (Inf, 0), which would put it in bucket 0: it
+// goes in the bucket after the largest finite value's, as client_golang
+// puts it.
 func indexFrexp(a float64, s int32) int32 {
+	if math.IsInf(a, 0) {
+		return indexFrexp(math.MaxFloat64, s) + 1
+	}
 	frac, exp := math.Frexp(a)
 	if s > 0 {
 		b := bounds[s]

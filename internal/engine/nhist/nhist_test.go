@@ -177,3 +177,73 @@ func TestIndexMatchesFrexp(t *testing.T) {
 		})
 	}
 }
+
+// TestInfLandsInTheWrongBucket places one value of every float class
+// (normal, subnormal, signed zero, the largest finite values, infinities,
+// NaN, bucket bounds and their neighbours) in a histogram of every schema
+// and zero threshold, and compares its bucket with client_golang's: an
+// infinity goes one bucket past the largest finite value's, as there, and
+// not into bucket 0 (where math.Frexp's (Inf, 0) put it). NaN is in no
+// bucket in either; client_golang counts it in the count and the sum, this
+// histogram not at all (Observe says why).
+func TestInfLandsInTheWrongBucket(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	classes := map[string][]float64{
+		"normal":    {rng.Float64(), 1 + rng.Float64()*1e6, math.Exp2(rng.Float64()*2000 - 1000), math.SmallestNonzeroFloat64 * (1 << 52)},
+		"subnormal": {math.SmallestNonzeroFloat64, math.SmallestNonzeroFloat64 * float64(1+rng.IntN(1<<51)), math.Nextafter(0x1p-1022, 0)},
+		"zero":      {0, math.Copysign(0, -1)},
+		"largest":   {math.MaxFloat64, math.Nextafter(math.MaxFloat64, 0)},
+		"infinite":  {math.Inf(1)},
+		"NaN":       {math.NaN(), math.Float64frombits(0x7ff8000000000001)},
+	}
+	// Every bound of schema 8 (those of the coarser schemas among them) and
+	// its neighbours, every eighth in another binade too, and the powers of
+	// two the schemas of at most 0 have theirs at.
+	for i, b := range bounds[8] {
+		for _, e := range []int{0, -40} {
+			if e != 0 && i%8 != 0 {
+				continue
+			}
+			x := math.Ldexp(b, e)
+			classes["bounds"] = append(classes["bounds"], x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)))
+		}
+	}
+	for e := -20; e <= 20; e++ {
+		x := math.Exp2(float64(e))
+		classes["bounds"] = append(classes["bounds"], x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)))
+	}
+	for name, vals := range classes {
+		for _, v := range vals {
+			for _, sign := range []float64{1, -1} {
+				for s := int32(minSchema); s <= 8; s++ {
+					thresholds := []float64{0, 0x1p-128, 1e-3}
+					if name == "bounds" {
+						// Far above the threshold: the zero bucket is the
+						// other classes' concern.
+						thresholds = thresholds[:1]
+					}
+					for _, thr := range thresholds {
+						l := Layout{Schema: s, ZeroThreshold: thr}
+						h := New(l)
+						h.Observe(sign * v)
+						got, want := written(h), reference(t, l, []float64{sign * v})
+						if v != v {
+							require.Zero(t, got.GetSampleCount(), "NaN is not counted")
+							want.SampleCount, want.SampleSum = got.SampleCount, got.SampleSum
+						}
+						// An empty span only marks the histogram native,
+						// which client_golang leaves out where the zero
+						// bucket's threshold or count already says so.
+						for _, hist := range []*dto.Histogram{got, want} {
+							if len(hist.PositiveSpan) == 1 && hist.PositiveSpan[0].GetLength() == 0 {
+								hist.PositiveSpan = nil
+							}
+						}
+						require.True(t, proto.Equal(want, got), "%s %g at schema %d, zero threshold %g\nwant %v\ngot  %v",
+							name, sign*v, s, thr, want, got)
+					}
+				}
+			}
+		}
+	}
+}

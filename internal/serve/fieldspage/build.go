@@ -67,43 +67,24 @@ type statBox struct {
 // build gathers what the page shows: the catalog fields the active source
 // serves, grouped, with what the node knows of each, and the cost of sel.
 func (h *Handler) build(sel []counters.Field, chosen bool) pageView {
-	running := h.running()
+	m := h.model()
 	if !chosen {
-		sel = canonical(running)
+		sel = canonical(m.fields)
 	}
 	ticked := map[uint16]counters.Field{}
 	for _, f := range sel {
 		ticked[f.ID] = f
 	}
-	var body []byte
-	if h.opts.Exposition != nil {
-		body = h.opts.Exposition()
-	}
-	x, err := cost.Parse(body, nil)
-	if err != nil {
-		h.opts.Log.WithError(err).Warn("The exposition does not parse; the page prices the fields without it")
-	}
-	node := cost.NodeOf(x, h.opts.Window)
-	gpus := h.assumeEntities(&node)
-	names := make([]string, len(running))
-	for i, f := range running {
-		names[i] = f.Name
-	}
-	v := pageView{Source: h.source(), GPUs: gpus, Base: x.Besides(names), Now: viewCost(x.Total()),
+	v := pageView{Source: h.source(), GPUs: m.gpus, Base: m.base, Now: viewCost(m.now),
 		Scrape: cost.Scrape.Seconds(), CSS: h.css, JS: h.js}
-	if set := h.opts.Running; set != nil {
-		if s := set(); s != nil {
-			v.Running = s.File
-		}
+	if m.running != nil {
+		v.Running = m.running.File
 	}
 	total := v.Base
 	for _, f := range sel {
-		total = total.Add(node.Field(f).With(len(f.Stats)))
+		total = total.Add(m.node.Field(f).With(len(f.Stats)))
 	}
 	v.Total = viewCost(total)
-	unsup := unsupportedGPUs(x)
-	latest := latestValues(x)
-	sparks := h.sparklines(running)
 	byGroup := map[string][]fieldView{}
 	for _, info := range counters.All() {
 		if info.Legacy || !info.Described() {
@@ -114,8 +95,8 @@ func (h *Handler) build(sel []counters.Field, chosen bool) pageView {
 			v.Unserved = append(v.Unserved, unservedView{Name: info.Name, Why: why})
 			continue
 		}
-		fv := h.field(info, ticked, node)
-		fv.Unserved, fv.Latest, fv.Spark = unsup[info.Name], latest[info.Name], sparks[info.Name]
+		fv := h.field(info, ticked, m.node)
+		fv.Unserved, fv.Latest, fv.Spark = m.unsup[info.Name], m.latest[info.Name], m.sparks[info.Name]
 		g := groupOf(info)
 		byGroup[g] = append(byGroup[g], fv)
 	}
@@ -129,16 +110,6 @@ func (h *Handler) build(sel []counters.Field, chosen bool) pageView {
 		v.CSV, v.CM, v.Values = csv, configMap(csv), helmValues(csv)
 	}
 	return v
-}
-
-func (h *Handler) running() []counters.Field {
-	if h.opts.Running == nil {
-		return nil
-	}
-	if s := h.opts.Running(); s != nil {
-		return s.Fields
-	}
-	return nil
 }
 
 func (h *Handler) source() string {
@@ -246,7 +217,13 @@ func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Fiel
 	if f.Interval > 0 {
 		fv.Interval = f.Interval.String()
 	}
-	for _, st := range counters.AllStats {
+	// Window statistics apply to gauges only; the page offers none for a
+	// counter, as the counters file would refuse them.
+	stats := counters.AllStats
+	if f.Type != counters.Gauge {
+		stats = nil
+	}
+	for _, st := range stats {
 		on := false
 		for _, s := range f.Stats {
 			on = on || s == st

@@ -51,24 +51,33 @@ func (f *fakeSamples) Samples(q samples.Query) (*samples.Result, error) {
 
 func newServer(t *testing.T) (*httptest.Server, *fakeSamples) {
 	t.Helper()
+	srv, fs, _ := newServerWith(t, func(*Options) {})
+	return srv, fs
+}
+
+// newServerWith is newServer with its options changed by edit.
+func newServerWith(t *testing.T, edit func(*Options)) (*httptest.Server, *fakeSamples, *Handler) {
+	t.Helper()
 	set, err := counters.Parse("running.csv", strings.NewReader(running))
 	require.NoError(t, err)
 	fs := &fakeSamples{}
-	h, err := New(Options{
+	opts := Options{
 		Supports:   []counters.Support{dcgm.Support(), nvml.Support(), sim.Support()},
 		Source:     func() string { return "sim" },
 		Running:    func() *counters.Set { return set },
 		Exposition: func() []byte { return []byte(exposition) },
 		Samples:    fs,
 		Window:     15 * time.Second,
-	})
+	}
+	edit(&opts)
+	h, err := New(opts)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(PagePath, h)
 	mux.Handle(CSVPath, h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, fs
+	return srv, fs, h
 }
 
 func get(t *testing.T, u string) (int, http.Header, string) {

@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -28,7 +29,9 @@ type SampleReader interface {
 	Samples(q samples.Query) (*samples.Result, error)
 }
 
-// Options are what the page reads; every function is called per request.
+// Options are what the page reads. The exposition, the entities and the
+// samples are read at most once a second (and once per running counters
+// file), whatever the requests; the rest is asked per request.
 type Options struct {
 	// Supports are each source's account of the fields it reads.
 	Supports []counters.Support
@@ -45,6 +48,8 @@ type Options struct {
 	// Window is --window, which the window families' help text names.
 	Window time.Duration
 	Log    *logrus.Entry
+	// Now is the clock that ages the parsed exposition; time.Now when nil.
+	Now func() time.Time
 }
 
 // Paths the handler answers.
@@ -59,12 +64,18 @@ type Handler struct {
 	page *template.Template
 	css  template.CSS
 	js   template.JS
+
+	modelMu sync.Mutex // guards cached, and is held while it is built
+	cached  *model
 }
 
 // New parses the embedded page.
 func New(opts Options) (*Handler, error) {
 	if opts.Log == nil {
 		opts.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	page, err := template.New("page.html").Funcs(template.FuncMap{"bytes": humanBytes}).ParseFS(assets, "assets/page.html")
 	if err != nil {
@@ -135,8 +146,11 @@ func (h *Handler) serveCSV(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := render(fields, format)
 	if err != nil {
-		h.opts.Log.WithError(err).Error("The counters file of a selection does not load")
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		// parseSelection refuses what a file could not load with; what is
+		// left is still the client's selection, not a fault of the server,
+		// and a client can ask for it as often as it likes.
+		h.opts.Log.WithError(err).Debug("The counters file of a selection does not load")
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", fm.contentType)

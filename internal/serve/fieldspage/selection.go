@@ -117,6 +117,9 @@ func readOptions(v url.Values, f *counters.Field) error {
 	if f.Type == counters.Label && (f.Interval != 0 || len(f.Stats) > 0) {
 		return badQuery("%s is a label field: it takes no watch interval or window statistics", f.Name)
 	}
+	if f.Type == counters.Counter && len(f.Stats) > 0 {
+		return badQuery("%s is a counter: window statistics apply to gauges only (%s%s)", f.Name, paramStats, f.Name)
+	}
 	return nil
 }
 

@@ -69,7 +69,7 @@ func newAPIMetrics() *apiMetrics {
 	}
 	m.requestsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpuscope_api_requests_refused_total",
-		Help: "/api/v1/samples and /api/v1/stream requests refused, by reason: busy (--api-max-requests answers were being built, 429) or too_large (the answer would pass --api-max-bytes, 413).",
+		Help: "/api/v1/samples, /api/v1/stream, /fields and /fields.csv requests refused, by reason: busy (--api-max-requests answers or pages were being built, 429) or too_large (the answer would pass --api-max-bytes, 413).",
 	}, []string{"reason"})
 	m.streamDrops.WithLabelValues("slow")
 	m.streamDrops.WithLabelValues("lagged")
@@ -149,20 +149,40 @@ func (s *Server) samplesQuery(w http.ResponseWriter, r *http.Request) (samples.Q
 	return q, true
 }
 
+// takeRequestSlot takes one of the --api-max-requests slots, or answers
+// 429 at once and counts the refusal; the caller frees a slot it took.
+func (s *Server) takeRequestSlot(w http.ResponseWriter, refuse func(w http.ResponseWriter, code int, msg string)) bool {
+	select {
+	case s.requestSlots <- struct{}{}:
+		return true
+	default:
+		s.api.requestsRefused.WithLabelValues("busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		refuse(w, http.StatusTooManyRequests, fmt.Sprintf("at most %d answers are built at once (--api-max-requests); retry in a second", cap(s.requestSlots)))
+		return false
+	}
+}
+
+// bounded serves h within the --api-max-requests slots.
+func (s *Server) bounded(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.takeRequestSlot(w, func(w http.ResponseWriter, code int, msg string) { http.Error(w, msg, code) }) {
+			return
+		}
+		defer func() { <-s.requestSlots }()
+		h.ServeHTTP(w, r)
+	})
+}
+
 func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
 	q, ok := s.samplesQuery(w, r)
 	if !ok {
 		return
 	}
-	select {
-	case s.requestSlots <- struct{}{}:
-		defer func() { <-s.requestSlots }()
-	default:
-		s.api.requestsRefused.WithLabelValues("busy").Inc()
-		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusTooManyRequests, fmt.Sprintf("at most %d answers are built at once (--api-max-requests); retry in a second", cap(s.requestSlots)))
+	if !s.takeRequestSlot(w, apiError) {
 		return
 	}
+	defer func() { <-s.requestSlots }()
 	res, err := s.opts.Samples.Samples(q)
 	if err != nil {
 		s.queryError(w, err)

@@ -59,8 +59,8 @@ type Options struct {
 	// MaxStreams bounds the /api/v1/stream clients served at once;
 	// DefaultMaxStreams when 0.
 	MaxStreams int
-	// MaxRequests bounds the /api/v1/samples answers built at once;
-	// DefaultMaxRequests when 0.
+	// MaxRequests bounds the /api/v1/samples answers and /fields pages
+	// built at once; DefaultMaxRequests when 0.
 	MaxRequests int
 	// MaxResponseBytes bounds one /api/v1/samples answer and the first
 	// event of a stream; DefaultMaxResponseBytes when 0.
@@ -206,8 +206,10 @@ func New(opts Options) (*Server, error) {
 		s.mux.HandleFunc("/api/v1/profiling/resume", s.profiling(false))
 	}
 	if opts.Fields != nil {
-		s.mux.Handle("/fields", readOnly(opts.Fields))
-		s.mux.Handle("/fields.csv", readOnly(opts.Fields))
+		// A page holds a parsed exposition and its rendering: it takes one
+		// of the samples API's slots.
+		s.mux.Handle("/fields", readOnly(s.bounded(opts.Fields)))
+		s.mux.Handle("/fields.csv", readOnly(s.bounded(opts.Fields)))
 	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)

@@ -66,8 +66,9 @@ type Server struct {
 	// CAFile and TokenFile are the service-account files a client reads.
 	CAFile, TokenFile string
 
-	t    testing.TB
-	addr string
+	// errorf reports what fails after the start (writing the files).
+	errorf func(format string, args ...any)
+	addr   string
 
 	mu       sync.Mutex
 	srv      *httptest.Server
@@ -81,15 +82,28 @@ type Server struct {
 	slices   map[string]ResourceSlice
 	// sliceVersions are the resource.k8s.io versions served.
 	sliceVersions []string
+	// bad is how the server fails instead of answering (hostile.go).
+	bad hostile
 }
 
 // Start starts a server whose token is "token-1" and registers its stop with
 // t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	dir := t.TempDir()
+	s, err := New(t.TempDir(), "127.0.0.1:0", t.Errorf)
+	if err != nil {
+		t.Fatalf("fake API server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// New starts a server on addr whose token is "token-1", with its CA and
+// token files in dir, for a command that serves it (fakeapiserver); errorf
+// reports what fails later. Stop ends it.
+func New(dir, addr string, errorf func(format string, args ...any)) (*Server, error) {
 	s := &Server{
-		t:         t,
+		errorf:    errorf,
 		CAFile:    filepath.Join(dir, "ca.crt"),
 		TokenFile: filepath.Join(dir, "token"),
 		pods:      map[string]Pod{},
@@ -97,14 +111,13 @@ func Start(t testing.TB) *Server {
 		watchers:  map[chan event]struct{}{},
 	}
 	s.SetToken("token-1")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("fake API server: %v", err)
+		return nil, err
 	}
 	s.addr = l.Addr().String()
 	s.serve(l)
-	t.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 func (s *Server) serve(l net.Listener) {
@@ -114,7 +127,7 @@ func (s *Server) serve(l net.Listener) {
 	srv.StartTLS()
 	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(s.CAFile, b, 0o600); err != nil {
-		s.t.Errorf("fake API server: writing the CA: %v", err)
+		s.errorf("fake API server: writing the CA: %v", err)
 	}
 	s.mu.Lock()
 	s.srv = srv
@@ -158,7 +171,7 @@ func (s *Server) SetToken(tok string) {
 	s.token = tok
 	s.mu.Unlock()
 	if err := os.WriteFile(s.TokenFile, []byte(tok+"\n"), 0o600); err != nil {
-		s.t.Errorf("fake API server: writing the token: %v", err)
+		s.errorf("fake API server: writing the token: %v", err)
 	}
 }
 
@@ -267,6 +280,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Query: q, Token: tok, Watch: watch})
 	want := s.token
 	s.mu.Unlock()
+	if s.answerHostile(w, r, watch) {
+		return
+	}
 	if v, ok := strings.CutPrefix(r.URL.Path, "/apis/resource.k8s.io/"); ok && strings.HasSuffix(v, "/resourceslices") {
 		if tok != want {
 			writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")

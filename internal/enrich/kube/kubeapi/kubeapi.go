@@ -128,13 +128,19 @@ func (c *Client) httpClient() (*http.Client, error) {
 	if idle <= 0 {
 		idle = 2
 	}
-	c.client = &http.Client{Transport: &http.Transport{
-		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 30 * time.Second,
-		IdleConnTimeout:       90 * time.Second,
-		MaxIdleConnsPerHost:   idle,
-	}}
+	c.client = &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConnsPerHost:   idle,
+		},
+		// The API server never redirects the requests gpuscope sends; one
+		// that does would have the bearer token follow it to whatever it
+		// names, plain HTTP included. Get refuses the answer instead.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	c.caPEM = pem
 	return c.client, nil
 }
@@ -194,6 +200,10 @@ func (c *Client) Get(ctx context.Context, path string) (*http.Response, error) {
 		return resp, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, &StatusError{URL: u, Code: resp.StatusCode, Status: resp.Status,
+			Message: fmt.Sprintf("a redirect to %q, refused: the token goes to the configured API server only", clip(resp.Header.Get("Location")))}
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
 	msg := strings.TrimSpace(string(body))
 	var st struct {
@@ -203,6 +213,15 @@ func (c *Client) Get(ctx context.Context, path string) (*http.Response, error) {
 		msg = st.Message
 	}
 	return nil, &StatusError{URL: u, Code: resp.StatusCode, Status: resp.Status, Message: msg}
+}
+
+// clip bounds a string of the server's that an error quotes.
+func clip(s string) string {
+	const quoted = 256
+	if len(s) <= quoted {
+		return s
+	}
+	return s[:quoted] + "..."
 }
 
 // GetJSON sends Get and decodes the answer into v, reading at most

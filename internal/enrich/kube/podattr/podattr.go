@@ -8,7 +8,6 @@ package podattr
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -274,6 +273,7 @@ type Enricher struct {
 	trigger chan struct{}
 
 	refreshErrors prometheus.Counter
+	connDrops     prometheus.Counter
 	lastSuccess   atomic.Int64 // Unix seconds
 
 	upDesc, lastSuccessDesc, podsDesc, sharedDesc, unknownDesc, malformedDesc, unattributedDesc *prometheus.Desc
@@ -296,8 +296,9 @@ func New(cfg Config) (*Enricher, error) {
 		trigger:   make(chan struct{}, 1),
 		refreshErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuscope_kubernetes_refresh_errors_total",
-			Help: "Failed calls to the kubelet PodResources API.",
+			Help: "Failed calls to the kubelet PodResources API, refused answers included.",
 		}),
+		connDrops: newConnDropsCounter(),
 		upDesc: prometheus.NewDesc("gpuscope_kubernetes_up",
 			"1 while the kubelet PodResources API answers; while 0, the last pod labels stay for the grace period (--kubernetes.label-grace), then GPU series are served without them.", nil, nil),
 		lastSuccessDesc: prometheus.NewDesc("gpuscope_kubernetes_last_refresh_success_timestamp_seconds",
@@ -422,40 +423,6 @@ func (e *Enricher) Refresh(ctx context.Context) error {
 	e.markUp()
 	e.publish(s)
 	return nil
-}
-
-func (e *Enricher) list(ctx context.Context) (*podresources.ListResponse, error) {
-	if _, err := os.Stat(e.cfg.Socket); err != nil {
-		e.closeConn()
-		return nil, fmt.Errorf("kubelet pod-resources socket %s: %w", e.cfg.Socket, err)
-	}
-	e.mu.Lock()
-	if e.client == nil {
-		e.client = podresources.New(e.cfg.Socket, e.cfg.MaxRecvMsgSize)
-	}
-	client := e.client
-	e.mu.Unlock()
-
-	timeout := min(e.cfg.RefreshInterval, 10*time.Second)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := client.List(cctx)
-	if err != nil {
-		// A fresh connection next time: after a kubelet restart the socket
-		// is a new file.
-		e.closeConn()
-		return nil, fmt.Errorf("kubelet pod-resources List on %s: %w", e.cfg.Socket, err)
-	}
-	return resp, nil
-}
-
-func (e *Enricher) closeConn() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.client != nil {
-		e.client.Close()
-	}
-	e.client = nil
 }
 
 // markDown reports the kubelet away. The last good pod map stays for
@@ -806,6 +773,7 @@ func (e *Enricher) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	e.refreshErrors.Describe(ch)
+	e.connDrops.Describe(ch)
 }
 
 // Collect implements prometheus.Collector; it reads the last snapshot only.
@@ -820,6 +788,7 @@ func (e *Enricher) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(e.lastSuccessDesc, prometheus.GaugeValue, float64(ts))
 	}
 	e.refreshErrors.Collect(ch)
+	e.connDrops.Collect(ch)
 	ch <- prometheus.MustNewConstMetric(e.podsDesc, prometheus.GaugeValue, float64(s.pods))
 	ch <- prometheus.MustNewConstMetric(e.sharedDesc, prometheus.GaugeValue, float64(s.shared))
 	ch <- prometheus.MustNewConstMetric(e.unknownDesc, prometheus.GaugeValue, float64(s.unknownIDs))

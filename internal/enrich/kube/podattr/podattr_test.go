@@ -175,17 +175,20 @@ func TestSharedGPUGetsNoPodLabels(t *testing.T) {
 	assert.Equal(t, 1.0, v)
 }
 
+// TestLargeResponse: an answer past gRPC's 4 MB default is read: 4,000
+// pods (within podresources.DefaultLimits) with names of the longest a
+// pod may have and long device IDs.
 func TestLargeResponse(t *testing.T) {
-	pods := make([]kubelettest.Pod, 10000)
+	pods := make([]kubelettest.Pod, 4000)
 	for i := range pods {
 		pods[i] = kubelettest.Pod{
-			Name: fmt.Sprintf("worker-%05d-%s", i, strings.Repeat("x", 200)), Namespace: "big",
+			Name: fmt.Sprintf("worker-%05d-%s", i, strings.Repeat("x", 240)), Namespace: "big",
 			Containers: []kubelettest.Container{{Name: "main", Devices: []kubelettest.Device{
-				{Resource: "example.com/nic", IDs: []string{strings.Repeat("n", 200)}},
+				{Resource: "example.com/nic", IDs: []string{strings.Repeat("n", 800)}},
 			}}},
 		}
 	}
-	pods[9999] = gpuPod("big", "the-gpu-pod", "main", "nvidia.com/gpu", uuid0)
+	pods[3999] = gpuPod("big", "the-gpu-pod", "main", "nvidia.com/gpu", uuid0)
 	require.Greater(t, proto.Size(kubelettest.ToResponse(pods)), 4<<20, "the answer must exceed gRPC's 4 MB default")
 
 	srv := startKubelet(t, pods)
@@ -278,9 +281,9 @@ func TestMalformedAndUnknownIDs(t *testing.T) {
 
 func TestPodChurnStaysBounded(t *testing.T) {
 	srv := startKubelet(t, nil)
-	e, _ := newEnricher(t, Config{Socket: srv.Socket(), MaxDevices: 2000})
+	e, _ := newEnricher(t, Config{Socket: srv.Socket(), MaxDevices: 1000})
 	for round := range 5 {
-		pods := make([]kubelettest.Pod, 10000)
+		pods := make([]kubelettest.Pod, 4000)
 		for i := range pods {
 			id := fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", round, i)
 			if i%2 == 1 {
@@ -290,7 +293,7 @@ func TestPodChurnStaysBounded(t *testing.T) {
 		}
 		srv.SetPods(pods)
 		require.NoError(t, e.Refresh(context.Background()))
-		assert.Len(t, e.snap.Load().values, 2000, "round %d: the device map is capped", round)
+		assert.Len(t, e.snap.Load().values, 1000, "round %d: the device map is capped", round)
 		assert.LessOrEqual(t, e.logged.Len(), maxLogged, "round %d: the logged-once set is capped", round)
 	}
 	srv.SetPods(nil)

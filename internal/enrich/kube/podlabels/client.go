@@ -51,18 +51,13 @@ func (w *Watcher) podsPath(q url.Values) string {
 	return "/api/v1/pods?" + q.Encode()
 }
 
-// get sends an authenticated GET; a 410 becomes errGone and a refusal names
-// the permissions the watch needs.
+// get sends an authenticated GET; a refusal names the permissions the
+// watch needs.
 func (w *Watcher) get(ctx context.Context, path string) (*http.Response, error) {
 	resp, err := w.api.Get(ctx, path)
 	var se *kubeapi.StatusError
-	if errors.As(err, &se) {
-		if se.Code == http.StatusGone {
-			return nil, fmt.Errorf("GET %s: %s: %w", se.URL, se.Message, errGone)
-		}
-		if se.Forbidden() {
-			return nil, fmt.Errorf("%w (the service account needs get, list and watch on pods: see docs/kubernetes.md)", err)
-		}
+	if errors.As(err, &se) && se.Forbidden() {
+		return nil, fmt.Errorf("%w (the service account needs get, list and watch on pods: see docs/kubernetes.md)", err)
 	}
 	return resp, err
 }
@@ -87,7 +82,7 @@ func (w *Watcher) list(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("listing pods: GET %s: the answer has no resourceVersion", u)
 	}
 	w.replace(l.Items)
-	w.lastList.Store(time.Now().Unix())
+	w.lastList.Store(w.cfg.Clock.Now().Unix())
 	return l.Metadata.ResourceVersion, nil
 }
 
@@ -108,6 +103,12 @@ func (w *Watcher) watch(ctx context.Context, rv string, established func()) (str
 	path := w.podsPath(q)
 	u := w.api.URL(path)
 	resp, err := w.get(ctx, path)
+	var se *kubeapi.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusGone {
+		// The resourceVersion is too old to watch from: only a new LIST
+		// helps. A LIST's own 410 is a failure like any other.
+		return rv, fmt.Errorf("watching pods: GET %s: %s: %w", se.URL, se.Message, errGone)
+	}
 	if err != nil {
 		return rv, fmt.Errorf("watching pods: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/kubeapi"
 	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
@@ -40,8 +41,12 @@ const (
 	// shipped counters files and pod, namespace and container. gpuscope
 	// sets the bound from its actual configuration.
 	DefaultMaxLabelsPerPod = 12
-	DefaultMinBackoff      = 500 * time.Millisecond
-	DefaultMaxBackoff      = 30 * time.Second
+	// DefaultMaxLabelBytesPerPod bounds what one pod's labels add to each of
+	// its series (`,name="value"` each): a dozen labels of typical names
+	// and values, a fifth of an 8-GPU node's series line or less per label.
+	DefaultMaxLabelBytesPerPod = 1024
+	DefaultMinBackoff          = 500 * time.Millisecond
+	DefaultMaxBackoff          = 30 * time.Second
 	// maxListBytes bounds a LIST answer; pods of one node are far below it.
 	maxListBytes = 64 << 20
 	// maxEventBytes bounds one WATCH event; etcd stores objects up to 1.5 MB.
@@ -68,6 +73,8 @@ type Config struct {
 	MaxPods int
 	// MaxLabelsPerPod bounds the labels kept per pod.
 	MaxLabelsPerPod int
+	// MaxLabelBytesPerPod bounds the bytes a pod's labels add to a series.
+	MaxLabelBytesPerPod int
 	// MinBackoff and MaxBackoff bound the wait before a re-list after an
 	// error; it doubles from the first to the second.
 	MinBackoff, MaxBackoff time.Duration
@@ -77,6 +84,8 @@ type Config struct {
 	WatchTimeout time.Duration
 	// Logger receives the watcher's logs.
 	Logger logrus.FieldLogger
+	// Clock times the waits between attempts; clock.Real when nil.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -92,6 +101,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLabelsPerPod <= 0 {
 		c.MaxLabelsPerPod = DefaultMaxLabelsPerPod
 	}
+	if c.MaxLabelBytesPerPod <= 0 {
+		c.MaxLabelBytesPerPod = DefaultMaxLabelBytesPerPod
+	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = DefaultMinBackoff
 	}
@@ -104,6 +116,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = logrus.StandardLogger()
 	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 type podKey struct{ namespace, name string }
@@ -125,6 +138,7 @@ type Watcher struct {
 	api *kubeapi.Client
 
 	apiErrors        prometheus.Counter
+	dropped          *prometheus.CounterVec
 	upDesc, podsDesc *prometheus.Desc
 	lastList         atomic.Int64 // Unix seconds
 	lastListDesc     *prometheus.Desc
@@ -156,6 +170,7 @@ func New(cfg Config) (*Watcher, error) {
 			Name: "gpuscope_kubernetes_pod_labels_api_errors_total",
 			Help: "Failed LIST or WATCH calls to the Kubernetes API server for pod labels.",
 		}),
+		dropped: newDroppedCounter(),
 		upDesc: prometheus.NewDesc("gpuscope_kubernetes_pod_labels_up",
 			"1 while the watch of this node's pods on the Kubernetes API server is established; 0 means the last known pod labels are served.", nil, nil),
 		podsDesc: prometheus.NewDesc("gpuscope_kubernetes_pod_labels_pods",
@@ -197,7 +212,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 		wait := w.cfg.MinBackoff
 		if errors.Is(err, errGone) {
 			// Expected now and then: the watch fell too far behind. Not an
-			// outage, so neither counted nor logged as one.
+			// outage, so neither counted nor logged as one. Only a watch
+			// expires: a LIST that fails, whatever its status, is an outage.
 			w.log.WithError(err).Debug("watch expired; listing the node's pods again")
 		} else {
 			w.apiErrors.Inc()
@@ -208,11 +224,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		// Jitter spreads the reconnects of a fleet of exporters after an
 		// API server restart.
 		wait += rand.N(wait/4 + 1)
-		t := time.NewTimer(wait)
+		t := w.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 	w.up.Store(false)
@@ -317,6 +333,7 @@ func (w *Watcher) selected(p podObject) []enrich.Label {
 				Warn("more pod labels match the allowlist than the bound; keeping the first by sorted key (logged once)")
 		})
 	}
+	w.countDropped(pod, sel)
 	return sel.labels
 }
 
@@ -358,6 +375,7 @@ func (w *Watcher) Describe(ch chan<- *prometheus.Desc) {
 	ch <- w.podsDesc
 	ch <- w.lastListDesc
 	w.apiErrors.Describe(ch)
+	w.dropped.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -375,4 +393,5 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(w.lastListDesc, prometheus.GaugeValue, float64(ts))
 	}
 	w.apiErrors.Collect(ch)
+	w.dropped.Collect(ch)
 }

@@ -84,7 +84,7 @@ func TestSelectLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &Watcher{cfg: Config{Allowlist: allow(tt.allow), MaxLabelsPerPod: tt.max}}
+			w := &Watcher{cfg: Config{Allowlist: allow(tt.allow), MaxLabelsPerPod: tt.max, MaxLabelBytesPerPod: DefaultMaxLabelBytesPerPod}}
 			if tt.max == 0 {
 				w.cfg.MaxLabelsPerPod = DefaultMaxLabelsPerPod
 			}

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,16 +32,34 @@ const listPath = "/v1.PodResourcesLister/List"
 const maxHeaderBytes = 64 << 10
 
 // Client calls the PodResources API on one unix socket. It keeps one
-// HTTP/2 connection open between calls; Close ends it.
+// HTTP/2 connection open between calls, and one transport for its life;
+// Close ends every connection.
 type Client struct {
-	maxMsg int
+	lim    Limits
+	onDrop func(error)
 	tr     *http.Transport
 	hc     *http.Client
+	conns  conns
+	drops  atomic.Uint64
+}
+
+// Options configure a client; zero values take the defaults.
+type Options struct {
+	Limits
+	// OnDrop is called, from the connection's reader, when a connection is
+	// dropped for a flood of control frames (a *FloodError).
+	OnDrop func(error)
 }
 
 // New returns a client of the kubelet listening on socket that accepts
-// answers of at most maxMsg bytes.
+// answers of at most maxMsg bytes, within DefaultLimits otherwise.
 func New(socket string, maxMsg int) *Client {
+	return NewWithOptions(socket, Options{Limits: Limits{MaxMessageBytes: maxMsg}})
+}
+
+// NewWithOptions returns a client of the kubelet listening on socket.
+func NewWithOptions(socket string, o Options) *Client {
+	c := &Client{lim: o.Limits.withDefaults(), onDrop: o.OnDrop}
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{
@@ -48,7 +67,13 @@ func New(socket string, maxMsg int) *Client {
 		// URL only names the :authority, the socket is where it goes.
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			nc, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				return nil, err
+			}
+			fc := &frameConn{Conn: nc, client: c, limit: c.lim.MaxControlFrames}
+			c.conns.add(fc)
+			return fc, nil
 		},
 		Protocols:              &p,
 		MaxResponseHeaderBytes: maxHeaderBytes,
@@ -60,12 +85,27 @@ func New(socket string, maxMsg int) *Client {
 		// A gRPC answer never redirects; one that does is not the kubelet.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Client{maxMsg: maxMsg, tr: tr, hc: hc}
+	c.tr, c.hc = tr, hc
+	return c
 }
 
-// Close ends the connection to the kubelet. A later List dials again: after
-// a kubelet restart the socket is a new file.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+// Close ends every connection to the kubelet, those with a call that never
+// got its answer included. A later List dials again on the same transport:
+// after a kubelet restart the socket is a new file.
+func (c *Client) Close() {
+	c.tr.CloseIdleConnections()
+	c.conns.each(func(fc *frameConn) { _ = fc.Close() })
+}
+
+// Drops is the number of connections dropped for a flood of control frames.
+func (c *Client) Drops() uint64 { return c.drops.Load() }
+
+func (c *Client) dropped(err error) {
+	c.drops.Add(1)
+	if c.onDrop != nil {
+		c.onDrop(err)
+	}
+}
 
 // List asks the kubelet for the resources of every pod on the node. The
 // context's deadline bounds the call and is sent to the kubelet.
@@ -74,7 +114,7 @@ func (c *Client) List(ctx context.Context) (*ListResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := decodeList(msg)
+	resp, err := decodeListWithin(msg, c.lim)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the List answer: %w", err)
 	}
@@ -95,6 +135,8 @@ func (c *Client) call(ctx context.Context, path string) ([]byte, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		req.Header.Set("Grpc-Timeout", grpcTimeout(time.Until(dl)))
 	}
+	// A call may take its handful of control frames anew.
+	c.conns.each(func(fc *frameConn) { fc.control.Store(0) })
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -146,8 +188,8 @@ func (c *Client) readMessage(body io.Reader) ([]byte, error) {
 			return nil, errors.New("the kubelet sent a compressed message, which was not asked for")
 		}
 		size := binary.BigEndian.Uint32(hdr[1:])
-		if uint64(size) > uint64(c.maxMsg) {
-			return nil, &TooLargeError{Size: int64(size), Limit: c.maxMsg}
+		if uint64(size) > uint64(c.lim.MaxMessageBytes) {
+			return nil, &TooLargeError{Size: int64(size), Limit: c.lim.MaxMessageBytes}
 		}
 		// Read as the bytes arrive rather than allocating what the prefix
 		// claims: a peer that announces 64 MB and sends nothing costs nothing.

@@ -1,6 +1,7 @@
 package podresources
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -83,19 +84,28 @@ func walk(b []byte, f fieldFunc) error {
 	return nil
 }
 
-// str reads a string field, which proto3 requires to be UTF-8.
-func str(msg, name string, num protowire.Number, v []byte) (string, error) {
+// str reads a string field, which proto3 requires to be UTF-8, and counts
+// its bytes against the budget.
+func (bud *budget) str(msg, name string, num protowire.Number, v []byte) (string, error) {
 	if !utf8.Valid(v) {
 		return "", fmt.Errorf("%s.%s (field %d) is not valid UTF-8", msg, name, num)
+	}
+	if err := bud.bytes(len(v)); err != nil {
+		return "", err
 	}
 	return string(v), nil
 }
 
 // sub appends the nested message v, read by dec, to *list; an error names
-// the field.
+// the field. A limit reached is returned as it is: it says what the answer
+// holds too much of.
 func sub[T any](list *[]T, msg, name string, v []byte, dec func([]byte) (T, error)) error {
 	m, err := dec(v)
 	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return err
+		}
 		return fmt.Errorf("%s.%s: %w", msg, name, err)
 	}
 	*list = append(*list, m)
@@ -103,15 +113,25 @@ func sub[T any](list *[]T, msg, name string, v []byte, dec func([]byte) (T, erro
 }
 
 // The decoders below read the fields gpuscope uses and skip the others, as
-// a protobuf decoder skips unknown fields.
+// a protobuf decoder skips unknown fields. Each counts its entries and
+// strings against the budget before it makes them.
 
+// decodeList decodes an answer within DefaultLimits.
 func decodeList(b []byte) (*ListResponse, error) {
+	return decodeListWithin(b, DefaultLimits)
+}
+
+func decodeListWithin(b []byte, lim Limits) (*ListResponse, error) {
+	bud := &budget{lim: lim.withDefaults()}
 	r := &ListResponse{}
 	err := walk(b, func(num protowire.Number, v []byte) error {
-		if num == 1 {
-			return sub(&r.Pods, "ListPodResourcesResponse", "pod_resources", v, decodePod)
+		if num != 1 {
+			return nil
 		}
-		return nil
+		if err := bud.take(&bud.pods, bud.lim.MaxPods, "pods", podSize); err != nil {
+			return err
+		}
+		return sub(&r.Pods, "ListPodResourcesResponse", "pod_resources", v, bud.decodePod)
 	})
 	if err != nil {
 		return nil, err
@@ -119,50 +139,59 @@ func decodeList(b []byte) (*ListResponse, error) {
 	return r, nil
 }
 
-func decodePod(b []byte) (Pod, error) {
+func (bud *budget) decodePod(b []byte) (Pod, error) {
 	const m = "PodResources"
 	var p Pod
 	err := walk(b, func(num protowire.Number, v []byte) (err error) {
 		switch num {
 		case 1:
-			p.Name, err = str(m, "name", num, v)
+			p.Name, err = bud.str(m, "name", num, v)
 		case 2:
-			p.Namespace, err = str(m, "namespace", num, v)
+			p.Namespace, err = bud.str(m, "namespace", num, v)
 		case 3:
-			err = sub(&p.Containers, m, "containers", v, decodeContainer)
+			if err = bud.take(&bud.containers, bud.lim.MaxContainers, "containers", containerSize); err == nil {
+				err = sub(&p.Containers, m, "containers", v, bud.decodeContainer)
+			}
 		}
 		return err
 	})
 	return p, err
 }
 
-func decodeContainer(b []byte) (Container, error) {
+func (bud *budget) decodeContainer(b []byte) (Container, error) {
 	const m = "ContainerResources"
 	var c Container
 	err := walk(b, func(num protowire.Number, v []byte) (err error) {
 		switch num {
 		case 1:
-			c.Name, err = str(m, "name", num, v)
+			c.Name, err = bud.str(m, "name", num, v)
 		case 2:
-			err = sub(&c.Devices, m, "devices", v, decodeDevices)
+			if err = bud.take(&bud.devices, bud.lim.MaxDevices, "device entries", devicesSize); err == nil {
+				err = sub(&c.Devices, m, "devices", v, bud.decodeDevices)
+			}
 		case 5:
-			err = sub(&c.DynamicResources, m, "dynamic_resources", v, decodeDynamic)
+			if err = bud.take(&bud.devices, bud.lim.MaxDevices, "device entries", dynamicSize); err == nil {
+				err = sub(&c.DynamicResources, m, "dynamic_resources", v, bud.decodeDynamic)
+			}
 		}
 		return err
 	})
 	return c, err
 }
 
-func decodeDevices(b []byte) (Devices, error) {
+func (bud *budget) decodeDevices(b []byte) (Devices, error) {
 	const m = "ContainerDevices"
 	var d Devices
 	err := walk(b, func(num protowire.Number, v []byte) (err error) {
 		switch num {
 		case 1:
-			d.ResourceName, err = str(m, "resource_name", num, v)
+			d.ResourceName, err = bud.str(m, "resource_name", num, v)
 		case 2:
+			if err = bud.take(&bud.ids, bud.lim.MaxDeviceIDs, "device IDs", idSize); err != nil {
+				return err
+			}
 			var id string
-			id, err = str(m, "device_ids", num, v)
+			id, err = bud.str(m, "device_ids", num, v)
 			d.DeviceIDs = append(d.DeviceIDs, id)
 		}
 		return err
@@ -170,34 +199,36 @@ func decodeDevices(b []byte) (Devices, error) {
 	return d, err
 }
 
-func decodeDynamic(b []byte) (DynamicResource, error) {
+func (bud *budget) decodeDynamic(b []byte) (DynamicResource, error) {
 	const m = "DynamicResource"
 	var dr DynamicResource
 	err := walk(b, func(num protowire.Number, v []byte) (err error) {
 		switch num {
 		case 2:
-			dr.ClaimName, err = str(m, "claim_name", num, v)
+			dr.ClaimName, err = bud.str(m, "claim_name", num, v)
 		case 3:
-			dr.ClaimNamespace, err = str(m, "claim_namespace", num, v)
+			dr.ClaimNamespace, err = bud.str(m, "claim_namespace", num, v)
 		case 4:
-			err = sub(&dr.ClaimResources, m, "claim_resources", v, decodeClaim)
+			if err = bud.take(&bud.devices, bud.lim.MaxDevices, "device entries", claimSize); err == nil {
+				err = sub(&dr.ClaimResources, m, "claim_resources", v, bud.decodeClaim)
+			}
 		}
 		return err
 	})
 	return dr, err
 }
 
-func decodeClaim(b []byte) (ClaimResource, error) {
+func (bud *budget) decodeClaim(b []byte) (ClaimResource, error) {
 	const m = "ClaimResource"
 	var cr ClaimResource
 	err := walk(b, func(num protowire.Number, v []byte) (err error) {
 		switch num {
 		case 2:
-			cr.DriverName, err = str(m, "driver_name", num, v)
+			cr.DriverName, err = bud.str(m, "driver_name", num, v)
 		case 3:
-			cr.PoolName, err = str(m, "pool_name", num, v)
+			cr.PoolName, err = bud.str(m, "pool_name", num, v)
 		case 4:
-			cr.DeviceName, err = str(m, "device_name", num, v)
+			cr.DeviceName, err = bud.str(m, "device_name", num, v)
 		}
 		return err
 	})

@@ -5,6 +5,13 @@
 //
 // The file is a JSON array of {"name","namespace","containers":[{"name",
 // "devices":[{"resource","ids":[...]}]}]}. SIGHUP reloads it.
+//
+//	fakekubelet -socket /tmp/kubelet.sock -hostile containers
+//
+// serves a broken or hostile kubelet instead: -hostile containers or
+// device-ids answers every List with -hostile-bytes of empty entries,
+// silent accepts and never answers, ping-flood and settings-flood answer
+// and then send those frames without end.
 package main
 
 import (
@@ -20,8 +27,14 @@ import (
 
 func main() {
 	socket := flag.String("socket", "kubelet.sock", "unix socket to serve the PodResources API on")
-	podsFile := flag.String("pods", "", "JSON file with the pods to serve (required)")
+	podsFile := flag.String("pods", "", "JSON file with the pods to serve (required unless -hostile)")
+	hostile := flag.String("hostile", "", "serve a hostile kubelet: containers, device-ids, silent, ping-flood or settings-flood")
+	hostileBytes := flag.Int("hostile-bytes", 8<<20, "size of a hostile answer (containers, device-ids)")
 	flag.Parse()
+	if *hostile != "" {
+		serveHostile(*socket, *hostile, *hostileBytes)
+		return
+	}
 	if *podsFile == "" {
 		logrus.Fatal("-pods: a JSON pod list is required")
 	}
@@ -49,5 +62,23 @@ func main() {
 		srv.SetPods(pods)
 		logrus.WithField("pods", len(pods)).Info("pods reloaded")
 	}
+	srv.Stop()
+}
+
+// serveHostile serves a hostile kubelet until SIGINT or SIGTERM.
+func serveHostile(socket, mode string, size int) {
+	h, err := kubelettest.HostileMode(mode, size)
+	if err != nil {
+		logrus.WithError(err).Fatal("-hostile")
+	}
+	srv, err := kubelettest.StartHostile(socket, h)
+	if err != nil {
+		logrus.WithError(err).Fatal("cannot serve")
+	}
+	logrus.WithFields(logrus.Fields{"socket": socket, "hostile": mode}).Info("hostile kubelet serving")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	logrus.WithFields(logrus.Fields{"accepted": srv.Accepted(), "open": srv.Open(), "flood_frames": srv.Frames()}).Info("hostile kubelet stopping")
 	srv.Stop()
 }
