@@ -111,6 +111,24 @@ func (f *Fake) setLocked(t time.Time) {
 	f.timers = append(f.timers[:0], f.timers[n:]...)
 }
 
+// Next returns when the earliest armed timer fires; false when none is
+// armed. A driver of the clock steps to it, so that every timer fires at
+// its own time rather than late, at the end of a longer move.
+func (f *Fake) Next() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.timers) == 0 {
+		return time.Time{}, false
+	}
+	next := f.timers[0].at
+	for _, t := range f.timers[1:] {
+		if t.at.Before(next) {
+			next = t.at
+		}
+	}
+	return next, true
+}
+
 // Timers counts the armed timers that have not fired or been stopped.
 func (f *Fake) Timers() int {
 	f.mu.Lock()

@@ -79,3 +79,21 @@ func TestRealClock(t *testing.T) {
 	tm := c.NewTimer(0)
 	<-tm.C()
 }
+
+func TestFakeNextIsTheEarliestArmedTimer(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	_, ok := c.Next()
+	assert.False(t, ok, "nothing armed")
+	late := c.NewTimer(3 * time.Second)
+	c.NewTimer(time.Second)
+	next, ok := c.Next()
+	require.True(t, ok)
+	assert.Equal(t, time.Unix(1, 0), next)
+	c.Set(next)
+	next, ok = c.Next()
+	require.True(t, ok)
+	assert.Equal(t, time.Unix(3, 0), next, "the fired timer is gone")
+	late.Stop()
+	_, ok = c.Next()
+	assert.False(t, ok, "a stopped timer is not next")
+}

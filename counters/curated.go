@@ -85,7 +85,7 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_GPU_TEMP_LIMIT":  gpuGauge(KindInt, "C", "Thermal margin: distance to the nearest slowdown threshold (in C)."),
 	"DCGM_FI_DEV_SLOWDOWN_TEMP":   gpuGauge(KindInt, "C", "Slowdown temperature (in C)."),
 	"DCGM_FI_DEV_SHUTDOWN_TEMP":   gpuGauge(KindInt, "C", "Shutdown temperature (in C)."),
-	"DCGM_FI_DEV_FAN_SPEED":       gpuGauge(KindInt, "%", "Fan speed (in %)."),
+	"DCGM_FI_DEV_FAN_SPEED":       everyday(gpuGauge(KindInt, "%", "Fan speed (in %).")),
 
 	// Power and energy.
 	"DCGM_FI_DEV_POWER_USAGE":              everyday(gpuGauge(KindFloat, "W", "Power draw (in W).")),

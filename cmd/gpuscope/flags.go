@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/config"
+	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // Help categories of the serve flags.
@@ -134,11 +135,13 @@ func simFlags(in *config.Input) []cli.Flag {
 		&cli.IntFlag{Name: config.FlagSimGPUs, Value: in.SimGPUs, Category: catSim, Destination: &in.SimGPUs, EnvVars: env("GPUSCOPE_SIM_GPUS"),
 			Usage: "number of GPUs"},
 		&cli.StringFlag{Name: config.FlagSimModel, Value: in.SimModel, Category: catSim, Destination: &in.SimModel, EnvVars: env("GPUSCOPE_SIM_MODEL"),
-			Usage: "GPU model (h100, h200, a100, l4)"},
+			Usage: "GPU model (" + strings.Join(sim.Models(), ", ") + ")"},
 		&cli.Int64Flag{Name: config.FlagSimSeed, Value: in.SimSeed, Category: catSim, Destination: &in.SimSeed, EnvVars: env("GPUSCOPE_SIM_SEED"),
 			Usage: "seed of the simulated dynamics"},
 		&cli.StringFlag{Name: config.FlagSimMIG, Category: catSim, Destination: &in.SimMIG, EnvVars: env("GPUSCOPE_SIM_MIG"),
 			Usage: "MIG layout, e.g. all or 7x1g.10gb (empty: MIG off)"},
+		&cli.StringFlag{Name: config.FlagSimMIGGPUs, Category: catSim, Destination: &in.SimMIGGPUs, EnvVars: env("GPUSCOPE_SIM_MIG_GPUS"),
+			Usage: "the GPUs in MIG mode, comma-separated indexes (empty: all); the others run without MIG"},
 		&cli.IntFlag{Name: config.FlagSimNVLinks, Value: in.SimNVLinks, Category: catSim, Destination: &in.SimNVLinks, EnvVars: env("GPUSCOPE_SIM_NVLINKS"),
 			Usage: "NVLinks per GPU (-1: the model's)"},
 		&cli.Float64Flag{Name: config.FlagSimEventRate, Value: in.SimEventRate, Category: catSim, Destination: &in.SimEventRate,
@@ -149,5 +152,9 @@ func simFlags(in *config.Input) []cli.Flag {
 			Usage: "workload per GPU: mixed (the kinds in turn), one of compute, memory, communication, input, idle, data-parallel, or a comma-separated kind per GPU; with --sim-mig, per MIG instance (no communication)"},
 		&cli.IntFlag{Name: config.FlagSimSharedGPUs, Category: catSim, Destination: &in.SimSharedGPUs, EnvVars: env("GPUSCOPE_SIM_SHARED_GPUS"),
 			Usage: "GPUs shared by two simulated processes"},
+		&cli.StringFlag{Name: config.FlagSimScenario, Category: catSim, Destination: &in.SimScenario, EnvVars: env("GPUSCOPE_SIM_SCENARIO"),
+			Usage: "a named trouble or healthy control that lays out the node, its pods and jobs: " + strings.Join(sim.ScenarioNames(), ", ")},
+		&cli.StringFlag{Name: config.FlagSimClock, Value: in.SimClock, Category: catSim, Destination: &in.SimClock, EnvVars: env("GPUSCOPE_SIM_CLOCK"),
+			Usage: "real, or manual: the clock stands at the Unix epoch until POST /api/v1/sim/advance?by=30s moves it"},
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,6 +19,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
 	"github.com/gpuscope/gpuscope/internal/config"
@@ -26,6 +29,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/internal/serve/sighup"
 	"github.com/gpuscope/gpuscope/source"
+	"github.com/gpuscope/gpuscope/source/sim/simclock"
 )
 
 // defaultMemProfileRate is the Go runtime's default heap sampling rate.
@@ -49,7 +53,8 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	src, err := openSource(cfg, log)
+	manual := manualClock(cfg)
+	src, err := openSource(cfg, log, manual)
 	if err != nil {
 		return err
 	}
@@ -59,11 +64,15 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 	}()
 	reg := prometheus.NewRegistry()
-	eng, err := startEngine(ctx, cfg, set, src, reg, log)
+	eng, err := startEngine(ctx, cfg, set, src, reg, log, manual)
 	if err != nil {
 		return err
 	}
 	defer eng.Stop()
+	if manual != nil {
+		manual.Attach(eng.Loops)
+		log.WithField("now", manual.Now().Format(time.RFC3339)).Info("The simulated node runs on a manual clock; POST " + simclock.Path + "?by=30s moves it")
+	}
 	if err := startDumps(ctx, cfg, eng, src.Name(), log); err != nil {
 		return err
 	}
@@ -72,7 +81,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	startReload(ctx, cfg, eng, reg, log)
-	return listenAndServe(ctx, cfg, eng, src, set, reg, log)
+	return listenAndServe(ctx, cfg, eng, src, set, reg, log, manual)
 }
 
 func newLogger(cfg config.Log) *logrus.Entry {
@@ -113,7 +122,8 @@ func loadCounters(path string) (*counters.Set, error) {
 }
 
 // startEngine starts the enrichers and the engine over them.
-func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, reg *prometheus.Registry, log *logrus.Entry) (*engine.Engine, error) {
+func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, reg *prometheus.Registry, log *logrus.Entry,
+	manual *simclock.Clock) (*engine.Engine, error) {
 	// Enrichers start before the engine exists; they read its entity list,
 	// never the source's, so they do not race with collection.
 	var engRef atomic.Pointer[engine.Engine]
@@ -128,7 +138,14 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 		return nil, err
 	}
 	col, lab := cfg.Collection, cfg.Labels
+	var clk clock.Clock
+	var now func() time.Time
+	if manual != nil {
+		clk, now = manual.Clock(), manual.Now
+	}
 	eng, err := engine.New(engine.Options{
+		Clock:                   clk,
+		Now:                     now,
 		Source:                  src,
 		Counters:                set,
 		DefaultInterval:         col.DefaultInterval,
@@ -183,7 +200,7 @@ func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, re
 
 // listenAndServe serves the HTTP endpoints until ctx ends.
 func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine, src source.Source, set *counters.Set,
-	reg *prometheus.Registry, log *logrus.Entry) error {
+	reg *prometheus.Registry, log *logrus.Entry, manual *simclock.Clock) error {
 	var prof source.ProfilingController
 	if pc, ok := src.(source.ProfilingController); ok {
 		prof = pc
@@ -200,7 +217,14 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	if err != nil {
 		return err
 	}
+	var now func() time.Time
+	var advance http.Handler
+	if manual != nil {
+		now, advance = manual.Now, manual.Handler()
+	}
 	srv, err = server.New(server.Options{
+		Now:              now,
+		SimClock:         advance,
 		Address:          web.Address,
 		WebConfigFile:    web.ConfigFile,
 		Engine:           eng,

@@ -14,46 +14,21 @@ import (
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"
-	"github.com/gpuscope/gpuscope/source/sim"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
+	"github.com/gpuscope/gpuscope/source/sim/simclock"
 )
 
 // openSource opens the source --source names. auto tries DCGM, then NVML;
 // sim only runs when asked for.
-func openSource(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
+func openSource(cfg *config.Config, log *logrus.Entry, manual *simclock.Clock) (source.Source, error) {
 	switch cfg.Source {
 	case config.SourceSim:
-		return openSim(cfg)
+		return openSim(cfg, manual)
 	case config.SourceNVML:
 		return openNVML(cfg, log)
 	case config.SourceDCGM:
 		return openDCGM(cfg, log)
 	}
 	return openAuto(cfg, log)
-}
-
-func openSim(cfg *config.Config) (source.Source, error) {
-	c := sim.DefaultConfig()
-	s := cfg.Sim
-	c.GPUs, c.Model, c.Seed, c.MIG, c.EventRate, c.SharedGPUs = s.GPUs, s.Model, s.Seed, s.MIG, s.EventRate, s.SharedGPUs
-	if s.NVLinks >= 0 {
-		c.NVLinks = s.NVLinks
-	}
-	c.Hostname = cfg.Labels.Hostname
-	c.BindUnbindPoll = cfg.Collection.BindUnbindPoll
-	if s.Pods {
-		c.IdleGPUs = simpods.IdleGPUs(c.GPUs)
-		// Only the training job's GPUs run it; the others do what their
-		// pod (or the lack of one) does.
-		c.FreeGPUs = simpods.FreeGPUs(c.GPUs)
-		c.LightGPUs = simpods.NotebookGPUs(c.GPUs)
-	}
-	c.Workloads = s.Workloads
-	src, err := sim.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s=sim: %w", cfg.Flag(config.FlagSource), err)
-	}
-	return src, nil
 }
 
 func openNVML(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
@@ -96,12 +71,7 @@ func openDCGM(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
 // their own metrics.
 func openEnrichers(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, entities func() []*source.Entity,
 	log *logrus.Entry, reg *prometheus.Registry) ([]enrich.Enricher, error) {
-	var out []enrich.Enricher
-	if cfg.Sim.Pods {
-		sp := simpods.New(cfg.Sim.GPUs)
-		reg.MustRegister(sp)
-		out = append(out, sp)
-	}
+	out := simEnrichers(cfg, reg)
 	more, err := openClusterEnrichers(ctx, cfg, set, src, entities, log, reg)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,6 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/auto"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 // openAuto serves DCGM when it connects and NVML otherwise, switching as the
@@ -184,9 +183,7 @@ func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
 	lab, k := cfg.Labels, cfg.Kubernetes
 	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
 		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Options: labelOptions(cfg), HostnameLabel: lab.HostnameLabel}
-	if cfg.Sim.Pods {
-		shape.EnricherLabels = append(shape.EnricherLabels, simpods.LabelNames...)
-	}
+	shape.EnricherLabels = append(shape.EnricherLabels, simLabelNames(cfg)...)
 	if k.Enabled {
 		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(k.PodUIDLabel, k.VirtualGPUs, k.DRA)...)
 	}

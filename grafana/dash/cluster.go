@@ -84,12 +84,12 @@ func Cluster() (dashboard.Dashboard, error) {
 			q(`max(cluster:DCGM_FI_PROF_DRAM_ACTIVE:p99_5m{`+cl+`})`, "DRAM p99"),
 			q(`max(cluster:DCGM_FI_PROF_DRAM_ACTIVE:p50_5m{`+cl+`})`, "DRAM p50")).Max(1).Min(0)).
 		WithPanel(tablePanel("Pods idle but allocated",
-			"Pods whose GPUs' SM activity averaged under 5% over the time range: paid for, unused. Click to open the pod.", 24, 8).Unit("percentunit").
-			WithTarget(instantTable(`avg_over_time(namespace_pod:DCGM_FI_PROF_SM_ACTIVE:avg{` + cl + `}[$__range]) < 0.05`)).
+			"Pods holding GPUs that run nothing, as GPUIdleButAllocated counts them (docs/answers.md): how many of a pod's GPUs or MIG instances ran a kernel less than 5% of the time, on average over the time range; 1 is one GPU idle throughout. Paid for, unused. Click to open the pod.", 24, 8).
+			WithTarget(instantTable(`avg_over_time(namespace_pod:gpuscope_gpus_held_idle:sum{` + cl + `}[$__range]) >= 0.5`)).
 			DataLinks(asLinkBuilders([]*dashboard.DashboardLinkBuilder{toPod})).
 			WithTransformation(organize(
 				map[string]bool{"Time": true, "__name__": true},
-				map[string]string{"Value": "mean SM activity"}))).
+				map[string]string{"Value": "idle GPUs"}))).
 		WithRow(dashboard.NewRowBuilder("Who uses the GPUs")).
 		WithPanel(bars("GPU-hours held by namespace", "GPUs held, integrated over the time range.", "none", 8,
 			`topk(10, avg_over_time(namespace:gpuscope_gpus_allocated:count{`+cl+`}[$__range]) * $__range_s / 3600)`, "{{namespace}}")).

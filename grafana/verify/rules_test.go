@@ -92,34 +92,41 @@ func TestEveryAlertIsDocumented(t *testing.T) {
 			assert.Equal(t, strings.ToLower(name), anchor, "%s: runbook anchor", name)
 			assert.True(t, sections[anchor], "%s: docs/runbooks.md has no section %q", name, anchor)
 		}
-		// GPU alerts name the host, the GPU and its model, and the pod when
-		// there is one. gpuscope_field_supported carries only field, gpu,
-		// UUID and reason (docs/metrics.md), so that alert cannot name more.
+		// GPU alerts name the host in either spelling of its label, the GPU
+		// and its model, and the pod when there is one.
+		// gpuscope_field_supported carries only field, gpu, UUID and reason
+		// (docs/metrics.md), so that alert cannot name more; the series
+		// GPUMemoryHeldByNoWorkload fires on carry no pod by definition.
 		if strings.Contains(a["description"], "$labels.gpu") && name != "GPUFieldUnsupported" {
-			for _, l := range []string{"$labels.Hostname", "$labels.modelName"} {
+			for _, l := range []string{"$labels.Hostname", "$labels.hostname", "$labels.modelName"} {
 				assert.Contains(t, a["description"], l, "%s: description", name)
 			}
-			if !strings.Contains(a["summary"]+a["description"], "$labels.pod") {
+			if !strings.Contains(a["summary"]+a["description"], "$labels.pod") && name != "GPUMemoryHeldByNoWorkload" {
 				t.Errorf("%s: description does not name the pod", name)
 			}
 		}
 	}
 }
 
-// Every alert has promtool cases in which it fires and in which it stays
-// quiet: an evaluation expecting nothing, or input series (just below the
-// threshold) that must not make it fire.
+// Every alert has promtool cases, in any of the rule test files, in which
+// it fires and in which it stays quiet: an evaluation expecting nothing, or
+// input series (just below the threshold) that must not make it fire.
 func TestEveryAlertIsUnitTested(t *testing.T) {
-	var at alertTests
-	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/tests/alerts_test.yml"), &at)
+	files, err := filepath.Glob(filepath.Join(repoRoot, "deploy/prometheus/tests/*.yml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	fires, quiet := map[string]bool{}, map[string]bool{}
-	for _, tc := range at.Tests {
-		for _, c := range tc.AlertRuleTest {
-			if len(c.ExpAlerts) > 0 {
-				fires[c.Alertname] = true
-			}
-			if len(c.ExpAlerts) < len(tc.InputSeries) {
-				quiet[c.Alertname] = true
+	for _, f := range files {
+		var at alertTests
+		readYAML(t, f, &at)
+		for _, tc := range at.Tests {
+			for _, c := range tc.AlertRuleTest {
+				if len(c.ExpAlerts) > 0 {
+					fires[c.Alertname] = true
+				}
+				if len(c.ExpAlerts) < len(tc.InputSeries) {
+					quiet[c.Alertname] = true
+				}
 			}
 		}
 	}

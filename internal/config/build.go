@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -255,7 +256,19 @@ func (b *builder) sim() {
 	c, in := b.cfg, b.in
 	c.Sim = Sim{GPUs: in.SimGPUs, NVLinks: in.SimNVLinks, SharedGPUs: in.SimSharedGPUs, Model: in.SimModel, MIG: in.SimMIG,
 		Seed: in.SimSeed, EventRate: in.SimEventRate, Pods: in.SimPods}
+	c.Sim.MIGGPUs = b.gpuList(FlagSimMIGGPUs, in.SimMIGGPUs, in.SimGPUs)
+	if len(c.Sim.MIGGPUs) > 0 && in.SimMIG == "" {
+		b.fail(FlagSimMIGGPUs, fmt.Errorf("%s %q needs %s, the layout of the GPUs in MIG mode", b.flag(FlagSimMIGGPUs), in.SimMIGGPUs, b.flag(FlagSimMIG)))
+	}
+	c.Sim.Clock = SimClock(in.SimClock)
+	if c.Sim.Clock != SimClockReal && c.Sim.Clock != SimClockManual {
+		b.fail(FlagSimClock, fmt.Errorf("%s %q: use %s or %s", b.flag(FlagSimClock), in.SimClock, SimClockReal, SimClockManual))
+	}
 	if c.Source != SourceSim {
+		return
+	}
+	if in.SimScenario != "" {
+		b.simScenario()
 		return
 	}
 	// MIG instances each run their own training job unless a workload is
@@ -265,6 +278,8 @@ func (b *builder) sim() {
 	switch {
 	case in.SimMIG == "":
 		w, err = sim.ParseWorkloads(in.SimWorkload, in.SimGPUs)
+	case c.Given(FlagSimWorkload) && c.Given(FlagSimMIGGPUs):
+		err = fmt.Errorf("a workload per MIG instance needs every GPU in MIG mode; leave out %s or %s", b.flag(FlagSimMIGGPUs), b.flag(FlagSimWorkload))
 	case c.Given(FlagSimWorkload):
 		w, err = sim.ParseMIGWorkloads(in.SimWorkload, in.SimGPUs, in.SimModel, in.SimMIG)
 	}
@@ -272,6 +287,52 @@ func (b *builder) sim() {
 		b.fail(FlagSimWorkload, fmt.Errorf("%s: %w", b.flag(FlagSimWorkload), err))
 	}
 	c.Sim.Workloads = w
+}
+
+// gpuList reads a comma-separated list of the indexes of distinct GPUs of an
+// n-GPU node.
+func (b *builder) gpuList(flag, s string, n int) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		i, err := strconv.Atoi(f)
+		switch {
+		case err != nil || i < 0 || i >= n:
+			b.fail(flag, fmt.Errorf("%s %q: %q is not a GPU of the node (0 to %d)", b.flag(flag), s, f, n-1))
+			return nil
+		case slices.Contains(out, i):
+			b.fail(flag, fmt.Errorf("%s %q: GPU %d is given twice", b.flag(flag), s, i))
+			return nil
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// simScenario checks --sim-scenario: a known name, and none of the flags
+// that shape the node, which the scenario lays out itself.
+func (b *builder) simScenario() {
+	c, in := b.cfg, b.in
+	sc, err := sim.ScenarioByName(in.SimScenario)
+	if err != nil {
+		b.fail(FlagSimScenario, fmt.Errorf("%s: %w", b.flag(FlagSimScenario), err))
+		return
+	}
+	c.Sim.Scenario = sc.Name
+	c.Sim.GPUs = sc.GPUs()
+	for _, f := range []string{FlagSimGPUs, FlagSimModel, FlagSimMIG, FlagSimMIGGPUs, FlagSimNVLinks, FlagSimPods, FlagSimSharedGPUs, FlagSimWorkload} {
+		if c.Given(f) {
+			b.fail(f, fmt.Errorf("%s with %s %s: the scenario lays out the node (GPUs, model, MIG, workloads, pods and jobs) itself; leave %s out",
+				b.flag(f), b.flag(FlagSimScenario), sc.Name, b.flag(f)))
+		}
+	}
+	// Random XIDs and ECC errors would raise alerts of their own; a
+	// scenario shows its one trouble unless events are asked for.
+	if !c.Given(FlagSimEventRate) {
+		c.Sim.EventRate = 0
+	}
 }
 
 func (b *builder) kubernetes() {

@@ -147,13 +147,31 @@ type Sim struct {
 	// NVLinks per GPU; negative: the model's.
 	NVLinks, SharedGPUs int
 	Model, MIG          string
-	Seed                int64
-	EventRate           float64
-	Pods                bool
+	// MIGGPUs are the GPUs in MIG mode; nil puts all of them in it.
+	MIGGPUs   []int
+	Seed      int64
+	EventRate float64
+	Pods      bool
 	// Workloads is the workload of each GPU; nil leaves the choice to
 	// the sim (MIG instances run their own training jobs).
 	Workloads []sim.Workload
+	// Scenario names one of sim.Scenarios, which lays out the node, its
+	// pods and its HPC jobs; empty for none.
+	Scenario string
+	// Clock is the clock the sim and the engine run on.
+	Clock SimClock
 }
+
+// SimClock is the clock of a simulated node.
+type SimClock string
+
+const (
+	// SimClockReal is the wall clock.
+	SimClockReal SimClock = "real"
+	// SimClockManual stands still at the Unix epoch until POST
+	// /api/v1/sim/advance moves it (package simclock).
+	SimClockManual SimClock = "manual"
+)
 
 // Kubernetes is pod attribution.
 type Kubernetes struct {

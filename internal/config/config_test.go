@@ -157,6 +157,22 @@ func TestBuild(t *testing.T) {
 		}, func(t *testing.T, c *Config) {
 			assert.Equal(t, []sim.Workload{sim.ComputeBound, sim.MemoryBound, sim.InputBound, sim.IdleAllocated}, c.Sim.Workloads)
 		}},
+		{"a scenario lays out the node and stops random events", func(in *Input) { in.Source, in.SimScenario = "sim", "mig-idle" },
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, "mig-idle", c.Sim.Scenario)
+				assert.Equal(t, 2, c.Sim.GPUs, "the scenario's GPUs, for the simulated pods")
+				assert.Nil(t, c.Sim.Workloads)
+				assert.Zero(t, c.Sim.EventRate)
+				assert.Equal(t, SimClockReal, c.Sim.Clock)
+			}},
+		{"random events in a scenario when asked for", func(in *Input) {
+			in.Source, in.SimScenario, in.SimEventRate = "sim", "leak", 2
+			in.Given = map[string]string{FlagSimEventRate: "--sim-event-rate"}
+		}, func(t *testing.T, c *Config) { assert.Equal(t, 2.0, c.Sim.EventRate) }},
+		{"a manual clock", func(in *Input) { in.Source, in.SimClock = "sim", "manual" },
+			func(t *testing.T, c *Config) { assert.Equal(t, SimClockManual, c.Sim.Clock) }},
+		{"some GPUs in MIG mode", func(in *Input) { in.Source, in.SimMIG, in.SimMIGGPUs = "sim", "all", "1, 3" },
+			func(t *testing.T, c *Config) { assert.Equal(t, []int{1, 3}, c.Sim.MIGGPUs) }},
 		{"the host name given is the node name", func(in *Input) { in.Hostname = "gpu-node-7" },
 			func(t *testing.T, c *Config) {
 				assert.Equal(t, "gpu-node-7", c.Labels.Hostname)
@@ -248,6 +264,25 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 			in.Source, in.SimMIG, in.SimWorkload = "sim", "2x3g.40gb", "communication"
 			in.Given = map[string]string{FlagSimWorkload: "--sim-workload"}
 		}, `--sim-workload: workloads "communication": communication does not run on a MIG instance`},
+		{"unknown scenario", func(in *Input) { in.Source, in.SimScenario = "sim", "meltdown" },
+			`--sim-scenario: unknown scenario "meltdown"; use one of idle-pod, zombie, leak`},
+		{"scenario and the flags it sets", func(in *Input) {
+			in.Source, in.SimScenario, in.Given = "sim", "zombie", map[string]string{FlagSimPods: "--sim-pods"}
+		}, "--sim-pods with --sim-scenario zombie: the scenario lays out the node (GPUs, model, MIG, workloads, pods and jobs) itself; leave --sim-pods out"},
+		{"scenario on another source", func(in *Input) {
+			in.Source, in.SimScenario, in.Given = "dcgm", "zombie", map[string]string{FlagSimScenario: "--sim-scenario"}
+		}, "--sim-scenario only applies to --source=sim (the source is dcgm)"},
+		{"sim clock", func(in *Input) { in.Source, in.SimClock = "sim", "fast" }, `--sim-clock "fast": use real or manual`},
+		{"MIG GPUs off the node", func(in *Input) { in.Source, in.SimMIG, in.SimMIGGPUs = "sim", "all", "1,8" },
+			`--sim-mig-gpus "1,8": "8" is not a GPU of the node (0 to 7)`},
+		{"MIG GPU twice", func(in *Input) { in.Source, in.SimMIG, in.SimMIGGPUs = "sim", "all", "1, 1" },
+			`--sim-mig-gpus "1, 1": GPU 1 is given twice`},
+		{"MIG GPUs without a layout", func(in *Input) { in.Source, in.SimMIGGPUs = "sim", "1" },
+			`--sim-mig-gpus "1" needs --sim-mig, the layout of the GPUs in MIG mode`},
+		{"a workload per MIG instance on a node partly in MIG mode", func(in *Input) {
+			in.Source, in.SimMIG, in.SimMIGGPUs, in.SimWorkload = "sim", "all", "1", "compute"
+			in.Given = map[string]string{FlagSimWorkload: "--sim-workload", FlagSimMIGGPUs: "--sim-mig-gpus"}
+		}, "--sim-workload: a workload per MIG instance needs every GPU in MIG mode; leave out --sim-mig-gpus or --sim-workload"},
 		{"resource name, under dcgm-exporter's name", func(in *Input) {
 			in.Kubernetes, in.ResourceNames = true, []string{"nvidia.com/*gpu"}
 			in.Given = map[string]string{FlagResourceNames: "--nvidia-resource-names"}

@@ -29,6 +29,7 @@ type Input struct {
 
 	SimGPUs, SimNVLinks, SimSharedGPUs int
 	SimModel, SimMIG, SimWorkload      string
+	SimScenario, SimClock, SimMIGGPUs  string
 	SimSeed                            int64
 	SimEventRate                       float64
 	SimPods                            bool
@@ -106,6 +107,7 @@ func Defaults() Input {
 		SimNVLinks:         -1,
 		SimModel:           s.Model,
 		SimWorkload:        sim.Mixed,
+		SimClock:           string(SimClockReal),
 		SimSeed:            1,
 		SimEventRate:       s.EventRate,
 		InsightWindow:      engine.DefaultInsightWindow,

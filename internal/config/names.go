@@ -35,11 +35,14 @@ const (
 	FlagSimModel           = "sim-model"
 	FlagSimSeed            = "sim-seed"
 	FlagSimMIG             = "sim-mig"
+	FlagSimMIGGPUs         = "sim-mig-gpus"
 	FlagSimNVLinks         = "sim-nvlinks"
 	FlagSimEventRate       = "sim-event-rate"
 	FlagSimPods            = "sim-pods"
 	FlagSimSharedGPUs      = "sim-shared-gpus"
 	FlagSimWorkload        = "sim-workload"
+	FlagSimScenario        = "sim-scenario"
+	FlagSimClock           = "sim-clock"
 	FlagInsight            = "insight"
 	FlagInsightWindow      = "insight-window"
 	FlagNativeHistograms   = "native-histograms"
@@ -88,4 +91,4 @@ const (
 
 // SimOnly are the flags that only the sim source reads.
 var SimOnly = []string{FlagSimGPUs, FlagSimModel, FlagSimSeed, FlagSimMIG, FlagSimNVLinks, FlagSimEventRate,
-	FlagSimPods, FlagSimSharedGPUs, FlagSimWorkload}
+	FlagSimPods, FlagSimSharedGPUs, FlagSimWorkload, FlagSimScenario, FlagSimClock, FlagSimMIGGPUs}

@@ -351,6 +351,21 @@ func (e *Engine) Reload(set *counters.Set) error {
 	return nil
 }
 
+// Loops is how many background loops wait on Options.Clock between their
+// runs once Start has returned: one per field group, and the insight loop
+// when insight is on. Each arms exactly one timer while it waits, so a
+// driver of a fake clock that finds this many timers armed knows that every
+// loop has finished what its last move of the clock started.
+func (e *Engine) Loops() int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	n := len(e.plan.groups)
+	if e.plan.insight.on {
+		n++
+	}
+	return n
+}
+
 func (e *Engine) startLoops() {
 	ctx, cancel := context.WithCancel(e.baseCtx)
 	e.cancel = cancel

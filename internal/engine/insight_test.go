@@ -32,6 +32,7 @@ func TestInsightIsComputedInTheBackground(t *testing.T) {
 	require.NoError(t, e.Start(ctx))
 	// Three loops wait on the clock: the 100 ms group (the insight fields),
 	// the 1 s group and the insight computation (every second).
+	require.Equal(t, 3, e.Loops())
 	for range 30 {
 		require.True(t, clk.WaitForTimers(3, testwait.Timeout), "the sampling and insight loops wait for their next turn")
 		clk.Add(100 * time.Millisecond)
@@ -58,6 +59,7 @@ func TestInsightOffChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.Open())
 	require.Len(t, e.plan.slots, 1, "only the file's field is watched")
+	assert.Equal(t, 1, e.Loops(), "one sampling loop, no insight loop")
 	for range 20 {
 		clk.Add(100 * time.Millisecond)
 		require.NoError(t, e.CollectAll(context.Background()))

@@ -25,6 +25,10 @@ type Config struct {
 	// "[N x]PROFILE" items such as "7x1g.10gb" or "3g.40gb,2x2g.20gb".
 	// The layout must fit in 7 compute and 8 memory slices.
 	MIG string
+	// MIGGPUs are the indexes of the GPUs in MIG mode, when MIG is set;
+	// empty puts every GPU in MIG mode. The others run without MIG, as on
+	// a node of the GPU operator's mixed strategy.
+	MIGGPUs []int
 	// NVLinks per GPU; 0 means the model's (H100/H200 18, A100 12, L4 none).
 	NVLinks int
 	// Hostname is the node name the simulated GPUs live on.
@@ -60,6 +64,11 @@ type Config struct {
 	// ratios of GPUs running a workload kind, beyond the sensor noise every
 	// GPU has.
 	Noise float64
+	// Scenario, when set, names one of Scenarios: it lays out the node
+	// itself (GPUs, model, MIG layout and what each GPU runs), in place of
+	// GPUs, Model and MIG; Workloads, IdleGPUs, FreeGPUs, LightGPUs and
+	// SharedGPUs must then be empty.
+	Scenario string
 	// BindUnbindPoll, when positive, is how often Collect notices GPUs
 	// unplugged or replugged (Source.Unplug, Source.Replug) and changes its
 	// entities, as the NVML and DCGM sources do for GPUs unbound from or
@@ -79,11 +88,18 @@ type resolved struct {
 	model *model
 	links int
 	mig   []migProfile
+	// migOn says which GPUs are in MIG mode, by index.
+	migOn []bool
+	// plans is what each GPU does in the scenario; nil without one.
+	plans []*gpuPlan
 }
 
 // resolve validates cfg and applies its defaults.
 func resolve(cfg Config) (*resolved, error) {
 	r := &resolved{Config: cfg}
+	if err := r.resolveScenario(); err != nil {
+		return nil, err
+	}
 	if r.GPUs == 0 {
 		r.GPUs = 8
 	}
@@ -93,7 +109,7 @@ func resolve(cfg Config) (*resolved, error) {
 	if err := r.resolveModel(); err != nil {
 		return nil, err
 	}
-	for _, check := range []func() error{r.checkRates, r.checkGPURoles, r.checkWorkloads} {
+	for _, check := range []func() error{r.checkRates, r.checkGPURoles, r.checkMIGGPUs, r.checkWorkloads} {
 		if err := check(); err != nil {
 			return nil, err
 		}
@@ -208,6 +224,58 @@ func (r *resolved) checkWorkloads() error {
 		if !w.valid() {
 			return fmt.Errorf("sim: Workloads: GPU %d: unknown kind %q (known: %s, %s)", i, w, kindNames(), DataParallel)
 		}
+	}
+	return nil
+}
+
+// resolveScenario lays out the node of the scenario, when one is named.
+func (r *resolved) resolveScenario() error {
+	if r.Scenario == "" {
+		return nil
+	}
+	sc, err := ScenarioByName(r.Scenario)
+	if err != nil {
+		return fmt.Errorf("sim: Scenario: %w", err)
+	}
+	if len(r.Workloads)+len(r.IdleGPUs)+len(r.FreeGPUs)+len(r.LightGPUs) > 0 || r.SharedGPUs > 0 {
+		return fmt.Errorf("sim: Scenario %q lays out the node itself; leave Workloads, IdleGPUs, FreeGPUs, LightGPUs and SharedGPUs empty", r.Scenario)
+	}
+	b := newBuilder(uint64(r.Seed))
+	sc.plan(b)
+	r.GPUs, r.Model, r.MIG, r.plans = len(b.gpus), b.model, b.mig, b.gpus
+	r.MIGGPUs = nil
+	for i, g := range b.gpus {
+		if len(g.instances) > 0 {
+			r.MIGGPUs = append(r.MIGGPUs, i)
+		}
+	}
+	return nil
+}
+
+// checkMIGGPUs settles which GPUs are in MIG mode: MIGGPUs, in range and
+// each once, or all of them.
+func (r *resolved) checkMIGGPUs() error {
+	r.migOn = make([]bool, r.GPUs)
+	if len(r.mig) == 0 {
+		if len(r.MIGGPUs) > 0 {
+			return fmt.Errorf("sim: MIGGPUs %v without a MIG layout", r.MIGGPUs)
+		}
+		return nil
+	}
+	if len(r.MIGGPUs) == 0 {
+		for i := range r.migOn {
+			r.migOn[i] = true
+		}
+		return nil
+	}
+	for _, i := range r.MIGGPUs {
+		if i < 0 || i >= r.GPUs {
+			return fmt.Errorf("sim: MIGGPUs: index %d out of range 0..%d", i, r.GPUs-1)
+		}
+		if r.migOn[i] {
+			return fmt.Errorf("sim: MIGGPUs: index %d repeated", i)
+		}
+		r.migOn[i] = true
 	}
 	return nil
 }

@@ -17,7 +17,8 @@ type scope uint8
 const (
 	// scopeGPU fields describe the whole board (clocks, power, ECC...).
 	scopeGPU scope = iota
-	// scopeGPUAndMIG fields are also sampled per MIG GPU instance
+	// scopeGPUAndMIG fields are also sampled per MIG GPU instance: those
+	// DCGM's field table reads at the GPU-instance or compute-instance level
 	// (profiling activity, framebuffer).
 	scopeGPUAndMIG
 	// scopeLink fields belong to one link, named by fieldInfo.link.
@@ -83,6 +84,7 @@ var gpuFields = []fieldInfo{
 	{id: fieldid.ClocksEventReasons},
 	{id: fieldid.MaxSMClock},
 	{id: fieldid.MaxMemClock},
+	{id: fieldid.FanSpeed},
 	{id: fieldid.MemoryTemp},
 	{id: fieldid.GPUTemp},
 	{id: fieldid.PowerUsage},
@@ -131,8 +133,11 @@ var gpuFields = []fieldInfo{
 	{id: fieldid.ProfPipeFP64Active, scope: scopeGPUAndMIG},
 	{id: fieldid.ProfPipeFP32Active, scope: scopeGPUAndMIG},
 	{id: fieldid.ProfPipeFP16Active, scope: scopeGPUAndMIG},
-	{id: fieldid.ProfPCIeTXBytes, scope: scopeGPUAndMIG},
-	{id: fieldid.ProfPCIeRXBytes, scope: scopeGPUAndMIG},
+	// DCGM reads PCIe traffic per GPU, MIG or not (its field table puts
+	// the PCIe fields at the GPU level): a MIG instance's series repeats
+	// its GPU's, as every GPU-level field's does.
+	{id: fieldid.ProfPCIeTXBytes},
+	{id: fieldid.ProfPCIeRXBytes},
 	{id: fieldid.ProfNVLinkTXBytes, nvlink: true},
 	{id: fieldid.ProfNVLinkRXBytes, nvlink: true},
 	{id: fieldid.ExpGPUHealthStatus},

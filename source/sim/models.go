@@ -27,6 +27,9 @@ type model struct {
 	// the fabric manager sets up (Hopper's NVSwitch systems).
 	computeCap string
 	fabric     bool
+	// fan says the card has a fan of its own (an actively cooled PCIe
+	// card); the others are cooled by the server's airflow.
+	fan bool
 	// migProfiles is empty when the model has no MIG; the first profile is
 	// the smallest one, which "all" uses.
 	migProfiles []migProfile
@@ -71,6 +74,13 @@ var models = map[string]*model{
 		links: 12, linkBytes: 25e9, pcieBytes: 25e9, tempRise: 38, vbios: "92.00.45.00.06",
 		computeCap:  "524288",
 		migProfiles: hopper80Profiles,
+	},
+	// A workstation card with a blower fan, for the fan scenarios.
+	"rtx6000ada": {
+		key: "rtx6000ada", name: "NVIDIA RTX 6000 Ada Generation", fbTotal: 49140, fbReserved: 495,
+		idleW: 24, limitW: 300, maxSMClock: 2505, idleSMClock: 210, memClock: 10001,
+		links: 0, pcieBytes: 25e9, tempRise: 38, vbios: "95.02.5C.00.02",
+		computeCap: "524297", fan: true,
 	},
 	"l4": {
 		key: "l4", name: "NVIDIA L4", fbTotal: 23034, fbReserved: 431,

@@ -23,7 +23,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -80,10 +79,16 @@ type gpuSim struct {
 	p2p []source.P2PLink
 	// kind is the GPU's workload when it runs one of Kinds, nil for the
 	// node-wide job.
-	kind   *kindJob
-	gis    []*giSim
-	serial string
-	pids   [2]uint32
+	kind *kindJob
+	// plan is the GPU's part in a scenario; nil without one.
+	plan *gpuPlan
+	// sinkExcess is how much warmer (C) the heat sink runs than with its
+	// fan working; reset says the scenario's GPU reset has happened.
+	sinkExcess float64
+	reset      bool
+	gis        []*giSim
+	serial     string
+	pids       [2]uint32
 
 	memFrac, ambient float64
 
@@ -116,7 +121,9 @@ type giSim struct {
 	job  job
 	// kind is the instance's workload when it runs one of MIGKinds, nil
 	// for its training job.
-	kind    *kindJob
+	kind *kindJob
+	// w is what runs on the instance in a scenario; nil runs nothing.
+	w       work
 	fbTotal int64
 	memFrac float64
 	pid     uint32
@@ -202,29 +209,17 @@ func New(cfg Config) (*Source, error) {
 		for _, k := range r.LightGPUs {
 			g.light = g.light || (k == i && !g.idle && !g.free)
 		}
-		if len(r.mig) == 0 && len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
+		if r.plans != nil {
+			g.plan = r.plans[i]
+		}
+		if !r.migOn[i] && len(r.Workloads) > 0 && r.Workloads[i] != DataParallel {
 			kj := newKindJob(r.Workloads[i], s.seed, uint64(5000+i), r.StepJitter)
 			g.kind = &kj
 		}
 		g.pids[0] = pid(uint64(i), 0)
 		g.pids[1] = pid(uint64(i), 1)
-		usable := m.fbTotal - m.fbReserved
-		for k, p := range r.mig {
-			e := ent
-			e.Kind = source.GPUInstance
-			e.GPUInstanceID = k + 1
-			if len(r.mig) == 1 && p.compute == migComputeSlices {
-				e.GPUInstanceID = 0
-			}
-			e.GPUInstanceProfile = p.name
-			e.MIGUUID = formatUUID("MIG-", hash4(s.seed, uint64(i), tagIdentity, uint64(100+k)), hash4(s.seed, uint64(i), tagIdentity, uint64(200+k)))
-			key := uint64(1000 + i*16 + k)
-			g.gis = append(g.gis, &giSim{
-				idx: k, ent: &e, prof: p, job: newJob(s.seed, key),
-				fbTotal: int64(p.memSlices) * (usable / migMemSlices),
-				memFrac: 0.75 + 0.13*fraction(hash4(s.seed, key, tagMem, 0)),
-				pid:     pid(uint64(i), uint64(10+k)),
-			})
+		if r.migOn[i] {
+			s.addInstances(g, pid)
 		}
 		s.gpus = append(s.gpus, g)
 	}
@@ -234,6 +229,34 @@ func New(cfg Config) (*Source, error) {
 		s.entities = append(s.entities, g.ent)
 	}
 	return s, nil
+}
+
+// addInstances gives a GPU in MIG mode its GPU instances, in the order of
+// the layout, each with what its scenario runs on it, if any.
+func (s *Source) addInstances(g *gpuSim, pid func(a, b uint64) uint32) {
+	r, i := s.cfg, g.idx
+	usable := r.model.fbTotal - r.model.fbReserved
+	for k, p := range r.mig {
+		e := *g.ent
+		e.Kind = source.GPUInstance
+		e.GPUInstanceID = k + 1
+		if len(r.mig) == 1 && p.compute == migComputeSlices {
+			e.GPUInstanceID = 0
+		}
+		e.GPUInstanceProfile = p.name
+		e.MIGUUID = formatUUID("MIG-", hash4(s.seed, uint64(i), tagIdentity, uint64(100+k)), hash4(s.seed, uint64(i), tagIdentity, uint64(200+k)))
+		key := uint64(1000 + i*16 + k)
+		gi := &giSim{
+			idx: k, ent: &e, prof: p, job: newJob(s.seed, key),
+			fbTotal: int64(p.memSlices) * (usable / migMemSlices),
+			memFrac: 0.75 + 0.13*fraction(hash4(s.seed, key, tagMem, 0)),
+			pid:     pid(uint64(i), uint64(10+k)),
+		}
+		if g.plan != nil && k < len(g.plan.instances) {
+			gi.w = g.plan.instances[k].w
+		}
+		g.gis = append(g.gis, gi)
+	}
 }
 
 // dgxBusIDs are the PCI buses of the GPUs of a DGX H100, in index order.
@@ -361,8 +384,8 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		}
 	}
 	switch {
-	case id == fieldid.FanSpeed:
-		unsup("the simulated models are passively cooled data-center GPUs; they have no fan")
+	case id == fieldid.FanSpeed && !s.cfg.model.fan:
+		unsup("the simulated " + s.cfg.model.key + " is a passively cooled data-center GPU; it has no fan")
 		return
 	case info == nil && fieldid.Of(id).Level == fieldid.LevelLink:
 		unsup(linkFieldNote)
@@ -388,6 +411,10 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	}
 	for _, g := range s.gpus {
 		if !g.listed {
+			continue
+		}
+		if len(g.gis) > 0 && migUnsupported(id) {
+			p.unsup = append(p.unsup, unsupported{ent: g.ent, id: id, reason: migUtilNote})
 			continue
 		}
 		// Per-link fields (..._L<n>) are GPU fields in DCGM, one per link
@@ -537,201 +564,4 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// sample computes each GPU's instantaneous state at ns.
-func (s *Source) sample(ns, tick int64) {
-	s.nowTick = tick
-	tsec := float64(ns-s.t0*tickNS) / 1e9
-	for _, g := range s.gpus {
-		g.act = s.gpuActivity(g, tsec)
-		g.powerInst, g.capped = s.power(g, &g.act, tick)
-		g.fbUsed = s.fbUsed(g, tsec)
-		var r uint64
-		if g.act.idle {
-			r |= reasonGPUIdle
-		}
-		if g.capped {
-			r |= reasonSWPowerCap
-		}
-		if tick < g.slowUntil {
-			r |= reasonHWSlowdown
-		}
-		if tick < g.thermUntil {
-			r |= reasonHWThermal
-		}
-		g.reasons = r
-	}
-}
-
-// Clock event reason bits, as NVML and DCGM define them.
-const (
-	reasonGPUIdle    = 0x1
-	reasonSWPowerCap = 0x4
-	reasonHWSlowdown = 0x8
-	reasonHWThermal  = 0x40
-)
-
-// idleActivity is a GPU with a CUDA context and no kernels.
-var idleActivity = activity{intensity: 0.15, idle: true}
-
-// freeActivity is a GPU without any process.
-var freeActivity = activity{intensity: 0.1, idle: true}
-
-// lightActivity is a notebook: a few small kernels now and then, a little
-// host traffic.
-var lightActivity = activity{gr: 0.05, sm: 0.04, occ: 0.02, tensor: 0.01, dram: 0.03, fp32: 0.02, pcieTX: 0.01, pcieRX: 0.02, intensity: 0.3}
-
-func (s *Source) gpuActivity(g *gpuSim, tsec float64) activity {
-	if g.free || g.light {
-		a := freeActivity
-		if g.light {
-			a = lightActivity
-		}
-		for _, gi := range g.gis {
-			gi.act = a
-		}
-		return a
-	}
-	if g.idle {
-		for _, gi := range g.gis {
-			gi.act = idleActivity
-		}
-		return idleActivity
-	}
-	if g.kind != nil {
-		return g.kind.at(tsec)
-	}
-	if len(g.gis) == 0 {
-		return s.job.at(tsec)
-	}
-	a := activity{idle: true}
-	for _, gi := range g.gis {
-		gi.act = gi.activity(tsec)
-		a.blend(&gi.act, float64(gi.prof.compute)/migComputeSlices)
-		a.idle = a.idle && gi.act.idle
-	}
-	// MIG turns off NVLink peer traffic.
-	a.nvlink = 0
-	return a
-}
-
-// fbUsed returns the GPU's used framebuffer (MiB) tsec after the start and
-// updates its MIG instances' share.
-func (s *Source) fbUsed(g *gpuSim, tsec float64) int64 {
-	if g.free || g.light {
-		share := 0.0
-		if g.light {
-			share = lightMemShare
-		}
-		var sum int64
-		for _, gi := range g.gis {
-			gi.fbUsed = int64(share * float64(gi.fbTotal))
-			sum += gi.fbUsed
-		}
-		if len(g.gis) == 0 {
-			sum = int64(share * float64(s.cfg.model.fbTotal-s.cfg.model.fbReserved))
-		}
-		return sum
-	}
-	if g.idle {
-		var sum int64
-		for _, gi := range g.gis {
-			gi.fbUsed = contextMiB
-			sum += contextMiB
-		}
-		if len(g.gis) == 0 {
-			sum = contextMiB
-		}
-		return sum
-	}
-	if len(g.gis) == 0 {
-		usable := s.cfg.model.fbTotal - s.cfg.model.fbReserved
-		return int64(g.memFrac * float64(usable) * s.job.memRamp(tsec))
-	}
-	var sum int64
-	for _, gi := range g.gis {
-		gi.fbUsed = int64(gi.memFrac * float64(gi.fbTotal) * gi.job.memRamp(tsec))
-		sum += gi.fbUsed
-	}
-	return sum
-}
-
-// lightMemShare is the part of the framebuffer a notebook holds.
-const lightMemShare = 0.35
-
-// power returns the board power (W) for an activity and whether the power
-// limit capped it.
-func (s *Source) power(g *gpuSim, a *activity, tick int64) (float64, bool) {
-	m := s.cfg.model
-	load := (0.05 + 0.45*a.sm + 0.4*a.tensor + 0.2*a.dram) * a.intensity
-	load *= 1 + 0.04*(fraction(hash4(s.seed, uint64(g.idx), tagNoise, uint64(tick)))-0.5)
-	demand := m.idleW + (m.limitW-m.idleW)*load
-	if demand > m.limitW {
-		return m.limitW * (0.99 + 0.01*fraction(hash4(s.seed, uint64(g.idx), tagNoise+100, uint64(tick)))), true
-	}
-	return demand, false
-}
-
-// Truth returns what GPU gpu's workload does, as the simulation defines it;
-// false for the node-wide DataParallel job, whose stalls are random.
-func (s *Source) Truth(gpu int) (Truth, bool) {
-	if gpu < 0 || gpu >= len(s.gpus) {
-		return Truth{}, false
-	}
-	g := s.gpus[gpu]
-	switch {
-	case g.idle:
-		return Truth{Workload: IdleAllocated, Bound: "idle", BoundShare: 1}, true
-	case g.kind != nil:
-		return g.kind.truth(), true
-	}
-	return Truth{}, false
-}
-
-// Processes lists one training process per GPU or MIG instance, two on each
-// shared GPU. Their memory adds up to the framebuffer in use.
-func (s *Source) Processes() []source.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ns := s.cfg.Now().UnixNano()
-	tsec := 0.0
-	if s.started {
-		tsec = float64(ns-s.t0*tickNS) / 1e9
-	}
-	out := []source.Process{} // empty, not nil: the sim can always list
-	for _, g := range s.gpus {
-		if g.unplugged || g.free {
-			continue
-		}
-		used := s.fbUsed(g, tsec)
-		if len(g.gis) > 0 {
-			// NVML gives no per-process SM utilisation inside a MIG
-			// instance, and the sim says no more than the driver would.
-			for _, gi := range g.gis {
-				out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
-					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1})
-			}
-			continue
-		}
-		util := math.Round(s.job.at(tsec).sm * 100)
-		if g.kind != nil {
-			util = math.Round(g.kind.at(tsec).sm * 100)
-		}
-		if g.idle {
-			util = 0
-		}
-		if g.light {
-			util = math.Round(lightActivity.sm * 100)
-		}
-		if g.idx < s.cfg.SharedGPUs {
-			first := used * 55 / 100
-			out = append(out,
-				source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(first) * mib, SMUtil: math.Round(util * 0.6)},
-				source.Process{PID: g.pids[1], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used-first) * mib, SMUtil: util - math.Round(util*0.6)})
-			continue
-		}
-		out = append(out, source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used) * mib, SMUtil: util})
-	}
-	return out
 }

@@ -47,7 +47,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
-	assert.Equal(t, []string{"a100", "h100", "h200", "l4"}, Models())
+	assert.Equal(t, []string{"a100", "h100", "h200", "l4", "rtx6000ada"}, Models())
 }
 
 func TestIdentity(t *testing.T) {
@@ -60,6 +60,7 @@ func TestIdentity(t *testing.T) {
 		{"h200", "NVIDIA H200", 700, 18},
 		{"a100", "NVIDIA A100-SXM4-80GB", 400, 12},
 		{"l4", "NVIDIA L4", 72, 0},
+		{"rtx6000ada", "NVIDIA RTX 6000 Ada Generation", 300, 0},
 	}
 	uuidRe := regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	busRe := regexp.MustCompile(`^00000000:[0-9A-F]{2}:00\.0$`)

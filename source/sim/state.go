@@ -106,7 +106,10 @@ func (s *Source) step(g *gpuSim, t int64, tsec float64) {
 	// First-order lags: the die follows power within tens of seconds, the
 	// memory stacks a little slower. HBM runs a few degrees above the die,
 	// more when the memory is busy.
-	g.temp += (g.ambient + m.tempRise*frac - g.temp) * (tickSec / 25)
+	if g.plan != nil {
+		s.stepPlan(g, t, tsec, frac)
+	}
+	g.temp += (g.ambient + m.tempRise*frac + g.sinkExcess - g.temp) * (tickSec / 25)
 	g.memTemp += (g.ambient + m.tempRise*frac + hbmMargin + 6*a.dram - g.memTemp) * (tickSec / 40)
 	const dt = float64(tickNS)
 	if capped {
@@ -250,6 +253,8 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 		switch {
 		case g.act.idle:
 			return m.idleSMClock, true
+		case g.plan != nil && g.plan.smClock > 0:
+			return g.plan.smClock, true
 		case g.capped:
 			return math.Round(m.maxSMClock*(0.88+0.06*fraction(hash4(s.seed, uint64(g.idx), uint64(id), uint64(s.nowTick))))/15) * 15, true
 		}
@@ -270,7 +275,7 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 	case fieldid.PersistenceMode:
 		return 1, true
 	case fieldid.MIGMode:
-		if len(s.cfg.mig) > 0 {
+		if len(g.gis) > 0 {
 			return 1, true
 		}
 		return 0, true
@@ -292,6 +297,8 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 		return m.maxSMClock, true
 	case fieldid.MaxMemClock:
 		return m.memClock, true
+	case fieldid.FanSpeed:
+		return fanSpeed(g.temp), true
 	case fieldid.MemoryTemp:
 		return math.Round(g.memTemp), true
 	case fieldid.GPUTemp:

@@ -15,28 +15,35 @@ import (
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 )
 
-// emitted collects once with every given field watched on a node with
-// NVLinks and returns the IDs that got a value or a text.
+// emitted collects once with every given field watched on a node of each
+// model that together serve them all (the H100 has NVLinks, the RTX 6000
+// Ada a fan) and returns the IDs that got a value or a text on either.
 func emitted(t *testing.T, ids []uint16) map[uint16]bool {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.GPUs = 1
-	s, c := newSim(t, cfg, ids...)
-	rec := newRec()
-	run(t, s, c, rec, time.Second, 0)
-	require.Empty(t, rec.unsup)
 	out := map[uint16]bool{}
-	for k := range rec.values {
-		out[k.field] = true
-	}
-	for k := range rec.texts {
-		out[k.field] = true
-	}
-	if len(rec.health) > 0 {
-		out[fieldid.ExpGPUHealthStatus] = true
-	}
-	if len(rec.p2p) > 0 {
-		out[fieldid.ExpP2PStatus] = true
+	for _, model := range []string{"h100", "rtx6000ada"} {
+		cfg := DefaultConfig()
+		cfg.GPUs, cfg.Model = 1, model
+		s, c := newSim(t, cfg, ids...)
+		rec := newRec()
+		run(t, s, c, rec, time.Second, 0)
+		if model == "h100" {
+			for k := range rec.unsup {
+				assert.Equal(t, fieldid.FanSpeed, k.field, "the H100 lacks only a fan")
+			}
+		}
+		for k := range rec.values {
+			out[k.field] = true
+		}
+		for k := range rec.texts {
+			out[k.field] = true
+		}
+		if len(rec.health) > 0 {
+			out[fieldid.ExpGPUHealthStatus] = true
+		}
+		if len(rec.p2p) > 0 {
+			out[fieldid.ExpP2PStatus] = true
+		}
 	}
 	return out
 }

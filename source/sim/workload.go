@@ -23,6 +23,7 @@ const (
 	tagPID
 	tagEnergy
 	tagEventDur
+	tagScenario
 )
 
 // mix is the splitmix64 finaliser: a cheap, well-spread 64-bit hash.

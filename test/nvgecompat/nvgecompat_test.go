@@ -7,6 +7,7 @@ package nvgecompat
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,7 @@ import (
 const fixture = "testdata/nvidia_gpu_exporter"
 
 const (
-	noFan     = "the simulated models are passively cooled data-center GPUs, which report no fan speed (nor do they in that exporter's own H100 captures)"
+	noFan     = "the simulated H100s are passively cooled data-center GPUs, which report no fan speed (nor do they in that exporter's own H100 captures)"
 	noProcess = "per-process series: gpuscope uses the GPU's processes to attribute it to pods and exports no per-process series"
 )
 
@@ -124,10 +125,10 @@ func TestDashboardsAndRulesAnswerFromTheSim(t *testing.T) {
 	require.NoError(t, err, "promtool check rules: %s", out)
 
 	csv := filepath.Join(e2etest.RepoRoot(), "etc", "nvidia-gpu-exporter.csv")
-	// Two MIG GPUs; rare events at a rate that gives each GPU an XID
-	// within the first half minute.
+	// GPU 0 without MIG, GPU 1 in MIG mode; rare events at a rate that
+	// gives each GPU an XID within the first half minute.
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-gpus", "2",
-		"--sim-mig", "3g.40gb,2x2g.20gb", "--sim-event-rate", "3000", "--sim-seed", "3")
+		"--sim-mig", "3g.40gb,2x2g.20gb", "--sim-mig-gpus", "1", "--sim-event-rate", "3000", "--sim-seed", "3")
 	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")}, rules)
 
 	// The variables, from the dashboards' own variable queries.
@@ -135,6 +136,10 @@ func TestDashboardsAndRulesAnswerFromTheSim(t *testing.T) {
 	res := e2etest.Eventually(t, prom, `nvidia_smi_gpu_info`, 60*time.Second, nonEmpty)
 	sort.Slice(res, func(i, j int) bool { return res[i].Metric["index"] < res[j].Metric["index"] })
 	vars["job"], vars["node"], vars["gpu"] = res[0].Metric["job"], res[0].Metric["instance"], res[0].Metric["uuid"]
+	var gpus []string
+	for _, r := range res {
+		gpus = append(gpus, r.Metric["uuid"])
+	}
 	for _, v := range []string{`nvidia_smi_index`, `nvidia_smi_index{job="$job"}`,
 		`label_join(label_replace(label_join(nvidia_smi_gpu_info{instance="$node", job="$job"}, "ni", " #", "name", "index"), "us", "($1)", "uuid", "^(........).*"), "gpu_label", " ", "ni", "us")`} {
 		e2etest.Eventually(t, prom, substitute(v, vars), 10*time.Second, nonEmpty)
@@ -159,11 +164,17 @@ func TestDashboardsAndRulesAnswerFromTheSim(t *testing.T) {
 		}
 	}
 
+	// A MIG-enabled GPU has no utilization (nvidia-smi prints [N/A], which
+	// that exporter skips): only GPU 0's is served.
+	for _, s := range e2etest.Eventually(t, prom, `count(nvidia_smi_utilization_gpu_ratio)`, 10*time.Second, nonEmpty) {
+		assert.Equal(t, 1.0, s.Value, "utilization of the GPU without MIG alone")
+	}
+
 	var queries []query
 	for _, f := range []string{"dashboard.json", "dashboard-overview.json"} {
 		queries = append(queries, dashboardQueries(t, f)...)
 	}
-	answered, empty := answer(t, prom, queries, vars)
+	answered, empty := answer(t, prom, queries, vars, gpus)
 	assert.ElementsMatch(t, keys(emptyPanels), empty, "dashboard panels with a query that returns no data")
 	t.Logf("dashboard queries answered: %d of %d", answered, len(queries))
 
@@ -195,9 +206,11 @@ func nonEmpty(res []e2etest.Sample) error {
 	return nil
 }
 
-// answer runs every query until it has data or 90 s pass, and returns how
-// many answered and the panels of the ones that did not.
-func answer(t *testing.T, prom string, queries []query, vars map[string]string) (int, []string) {
+// answer runs every query until it has data for one of the GPUs or 90 s
+// pass, and returns how many answered and the panels of the ones that did
+// not. On a node with and without MIG no GPU answers every panel: the MIG
+// panels are empty for a GPU without MIG, the utilization for one with.
+func answer(t *testing.T, prom string, queries []query, vars map[string]string, gpus []string) (int, []string) {
 	t.Helper()
 	done := make([]bool, len(queries))
 	testwait.Every(90*time.Second, time.Second, func() bool {
@@ -206,9 +219,15 @@ func answer(t *testing.T, prom string, queries []query, vars map[string]string) 
 			if done[i] {
 				continue
 			}
-			res, err := e2etest.Query(t, prom, substitute(q.expr, vars))
-			require.NoError(t, err, "%s: %s", q.dashboard, q.panel)
-			done[i] = len(res) > 0
+			for _, gpu := range gpus {
+				v := maps.Clone(vars)
+				v["gpu"] = gpu
+				res, err := e2etest.Query(t, prom, substitute(q.expr, v))
+				require.NoError(t, err, "%s: %s", q.dashboard, q.panel)
+				if done[i] = len(res) > 0; done[i] {
+					break
+				}
+			}
 			// The panels known to stay empty are not waited for.
 			_, known := emptyPanels[q.dashboard+": "+q.panel]
 			all = all && (done[i] || known)

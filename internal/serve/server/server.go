@@ -89,6 +89,14 @@ type Options struct {
 	// Fields serves /fields and /fields.csv (package fieldspage); nil
 	// leaves them out.
 	Fields http.Handler
+	// Now is the clock a rendered body's age is measured on; time.Now when
+	// nil. A simulated node on a manual clock gives its own, so that a
+	// scrape after the clock moved renders again however little real time
+	// passed.
+	Now func() time.Time
+	// SimClock, when set, serves POST /api/v1/sim/advance, which moves the
+	// manual clock of a simulated node (package simclock).
+	SimClock http.Handler
 }
 
 // Limits of the HTTP server. A scrape renders in well under a second even
@@ -168,6 +176,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.bodies.render = s.renderAll
 	s.bodies.maxAge = reuseBodyFor
+	s.bodies.now = opts.Now
 	links := []web.LandingLinks{
 		{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
 		{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
@@ -210,6 +219,9 @@ func New(opts Options) (*Server, error) {
 		// of the samples API's slots.
 		s.mux.Handle("/fields", readOnly(s.bounded(opts.Fields)))
 		s.mux.Handle("/fields.csv", readOnly(s.bounded(opts.Fields)))
+	}
+	if opts.SimClock != nil {
+		s.mux.Handle("/api/v1/sim/advance", opts.SimClock)
 	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)

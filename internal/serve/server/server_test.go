@@ -247,3 +247,25 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestSimClockRouteAndClock: the manual clock of a simulated node is served
+// only when given, and the age of a rendered body is measured on the clock
+// given, so that a scrape after the clock moved renders anew at once.
+func TestSimClockRouteAndClock(t *testing.T) {
+	s := newTestServer(t, &fakeEngine{body: "a 1\n"}, nil)
+	assert.Equal(t, http.StatusNotFound, get(t, s.Handler(), http.MethodPost, "/api/v1/sim/advance?by=1s").Code,
+		"no manual clock, no route")
+
+	eng := &fakeEngine{body: "a 1\n"}
+	now := time.Unix(0, 0)
+	moved := 0
+	advance := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { moved++; now = now.Add(time.Second) })
+	s, err := New(Options{Engine: eng, Gatherer: prometheus.NewRegistry(), Log: quiet(), Now: func() time.Time { return now }, SimClock: advance})
+	require.NoError(t, err)
+	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 1")
+	eng.body = "a 2\n"
+	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 1", "the clock stood still: the body is served again")
+	assert.Equal(t, http.StatusOK, get(t, s.Handler(), http.MethodPost, "/api/v1/sim/advance?by=1s").Code)
+	assert.Equal(t, 1, moved)
+	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 2", "the clock moved: rendered anew")
+}

@@ -1,6 +1,6 @@
-// Package simpods attaches simulated pod labels to simulated GPUs, so that a
-// demo or a dashboard test shows what --kubernetes adds on a real cluster
-// without one. It is used with --source=sim only.
+// Package simpods attaches simulated pod labels to simulated GPUs and MIG
+// instances, so that a demo or a dashboard test shows what --kubernetes adds
+// on a real cluster without one. It is used with --source=sim only.
 package simpods
 
 import (
@@ -77,7 +77,9 @@ func NotebookGPUs(n int) []int {
 // Enricher labels GPU series with the simulated pods.
 type Enricher struct {
 	pods [][]string
-	up   prometheus.Gauge
+	// instances are the pods of MIG instances, by GPU and instance ID.
+	instances map[[2]int][]string
+	up        prometheus.Gauge
 }
 
 // New returns the enricher for an n-GPU simulated node.
@@ -97,6 +99,34 @@ func New(n int) *Enricher {
 	return e
 }
 
+// Holder is a pod that holds a GPU or one of its MIG instances.
+type Holder struct {
+	GPU int
+	// GPUInstanceID is the MIG instance held; -1 for the whole GPU.
+	GPUInstanceID int
+	Pod           Pod
+}
+
+// NewLayout returns the enricher of a node whose pods hold the GPUs and MIG
+// instances of holders; the rest have no pod.
+func NewLayout(holders []Holder) *Enricher {
+	e := New(0)
+	for _, h := range holders {
+		if h.GPUInstanceID < 0 {
+			for len(e.pods) <= h.GPU {
+				e.pods = append(e.pods, nil)
+			}
+			e.pods[h.GPU] = []string{h.Pod.Name, h.Pod.Namespace, h.Pod.Container}
+			continue
+		}
+		if e.instances == nil {
+			e.instances = map[[2]int][]string{}
+		}
+		e.instances[[2]int{h.GPU, h.GPUInstanceID}] = []string{h.Pod.Name, h.Pod.Namespace, h.Pod.Container}
+	}
+	return e
+}
+
 // LabelNames implements enrich.Enricher.
 func (e *Enricher) LabelNames() []string { return LabelNames }
 
@@ -104,6 +134,9 @@ func (e *Enricher) LabelNames() []string { return LabelNames }
 var LabelNames = []string{"pod", "namespace", "container"}
 
 func (e *Enricher) Values(ent *source.Entity) []string {
+	if ent.Kind == source.GPUInstance && e.instances != nil {
+		return e.instances[[2]int{ent.GPU, ent.GPUInstanceID}]
+	}
 	if ent.GPU < 0 || ent.GPU >= len(e.pods) {
 		return nil
 	}

@@ -30,3 +30,20 @@ func TestFreeAndNotebookGPUs(t *testing.T) {
 	assert.Equal(t, []int{4}, NotebookGPUs(8))
 	assert.Equal(t, []int{5}, IdleGPUs(8))
 }
+
+func TestLayoutOfPodsOnGPUsAndMIGInstances(t *testing.T) {
+	train := Pod{Namespace: "ml", Name: "train-0", Container: "trainer"}
+	nb := Pod{Namespace: "research", Name: "nb-1", Container: "jupyter"}
+	e := NewLayout([]Holder{{GPU: 1, GPUInstanceID: -1, Pod: train}, {GPU: 0, GPUInstanceID: 2, Pod: nb}})
+	gpu := func(i int) *source.Entity { ent := source.NewGPU(i, "GPU-x", "", ""); return &ent }
+	inst := func(i, gi int) *source.Entity {
+		ent := source.NewGPU(i, "GPU-x", "", "")
+		ent.Kind, ent.GPUInstanceID = source.GPUInstance, gi
+		return &ent
+	}
+	assert.Equal(t, []string{"train-0", "ml", "trainer"}, e.Values(gpu(1)))
+	assert.Nil(t, e.Values(gpu(0)), "a MIG GPU is held through its instances")
+	assert.Equal(t, []string{"nb-1", "research", "jupyter"}, e.Values(inst(0, 2)))
+	assert.Nil(t, e.Values(inst(0, 1)), "an instance nobody holds")
+	assert.Nil(t, e.Values(gpu(5)), "a GPU beyond the layout")
+}

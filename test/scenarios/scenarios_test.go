@@ -1,0 +1,180 @@
+// Package scenarios runs each trouble and each healthy control the sim
+// knows (--sim-scenario) through the real gpuscope binary on a manual
+// clock, records what a Prometheus scraping it every 30 s would store over
+// three hours, and has promtool evaluate the shipped rules over it: each
+// trouble fires its alert, where it happens, and no other alert; each
+// control fires nothing.
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/source/sim"
+)
+
+// expectation is what the shipped rules must make of a scenario.
+type expectation struct {
+	scenario string
+	// alert is the one alert the scenario must fire; empty for a control.
+	alert string
+	// where is a label the alert must carry, and its value: the GPU, MIG
+	// instance, pod or job in trouble.
+	where [2]string
+}
+
+var expectations = []expectation{
+	{"idle-pod", "GPUIdleButAllocated", [2]string{"gpu", "2"}},
+	{"zombie", "GPUMemoryHeldByNoWorkload", [2]string{"gpu", "2"}},
+	{"leak", "GPUMemoryLeakSuspected", [2]string{"gpu", "2"}},
+	{"fan-stopped", "GPUFanFailing", [2]string{"gpu", "1"}},
+	{"ecc-rising", "GPUCorrectableECCErrorsRising", [2]string{"gpu", "2"}},
+	{"collective-hang", "GPUCollectiveHang", [2]string{"pod", "llama-train-0"}},
+	{"mig-idle", "GPUIdleButAllocated", [2]string{"GPU_I_ID", "2"}},
+	{"slurm-idle", "GPUIdleButAllocated", [2]string{"hpc_job", "4243"}},
+	{"power-imbalance", "GPUPowerImbalance", [2]string{"gpu", "2"}},
+	{"overload", "GPUComputeSaturated", [2]string{"gpu", "2"}},
+	{"healthy-training", "", [2]string{}},
+	{"checkpoint", "", [2]string{}},
+	{"model-loading", "", [2]string{}},
+	{"bursty-inference", "", [2]string{}},
+	{"free-idle", "", [2]string{}},
+	{"gpu-reset", "", [2]string{}},
+}
+
+// Scrapes are 30 s apart, as a ServiceMonitor's often are, over three
+// hours: longer than any range, offset and for clause of the rules put
+// together. The rules are evaluated every minute, Prometheus's default.
+const (
+	step     = 30 * time.Second
+	duration = 3 * time.Hour
+	evalStep = time.Minute
+)
+
+func TestEveryScenarioHasAnExpectation(t *testing.T) {
+	var names []string
+	for _, e := range expectations {
+		names = append(names, e.scenario)
+	}
+	assert.Equal(t, sim.ScenarioNames(), names, "one expectation per scenario, in the sim's order")
+	for _, sc := range sim.Scenarios() {
+		for _, e := range expectations {
+			if e.scenario == sc.Name {
+				assert.Equal(t, sc.Control, e.alert == "", "%s: a control expects no alert, a trouble one", sc.Name)
+			}
+		}
+	}
+}
+
+// TestEachScenarioFiresExactlyItsAlert is the proof that the shipped rules
+// answer the troubles and stay quiet on healthy work, on series the
+// exporter wrote. The binary runs with the profiling counters, as the chart
+// installs it, without --insight: no alert reads the insight metrics
+// (TestNoAlertReadsInsight), and on the manual clock insight would triple
+// the binary's work. Every other scenario names its host label hostname,
+// as dcgm-exporter's main branch does, so the rules are held to both
+// spellings.
+func TestEachScenarioFiresExactlyItsAlert(t *testing.T) {
+	// The current promtool where scripts/test.sh names the one it built,
+	// else the distribution's: the rules' own tests run on both.
+	promtool := os.Getenv("GPUSCOPE_PROMTOOL3")
+	if promtool == "" {
+		promtool = e2etest.RequireTool(t, "promtool")
+	}
+	root := e2etest.RepoRoot()
+	ruleFiles := shippedRuleFiles(t)
+	keep := readBy(ruleTexts(t, ruleFiles)...)
+	bin := e2etest.Binary(t)
+	counters := filepath.Join(root, "etc", "dcp-metrics.csv")
+	for i, e := range expectations {
+		t.Run(e.scenario, func(t *testing.T) {
+			t.Parallel()
+			hostLabel := "Hostname"
+			if i%2 == 1 {
+				hostLabel = "hostname"
+			}
+			addr := e2etest.FreePort(t)
+			e2etest.Start(t, bin, "--address", addr, "--hostname", "node-"+e.scenario, "--hostname-label", hostLabel,
+				"--source=sim", "--sim-scenario", e.scenario, "--sim-clock=manual", "--collectors", counters)
+			base := "http://" + addr
+			e2etest.WaitHTTP(t, base+"/ready", 30*time.Second)
+			target := map[string]string{"job": "gpuscope", "instance": addr}
+			rec := record(t, base, int(duration/step), step, target, keep)
+			t.Logf("recorded %s", rec.describe())
+			dir := t.TempDir()
+			if keepDir := os.Getenv("GPUSCOPE_SCENARIO_DIR"); keepDir != "" {
+				dir = keepDir
+			}
+			path := writeTest(t, dir, e.scenario, rec, step, evalStep, ruleFiles, e.alert, e.where)
+			runPromtool(t, promtool, path)
+		})
+	}
+}
+
+// shippedRuleFiles are the rule files the chart and the docs ship.
+func shippedRuleFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(e2etest.RepoRoot(), "deploy", "prometheus", "*.yml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	return files
+}
+
+func ruleTexts(t *testing.T, files []string) []string {
+	t.Helper()
+	var texts []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		texts = append(texts, string(b))
+	}
+	return texts
+}
+
+// insightFamilies are the series --insight adds (docs/insight.md).
+var insightFamilies = []string{"gpuscope_gpu_step_period_seconds", "gpuscope_gpu_step_period_confidence", "gpuscope_gpu_stall_ratio",
+	"gpuscope_gpu_stalls_total", "gpuscope_gpu_bound_ratio", "gpuscope_insight_supported"}
+
+// TestNoAlertReadsInsight keeps the scenarios honest without --insight: no
+// alert reads an insight series, directly or through recording rules. An
+// alert that does needs the scenarios run with --insight.
+func TestNoAlertReadsInsight(t *testing.T) {
+	type rule struct{ Record, Alert, Expr string }
+	var rules []rule
+	for _, f := range shippedRuleFiles(t) {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var doc struct {
+			Groups []struct{ Rules []rule }
+		}
+		require.NoError(t, yaml.Unmarshal(b, &doc), f)
+		for _, g := range doc.Groups {
+			rules = append(rules, g.Rules...)
+		}
+	}
+	tainted := append([]string(nil), insightFamilies...)
+	for grew := true; grew; {
+		grew = false
+		for _, r := range rules {
+			if r.Record != "" && !slices.Contains(tainted, r.Record) && slices.ContainsFunc(tainted, func(n string) bool { return readBy(r.Expr)(n) }) {
+				tainted, grew = append(tainted, r.Record), true
+			}
+		}
+	}
+	for _, r := range rules {
+		if r.Alert == "" {
+			continue
+		}
+		for _, n := range tainted {
+			assert.False(t, readBy(r.Expr)(n), "alert %s reads %s, an insight series: run the scenarios with --insight", r.Alert, n)
+		}
+	}
+}
