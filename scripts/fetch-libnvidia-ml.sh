@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Unpacks NVIDIA's NVML library (Debian non-free's libnvidia-ml1) into the
 # tool cache, for the test that runs gpuscope against the real library on a
-# machine without the NVIDIA driver (test/e2e, TestRealNVMLLibraryWithoutTheDriver). Nothing is installed and
-# the machine's apt configuration is not changed: apt reads a private copy
+# machine without the NVIDIA driver (test/e2e,
+# TestRealNVMLLibraryWithoutTheDriver). Nothing is installed and the
+# machine's apt configuration is not changed: apt reads a private copy
 # of the machine's sources with the non-free component alone and keeps its
 # package lists in the cache folder; apt-get download fetches the package
 # and dpkg -x unpacks it. A second call returns at once. Prints the folder
