@@ -5,7 +5,9 @@
 # for the native-histogram rule tests (built from the Go module proxy), and
 # for the linux/arm64 build and its test under emulation Debian's C cross
 # compiler (gcc-aarch64-linux-gnu), qemu-user-static and the arm64 C library
-# (libc6-arm64-cross) that qemu runs the binary against.
+# (libc6-arm64-cross) that qemu runs the binary against; NVIDIA's NVML
+# library (libnvidia-ml1, unpacked into the tool cache); etcd and
+# kube-apiserver for the Kubernetes tests (built from the Go module proxy).
 set -euo pipefail
 
 need_root() {
@@ -66,9 +68,27 @@ if [ "$(uname -m)" = x86_64 ]; then
   fi
 fi
 
+# NVIDIA's own NVML library (Debian non-free's libnvidia-ml1), for the
+# test that runs gpuscope against the real library on a machine without the
+# driver (test/e2e, TestRealNVMLLibraryWithoutTheDriver). It is unpacked
+# into the tool cache, not installed: a private copy of the machine's apt
+# sources with the non-free component alone, private package lists,
+# apt-get download and dpkg -x. The machine's own sources, lists and
+# packages are not touched. Where it cannot be fetched that test skips,
+# saying so, and fails under CI=true.
+"$(dirname "$0")/fetch-libnvidia-ml.sh" >/dev/null || echo "install-test-deps: libnvidia-ml1 could not be fetched; the real NVML library test will skip" >&2
+
 # Debian's promtool 2.42 cannot read the native-histogram input series of
 # deploy/prometheus/tests/native-histograms; a promtool 3.x is built from the
 # Go module proxy (tools/promtool) once and cached.
 "$(dirname "$0")/build-promtool.sh" >/dev/null
+
+# A real control plane for the Kubernetes tests (test/kubechart,
+# test/kubewatch): etcd and kube-apiserver built from the Go module proxy
+# (tools/etcd, tools/kube-apiserver) once and cached, and the Prometheus
+# Operator's CRDs fetched the same way.
+"$(dirname "$0")/build-etcd.sh" >/dev/null
+"$(dirname "$0")/build-kube-apiserver.sh" >/dev/null
+"$(dirname "$0")/fetch-prometheus-operator-crds.sh" >/dev/null
 
 "$(dirname "$0")/install-helm.sh"

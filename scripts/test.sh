@@ -54,6 +54,17 @@ check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests
 # the chart module checks the Kubernetes scrape example with it.
 GPUSCOPE_PROMTOOL3=$(scripts/build-promtool.sh | tail -n1) || GPUSCOPE_PROMTOOL3=
 export GPUSCOPE_PROMTOOL3
+# The Kubernetes tests (test/kubechart, test/kubewatch) run a real etcd and
+# kube-apiserver with the Prometheus Operator's CRDs, and test/e2e runs the
+# exporter against NVIDIA's own NVML library: install-test-deps.sh built
+# and fetched them into the tool cache, so these answer at once. A tool
+# that is missing leaves its variable empty; its tests then say so (and
+# fail under CI=true).
+GPUSCOPE_ETCD=$(scripts/build-etcd.sh | tail -n1) || GPUSCOPE_ETCD=
+GPUSCOPE_KUBE_APISERVER=$(scripts/build-kube-apiserver.sh | tail -n1) || GPUSCOPE_KUBE_APISERVER=
+GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=$(scripts/fetch-prometheus-operator-crds.sh | tail -n1) || GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=
+GPUSCOPE_LIBNVIDIA_ML_DIR=$(scripts/fetch-libnvidia-ml.sh | tail -n1) || GPUSCOPE_LIBNVIDIA_ML_DIR=
+export GPUSCOPE_ETCD GPUSCOPE_KUBE_APISERVER GPUSCOPE_PROMETHEUS_OPERATOR_CRDS GPUSCOPE_LIBNVIDIA_ML_DIR
 check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "no promtool 3: scripts/build-promtool.sh failed"; exit 1; }; "$GPUSCOPE_PROMTOOL3" test rules deploy/prometheus/tests/*.yml deploy/prometheus/tests/native-histograms/*.yml'
 
 # The grafana module (generated dashboards equal the checked-in JSON, every
