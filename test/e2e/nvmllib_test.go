@@ -58,6 +58,7 @@ func nvmlLibDir(t *testing.T) string {
 // that breaks loading the real library fails here, not on a node.
 func TestRealNVMLLibraryWithoutTheDriver(t *testing.T) {
 	dir := nvmlLibDir(t)
+	removeControlNodeItMakes(t)
 	bin := e2etest.Binary(t)
 	cases := []struct {
 		name  string
@@ -94,4 +95,26 @@ func TestRealNVMLLibraryWithoutTheDriver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// removeControlNodeItMakes removes /dev/nvidiactl after the test when the
+// test's runs of NVIDIA's library made it. Run as root, libnvidia-ml makes
+// the control device node itself when it is missing, driver or not; left
+// behind, the node would tell every later program on the machine
+// (TestNoGPUIsAClearError among them) that a driver is there.
+func removeControlNodeItMakes(t *testing.T) {
+	t.Helper()
+	const node = "/dev/nvidiactl"
+	if _, err := os.Lstat(node); err == nil {
+		return
+	}
+	t.Cleanup(func() {
+		fi, err := os.Lstat(node)
+		if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			return
+		}
+		if err := os.Remove(node); err != nil {
+			t.Logf("NVIDIA's library made %s and it could not be removed: %v", node, err)
+		}
+	})
 }
