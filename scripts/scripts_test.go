@@ -57,7 +57,7 @@ esac`)
 	body, err := os.ReadFile("install-test-deps.sh")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(scripts, "install-test-deps.sh"), body, 0o755))
-	for _, name := range []string{"install-helm.sh", "build-promtool.sh"} {
+	for _, name := range []string{"install-helm.sh", "build-prometheus.sh"} {
 		require.NoError(t, os.WriteFile(filepath.Join(scripts, name), []byte("#!/bin/bash\n"), 0o755))
 	}
 
