@@ -59,3 +59,51 @@ func TestGoToolBuildCachesByModuleAndFlags(t *testing.T) {
 	require.NotEqual(t, first, flagged, "other build flags are another binary")
 	require.Contains(t, log, "Building tool v1.0.0")
 }
+
+// TestGoToolBuildsSeveralCommandsInOneStep: gotool_build with two packages
+// builds both into one cache folder in one go build, prints the path of the
+// one named after the tool, and builds again when one of them is missing.
+func TestGoToolBuildsSeveralCommandsInOneStep(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	lib, err := filepath.Abs(filepath.Join("lib", "gotool.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "tool")
+	for _, d := range []string{"cmd/server", "cmd/client"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(mod, d), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(mod, d, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/tool\n\ngo 1.22\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), nil, 0o644))
+
+	build := func() (path, log string) {
+		t.Helper()
+		script := `. "$1"; gotool_build server tool "example.com/tool/cmd/server example.com/tool/cmd/client" v1.0.0 "a second" ""`
+		cmd := exec.Command(bash, "-c", script, "gotool", lib)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GPUSCOPE_CACHE="+filepath.Join(dir, "cache"), "GOFLAGS=")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", stderr.String())
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return lines[len(lines)-1], stderr.String()
+	}
+	server, log := build()
+	require.Contains(t, log, "Building server v1.0.0")
+	require.Equal(t, "server", filepath.Base(server))
+	client := filepath.Join(filepath.Dir(server), "client")
+	require.FileExists(t, server)
+	require.FileExists(t, client)
+	entries, err := os.ReadDir(filepath.Dir(server))
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "no build folder is left behind")
+
+	_, log = build()
+	require.Contains(t, log, "already built")
+	require.NoError(t, os.Remove(client))
+	_, log = build()
+	require.Contains(t, log, "Building server v1.0.0", "a missing binary builds the step again")
+	require.FileExists(t, client)
+}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package), tmux and chromium (Debian's packages), Helm and a promtool 3.x
-# for the native-histogram rule tests (built from the Go module proxy), and
+# package), tmux and chromium (Debian's packages), Helm and Prometheus 3 with
+# its promtool (built from the Go module proxy), and
 # for the linux/arm64 build and its test under emulation Debian's C cross
 # compiler (gcc-aarch64-linux-gnu), qemu-user-static and the arm64 C library
 # (libc6-arm64-cross) that qemu runs the binary against; NVIDIA's NVML
@@ -79,9 +79,11 @@ fi
 "$(dirname "$0")/fetch-libnvidia-ml.sh" >/dev/null || echo "install-test-deps: libnvidia-ml1 could not be fetched; the real NVML library test will skip" >&2
 
 # Debian's promtool 2.42 cannot read the native-histogram input series of
-# deploy/prometheus/tests/native-histograms; a promtool 3.x is built from the
-# Go module proxy (tools/promtool) once and cached.
-"$(dirname "$0")/build-promtool.sh" >/dev/null
+# deploy/prometheus/tests/native-histograms, and the rules' end-to-end tests
+# run on a current Prometheus as well as on Debian's 2.42: Prometheus 3 and
+# its promtool are built from the Go module proxy (tools/prometheus) in one
+# step, once, and cached.
+"$(dirname "$0")/build-prometheus.sh" >/dev/null
 
 # A real control plane for the Kubernetes tests (test/kubechart,
 # test/kubewatch): etcd and kube-apiserver built from the Go module proxy

@@ -57,7 +57,7 @@ esac`)
 	body, err := os.ReadFile("install-test-deps.sh")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(scripts, "install-test-deps.sh"), body, 0o755))
-	for _, name := range []string{"install-helm.sh", "build-promtool.sh", "build-etcd.sh", "build-kube-apiserver.sh",
+	for _, name := range []string{"install-helm.sh", "build-prometheus.sh", "build-etcd.sh", "build-kube-apiserver.sh",
 		"fetch-prometheus-operator-crds.sh", "fetch-libnvidia-ml.sh"} {
 		require.NoError(t, os.WriteFile(filepath.Join(scripts, name), []byte("#!/bin/bash\n"), 0o755))
 	}

@@ -47,13 +47,16 @@ check "go vet (deploy/helm/test)" bash -c 'cd deploy/helm/test && go vet ./...'
 check "promtool check rules" promtool check rules deploy/prometheus/gpuscope-alerts.yml deploy/prometheus/gpuscope-recording.yml
 check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml'
 # Debian's promtool 2.42 cannot read native-histogram input series. The
-# promtool 3.x that install-test-deps.sh built (scripts/build-promtool.sh,
-# cached) runs those tests, and the others again, so that the rules are
-# checked under both PromQL generations that users run.
-# The same promtool has Kubernetes service discovery, which Debian's lacks:
-# the chart module checks the Kubernetes scrape example with it.
-GPUSCOPE_PROMTOOL3=$(scripts/build-promtool.sh | tail -n1) || GPUSCOPE_PROMTOOL3=
-export GPUSCOPE_PROMTOOL3
+# promtool 3.x that install-test-deps.sh built with the Prometheus 3 server
+# (scripts/build-prometheus.sh, cached) runs those tests, and the others
+# again, so that the rules are checked under both PromQL generations that
+# users run. The same promtool has Kubernetes service discovery, which
+# Debian's lacks: the chart module checks the Kubernetes scrape example with
+# it. The server runs the rules' end-to-end tests (grafana/verify, test/e2e)
+# beside Debian's Prometheus 2.42.
+GPUSCOPE_PROMTOOL3=$(scripts/build-prometheus.sh promtool | tail -n1) || GPUSCOPE_PROMTOOL3=
+GPUSCOPE_PROMETHEUS3=$(scripts/build-prometheus.sh prometheus | tail -n1) || GPUSCOPE_PROMETHEUS3=
+export GPUSCOPE_PROMTOOL3 GPUSCOPE_PROMETHEUS3
 # The Kubernetes tests (test/kubechart, test/kubewatch) run a real etcd and
 # kube-apiserver with the Prometheus Operator's CRDs, and test/e2e runs the
 # exporter against NVIDIA's own NVML library: install-test-deps.sh built
@@ -65,14 +68,16 @@ GPUSCOPE_KUBE_APISERVER=$(scripts/build-kube-apiserver.sh | tail -n1) || GPUSCOP
 GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=$(scripts/fetch-prometheus-operator-crds.sh | tail -n1) || GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=
 GPUSCOPE_LIBNVIDIA_ML_DIR=$(scripts/fetch-libnvidia-ml.sh | tail -n1) || GPUSCOPE_LIBNVIDIA_ML_DIR=
 export GPUSCOPE_ETCD GPUSCOPE_KUBE_APISERVER GPUSCOPE_PROMETHEUS_OPERATOR_CRDS GPUSCOPE_LIBNVIDIA_ML_DIR
-check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "no promtool 3: scripts/build-promtool.sh failed"; exit 1; }; "$GPUSCOPE_PROMTOOL3" test rules deploy/prometheus/tests/*.yml deploy/prometheus/tests/native-histograms/*.yml'
+check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "no promtool 3: scripts/build-prometheus.sh failed"; exit 1; }; "$GPUSCOPE_PROMTOOL3" test rules deploy/prometheus/tests/*.yml deploy/prometheus/tests/native-histograms/*.yml'
 
 # The grafana module (generated dashboards equal the checked-in JSON, every
-# alert is documented and tested, and every dashboard query and recording
-# rule returns data live; scripts/verify-dashboards.sh runs the same on its
-# own) and the Helm chart module (helm lint, strict decoding, schema,
-# drift) mostly wait on Prometheus and helm, so they run beside the
-# exporter's module; their output follows it.
+# alert is documented and tested, each rule group's minimum Prometheus
+# release is documented, and live on both Prometheus servers every
+# dashboard query and recording rule returns data, for the chart's default
+# install too; scripts/verify-dashboards.sh runs the same on its own) and the
+# Helm chart module (helm lint, strict decoding, schema, drift) mostly wait
+# on Prometheus and helm, so they run beside the exporter's module; their
+# output follows it.
 (
 	export CI="${CI:-true}"
 	gotest grafana "$work/grafana.jsonl"

@@ -178,6 +178,26 @@ func TestExtractFindsEveryTarget(t *testing.T) {
 	assert.ErrorContains(t, err, `panel "p" target A`)
 }
 
+// A variable with an "All" option reports what it selects, which is what
+// Grafana uses when the query finds no value; the shipped label variables
+// select ".*", which also matches series without the label.
+func TestExtractReadsTheAllValue(t *testing.T) {
+	_, vs, err := Extract([]byte(`{"templating":{"list":[
+		{"type":"query","name":"a","query":"label_values(x, a)","includeAll":true,"allValue":".*"},
+		{"type":"query","name":"b","query":"label_values(x, b)","includeAll":false,"allValue":".*"}]}}`))
+	require.NoError(t, err)
+	assert.Equal(t, []Variable{{Name: "a", Query: "label_values(x, a)", AllValue: ".*"}, {Name: "b", Query: "label_values(x, b)"}}, vs)
+	for name, raw := range generated(t) {
+		_, vs, err := Extract(raw)
+		require.NoError(t, err)
+		for _, v := range vs {
+			if v.Name == "cluster" {
+				assert.Equal(t, ".*", v.AllValue, "%s: the cluster variable must match series without a cluster label", name)
+			}
+		}
+	}
+}
+
 func TestConfigMapCarriesSidecarLabel(t *testing.T) {
 	cm := string(ConfigMap(map[string][]byte{"b.json": []byte("{\n  \"x\": 1\n}\n"), "a.json": []byte("{}\n")}))
 	assert.Contains(t, cm, "grafana_dashboard: \"1\"")

@@ -17,6 +17,10 @@ type Query struct {
 type Variable struct {
 	Name  string
 	Query string
+	// AllValue is what the variable's "All" option selects, "" when it has
+	// none: Grafana selects it when the query finds no value (a single
+	// cluster whose series carry no cluster label).
+	AllValue string
 }
 
 type rawDashboard struct {
@@ -31,9 +35,11 @@ type rawDashboard struct {
 	} `json:"panels"`
 	Templating struct {
 		List []struct {
-			Type  string `json:"type"`
-			Name  string `json:"name"`
-			Query any    `json:"query"`
+			Type       string `json:"type"`
+			Name       string `json:"name"`
+			Query      any    `json:"query"`
+			IncludeAll bool   `json:"includeAll"`
+			AllValue   string `json:"allValue"`
 		} `json:"list"`
 	} `json:"templating"`
 }
@@ -63,7 +69,11 @@ func Extract(raw []byte) ([]Query, []Variable, error) {
 		if !ok || s == "" {
 			return nil, nil, fmt.Errorf("variable %q: query is not a string", v.Name)
 		}
-		vs = append(vs, Variable{Name: v.Name, Query: s})
+		all := ""
+		if v.IncludeAll {
+			all = v.AllValue
+		}
+		vs = append(vs, Variable{Name: v.Name, Query: s, AllValue: all})
 	}
 	return qs, vs, nil
 }

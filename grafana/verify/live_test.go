@@ -16,14 +16,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/gpuscope/gpuscope/grafana/dash"
 )
 
 // repoRoot is the main module, two levels above this package.
@@ -52,11 +50,19 @@ func freePort(t *testing.T) string {
 // that is printed when the test fails.
 func start(t *testing.T, name string, dir string, args ...string) {
 	t.Helper()
+	startWithEnv(t, name, dir, nil, args...)
+}
+
+// startWithEnv is start with the environment env (nil: this process's),
+// and returns the process, which the test may signal.
+func startWithEnv(t *testing.T, name string, dir string, env []string, args ...string) *os.Process {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start(), "starting %s", name)
 	t.Cleanup(func() {
@@ -78,6 +84,7 @@ func start(t *testing.T, name string, dir string, args ...string) {
 			t.Logf("%s log tail:\n%s", filepath.Base(name), b)
 		}
 	})
+	return cmd.Process
 }
 
 // pollUntil checks cond every period until it holds or within passes, and
@@ -111,18 +118,55 @@ func waitHTTP(t *testing.T, u string, within time.Duration) {
 	}
 }
 
+// The binaries are built once for every test of the package, into
+// buildDir, which TestMain removes.
+var (
+	buildDir  string
+	buildDirs sync.Once
+	buildErr  error
+	builds    sync.Map // package path -> *builtBinary
+)
+
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildMain builds a command of the main module once per test process.
+func buildMain(t *testing.T, pkg string) string {
+	t.Helper()
+	buildDirs.Do(func() { buildDir, buildErr = os.MkdirTemp("", "gpuscope-verify-") })
+	require.NoError(t, buildErr)
+	v, _ := builds.LoadOrStore(pkg, &builtBinary{})
+	b := v.(*builtBinary)
+	b.once.Do(func() {
+		b.path = filepath.Join(buildDir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+		}
+	})
+	require.NoError(t, b.err)
+	return b.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
 func gpuscopeBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("GPUSCOPE_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "gpuscope")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpuscope")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "building gpuscope:\n%s", out)
-	return bin
+	return buildMain(t, "./cmd/gpuscope")
 }
 
 type promResponse struct {
@@ -185,6 +229,7 @@ func (c promClient) query(expr string) ([]sample, error) {
 }
 
 type rule struct {
+	Group     string            `json:"-"`
 	Name      string            `json:"name"`
 	Query     string            `json:"query"`
 	Type      string            `json:"type"`
@@ -202,6 +247,7 @@ func (c promClient) rules() ([]rule, error) {
 	}
 	var r struct {
 		Groups []struct {
+			Name  string `json:"name"`
 			Rules []rule `json:"rules"`
 		} `json:"groups"`
 	}
@@ -210,7 +256,10 @@ func (c promClient) rules() ([]rule, error) {
 	}
 	var out []rule
 	for _, g := range r.Groups {
-		out = append(out, g.Rules...)
+		for _, ru := range g.Rules {
+			ru.Group = g.Name
+			out = append(out, ru)
+		}
 	}
 	return out, nil
 }
@@ -253,165 +302,4 @@ func (c promClient) labelValues(q string) ([]string, error) {
 	}
 	sort.Strings(vals)
 	return vals, nil
-}
-
-// TestLiveDashboardsAndRules runs the real exporter on its sim source with
-// the shipped profiling counters file and simulated pods, scrapes it with a
-// real Prometheus that loads the shipped rules, and checks that every
-// dashboard query and every recording rule returns data and that every
-// rule is healthy.
-func TestLiveDashboardsAndRules(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
-	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		skipOrFail(t, "prometheus is not installed (apt-get install -y prometheus): %v", err)
-	}
-	root, err := filepath.Abs(repoRoot)
-	require.NoError(t, err)
-	bin := gpuscopeBinary(t)
-
-	// Half the GPUs run HPC jobs, so that the per-job rules and panels
-	// have data.
-	jobs := t.TempDir()
-	for gpu, job := range []string{"slurm-101", "slurm-101", "slurm-102", "slurm-102"} {
-		require.NoError(t, os.WriteFile(filepath.Join(jobs, fmt.Sprint(gpu)), []byte(job+"\n"), 0o600))
-	}
-	exporterAddr := freePort(t)
-	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
-		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs,
-		// A 10 s insight window gives the first insight results within 5 s.
-		"--insight", "--insight-window", "10s")
-	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
-
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - %s
-  - %s
-scrape_configs:
-  - job_name: gpuscope
-    static_configs:
-      - targets: ["%s"]
-        labels:
-          cluster: sim
-`, atGlobalInterval(t, filepath.Join(root, "deploy/prometheus/gpuscope-alerts.yml"), dir),
-		atGlobalInterval(t, filepath.Join(root, "deploy/prometheus/gpuscope-recording.yml"), dir), exporterAddr)
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
-	promAddr := freePort(t)
-	start(t, promBin, dir, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr, "--log.level=warn",
-		// The distribution rules and panels read native histograms.
-		"--enable-feature=native-histograms")
-	waitHTTP(t, "http://"+promAddr+"/-/ready", 30*time.Second)
-	c := promClient{base: "http://" + promAddr}
-
-	// Rules and rates need a few scrapes and evaluations before they have
-	// data: check until every rule and query answers, or a minute and a
-	// half has passed, and report what still did not.
-	var problems []string
-	var nrules, checked int
-	pollUntil(90*time.Second, 2*time.Second, func() bool {
-		problems, nrules, checked = checkRulesAndDashboards(t, c)
-		return len(problems) == 0
-	})
-	t.Logf("checked %d rules and %d dashboard queries", nrules, checked)
-	require.Empty(t, problems, "%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
-}
-
-// atGlobalInterval copies a rules file into dir without the groups' own
-// evaluation intervals, and returns the copy's path. A group evaluated every
-// 5 minutes is first evaluated at an offset Prometheus derives from the
-// group and the wall clock, often after the test has given up, and its
-// rules would show health "unknown": at the global 1 s interval every rule
-// is evaluated within seconds, and a rule that fails still shows.
-func atGlobalInterval(t *testing.T, src, dir string) string {
-	t.Helper()
-	data, err := os.ReadFile(src)
-	require.NoError(t, err)
-	var doc yaml.Node
-	require.NoError(t, yaml.Unmarshal(data, &doc), src)
-	require.NotEmpty(t, doc.Content, "%s: empty", src)
-	root := doc.Content[0]
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value != "groups" {
-			continue
-		}
-		for _, g := range root.Content[i+1].Content {
-			kept := g.Content[:0]
-			for j := 0; j+1 < len(g.Content); j += 2 {
-				if g.Content[j].Value != "interval" {
-					kept = append(kept, g.Content[j], g.Content[j+1])
-				}
-			}
-			g.Content = kept
-		}
-	}
-	out, err := yaml.Marshal(&doc)
-	require.NoError(t, err, src)
-	dst := filepath.Join(dir, filepath.Base(src))
-	require.NoError(t, os.WriteFile(dst, out, 0o600))
-	return dst
-}
-
-// checkRulesAndDashboards runs every recording rule and every dashboard
-// query against Prometheus and lists the ones without data, with the
-// number of rules and queries checked.
-func checkRulesAndDashboards(t *testing.T, c promClient) (problems []string, nrules, checked int) {
-	rules, err := c.rules()
-	require.NoError(t, err)
-	require.NotEmpty(t, rules)
-	for _, r := range rules {
-		if r.Health != "ok" {
-			problems = append(problems, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
-		}
-		if r.Type != "recording" {
-			continue
-		}
-		res, err := c.query(r.Query)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("recording rule %s: %v", r.Name, err))
-		case len(res) == 0:
-			problems = append(problems, fmt.Sprintf("recording rule %s returns no series: %s", r.Name, r.Query))
-		}
-	}
-
-	files, err := dash.Files()
-	require.NoError(t, err)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		qs, vs, err := dash.Extract(files[name])
-		require.NoError(t, err)
-		vars := map[string]string{"datasource": "prometheus"}
-		for _, v := range vs {
-			vals, err := c.labelValues(substitute(v.Query, vars))
-			if err != nil || len(vals) == 0 {
-				problems = append(problems, fmt.Sprintf("%s: variable %s (%s) has no values: %v", name, v.Name, v.Query, err))
-				vars[v.Name] = ".*"
-				continue
-			}
-			vars[v.Name] = vals[0]
-		}
-		for _, q := range qs {
-			expr := substitute(q.Expr, vars)
-			res, err := c.query(expr)
-			checked++
-			switch {
-			case err != nil:
-				problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", name, q.Panel, q.RefID, err, expr))
-			case len(res) == 0:
-				problems = append(problems, fmt.Sprintf("%s: panel %q %s returns no series\n    %s", name, q.Panel, q.RefID, expr))
-			}
-		}
-	}
-	return problems, len(rules), checked
 }

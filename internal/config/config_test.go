@@ -258,6 +258,8 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"sim flag on another source", func(in *Input) {
 			in.Source, in.SimGPUs, in.Given = "nvml", 2, map[string]string{FlagSimGPUs: "--sim-gpus"}
 		}, "--sim-gpus only applies to --source=sim (the source is nvml)"},
+		{"simulated pods and the kubelet's", func(in *Input) { in.Source, in.SimPods, in.Kubernetes = "sim", true, true },
+			"--sim-pods and --kubernetes both label GPUs with pods (simulated, or the kubelet's); give one"},
 		{"sim workloads", func(in *Input) { in.Source, in.SimWorkload = "sim", "gaming" },
 			`--sim-workload: workloads "gaming": unknown kind "gaming"`},
 		{"a MIG instance cannot be communication-bound", func(in *Input) {

@@ -49,6 +49,9 @@ func (c *Config) Validate() error {
 	check(FlagHostnameLabel, c.Labels.HostnameLabel != "Hostname" && c.Labels.HostnameLabel != "hostname",
 		"%q: want Hostname or hostname", c.Labels.HostnameLabel)
 	check(FlagDumpRetention, c.Dump.Enabled && c.Dump.Retention < 0, "%d: use 0 or more hours", int(c.Dump.Retention/time.Hour))
+	// Both label the GPUs with pods, and both serve gpuscope_kubernetes_up.
+	check(FlagSimPods, c.Sim.Pods && c.Kubernetes.Enabled, "and %s both label GPUs with pods (simulated, or the kubelet's); give one",
+		c.Flag(FlagKubernetes))
 	if c.Source != SourceSim {
 		for _, f := range SimOnly {
 			check(f, c.Given(f), "only applies to %s=sim (the source is %s)", c.Flag(FlagSource), c.Source)

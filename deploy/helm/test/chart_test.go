@@ -77,7 +77,17 @@ type rendered struct {
 
 func render(t *testing.T, sets ...string) rendered {
 	t.Helper()
+	return renderOn(t, nil, sets...)
+}
+
+// renderOn renders as helm install does on a cluster that serves apis
+// besides the built-in ones (--api-versions).
+func renderOn(t *testing.T, apis []string, sets ...string) rendered {
+	t.Helper()
 	args := []string{"template", "gpuscope", chartDir, "--namespace", "monitoring"}
+	for _, a := range apis {
+		args = append(args, "--api-versions", a)
+	}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -157,6 +167,14 @@ func stripComments(doc string) string {
 	return b.String()
 }
 
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
 func container(t *testing.T, ds *appsv1.DaemonSet, name string) corev1.Container {
 	t.Helper()
 	for _, c := range ds.Spec.Template.Spec.Containers {
@@ -184,10 +202,14 @@ func volume(ds *appsv1.DaemonSet, name string) *corev1.Volume {
 	return nil
 }
 
+// TestDefaults renders the defaults as on a cluster without the Prometheus
+// Operator: everything installs, the rules come as a ConfigMap, and the
+// profiling fields, insight and the dashboards are on.
 func TestDefaults(t *testing.T) {
 	r := render(t)
-	assert.Equal(t, []string{"ConfigMap", "DaemonSet", "Service", "ServiceAccount", "ServiceMonitor"}, r.kinds,
-		"a ServiceMonitor by default, as dcgm-exporter's chart (serviceMonitor.enabled: true)")
+	assert.Equal(t, []string{"ConfigMap", "ConfigMap", "ConfigMap", "DaemonSet", "Service", "ServiceAccount"}, r.kinds,
+		"no ServiceMonitor or PrometheusRule where the cluster does not serve them")
+	assert.Subset(t, keys(r.configMaps), []string{"gpuscope-rules", "gpuscope-dashboards"})
 	ds := r.daemonSet
 	require.NotNil(t, ds)
 	pod := ds.Spec.Template.Spec
@@ -206,6 +228,7 @@ func TestDefaults(t *testing.T) {
 	assert.Contains(t, c.Args, "--kubernetes.pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock")
 	assert.Contains(t, c.Args, "--collectors=/etc/gpuscope/counters/counters.csv")
 	assert.Contains(t, c.Args, "--dcgm.mode=embedded")
+	assert.Contains(t, c.Args, "--insight")
 	// The read API's bounds are the chart's defaults, kept within its
 	// memory limit (docs/reliability.md).
 	assert.Contains(t, c.Args, "--api-max-requests=4")
@@ -242,12 +265,14 @@ func TestDefaults(t *testing.T) {
 	assert.True(t, *sc.ReadOnlyRootFilesystem)
 	assert.False(t, *sc.AllowPrivilegeEscalation)
 	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
-	assert.Empty(t, caps(c), "no capability without profiling")
+	// As dcgm-exporter's chart grants by default (deployment/values.yaml:
+	// capabilities.add: ["SYS_ADMIN"], "Required for profiling metrics").
+	assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(c), "the profiling fields are on by default")
 
 	cm := r.configMaps["gpuscope-counters"]
 	require.NotNil(t, cm)
 	assert.Contains(t, cm.Data["counters.csv"], "DCGM_FI_DEV_GPU_UTIL")
-	assert.NotContains(t, cm.Data["counters.csv"], "DCGM_FI_PROF_SM_ACTIVE")
+	assert.Contains(t, cm.Data["counters.csv"], "DCGM_FI_PROF_SM_ACTIVE")
 	require.Len(t, r.services, 1)
 	assert.Equal(t, int32(9400), r.services[0].Spec.Ports[0].Port)
 	require.Len(t, r.serviceAccounts, 1)
@@ -269,6 +294,31 @@ func TestOptions(t *testing.T) {
 		{"profiling embedded gives gpuscope SYS_ADMIN", []string{"counters.profiling=true"}, func(t *testing.T, r rendered) {
 			assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(container(t, r.daemonSet, "gpuscope")))
 			assert.Contains(t, r.configMaps["gpuscope-counters"].Data["counters.csv"], "DCGM_FI_PROF_SM_ACTIVE")
+		}},
+		// One value for an operator who grants no capability: no
+		// SYS_ADMIN, no profiling field the host engine could not read,
+		// no insight that would watch them.
+		{"profiling off: no capability, no profiling field, no insight", []string{"counters.profiling=false"}, func(t *testing.T, r rendered) {
+			c := container(t, r.daemonSet, "gpuscope")
+			assert.Empty(t, caps(c))
+			assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+			assert.NotContains(t, c.Args, "--insight")
+			csv := r.configMaps["gpuscope-counters"].Data["counters.csv"]
+			assert.Contains(t, csv, "DCGM_FI_DEV_GPU_UTIL")
+			for _, l := range strings.Split(csv, "\n") {
+				assert.False(t, strings.HasPrefix(strings.TrimSpace(l), "DCGM_FI_PROF_"), "line %q", l)
+			}
+			def, err := os.ReadFile(filepath.Join(repoRoot, "etc/default-counters.csv"))
+			require.NoError(t, err)
+			for _, l := range strings.Split(string(def), "\n") {
+				if !strings.HasPrefix(strings.TrimSpace(l), "DCGM_FI_PROF_") {
+					assert.Contains(t, csv, l, "every other line of etc/default-counters.csv is kept")
+				}
+			}
+		}},
+		{"insight off", []string{"insight.enabled=false"}, func(t *testing.T, r rendered) {
+			assert.NotContains(t, container(t, r.daemonSet, "gpuscope").Args, "--insight")
+			assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(container(t, r.daemonSet, "gpuscope")))
 		}},
 		{"profiling with sidecar gives the host engine SYS_ADMIN", []string{"counters.profiling=true", "dcgm.mode=sidecar"}, func(t *testing.T, r rendered) {
 			require.Len(t, r.daemonSet.Spec.Template.Spec.Containers, 2)
@@ -352,16 +402,33 @@ func TestOptions(t *testing.T) {
 		}},
 		{"prometheus rule from deploy/prometheus", []string{"prometheusRule.enabled=true"}, func(t *testing.T, r rendered) {
 			require.NotNil(t, r.prometheusRule)
-			want := 0
+			assert.Equal(t, shippedRuleGroups(t), r.prometheusRule.Spec.Groups)
+			assert.NotContains(t, r.configMaps, "gpuscope-rules", "the PrometheusRule carries the rules")
+		}},
+		{"rules ConfigMap holds the rule files as they are", nil, func(t *testing.T, r rendered) {
+			cm := r.configMaps["gpuscope-rules"]
+			require.NotNil(t, cm)
 			files, _ := filepath.Glob(filepath.Join(repoRoot, "deploy/prometheus/*.yml"))
+			require.NotEmpty(t, files)
+			assert.Len(t, cm.Data, len(files))
 			for _, f := range files {
 				b, err := os.ReadFile(f)
 				require.NoError(t, err)
-				var doc monitoringv1.PrometheusRuleSpec
-				require.NoError(t, yaml.Unmarshal(b, &doc), f)
-				want += len(doc.Groups)
+				assert.Equal(t, strings.TrimRight(string(b), "\n"), cm.Data[filepath.Base(f)], f)
 			}
-			assert.Len(t, r.prometheusRule.Spec.Groups, want)
+		}},
+		{"rules ConfigMap forced beside the PrometheusRule", []string{"prometheusRule.enabled=true", "prometheusRule.configMap=true", "prometheusRule.additionalLabels.release=kps"}, func(t *testing.T, r rendered) {
+			require.NotNil(t, r.prometheusRule)
+			require.Contains(t, r.configMaps, "gpuscope-rules")
+			assert.Equal(t, "kps", r.configMaps["gpuscope-rules"].Labels["release"])
+			assert.Equal(t, "kps", r.prometheusRule.Labels["release"])
+		}},
+		{"no rules at all", []string{"prometheusRule.enabled=false"}, func(t *testing.T, r rendered) {
+			assert.Nil(t, r.prometheusRule)
+			assert.NotContains(t, r.configMaps, "gpuscope-rules")
+		}},
+		{"dashboards off", []string{"dashboards.enabled=false"}, func(t *testing.T, r rendered) {
+			assert.NotContains(t, r.configMaps, "gpuscope-dashboards")
 		}},
 		{"dashboards from grafana/dashboards", []string{"dashboards.enabled=true"}, func(t *testing.T, r rendered) {
 			cm := r.configMaps["gpuscope-dashboards"]
@@ -426,6 +493,9 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"serviceMonitor.honorLabels=yes", "/serviceMonitor/honorLabels"},
 		{"kubernetes.podLabels.allowlist=true", "/kubernetes/podLabels/allowlist"},
 		{"kubernetes.podLabels.allowList=team", "allowList"},
+		{"serviceMonitor.enabled=maybe", "/serviceMonitor/enabled"},
+		{"prometheusRule.configMap=yes", "/prometheusRule/configMap"},
+		{"insight.enabled=auto", "/insight/enabled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {

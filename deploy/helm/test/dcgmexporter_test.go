@@ -182,7 +182,7 @@ func TestDCGMExporterValueAliases(t *testing.T) {
 		sets  []string
 		check func(t *testing.T, r rendered)
 	}{
-		{"namespaceOverride", []string{"namespaceOverride=gpu-monitoring"}, func(t *testing.T, r rendered) {
+		{"namespaceOverride", []string{"namespaceOverride=gpu-monitoring", "serviceMonitor.enabled=true"}, func(t *testing.T, r rendered) {
 			assert.Equal(t, "gpu-monitoring", r.daemonSet.Namespace)
 			assert.Equal(t, "gpu-monitoring", r.services[0].Namespace)
 			assert.Equal(t, "gpu-monitoring", r.configMaps["gpuscope-counters"].Namespace)
@@ -245,7 +245,7 @@ func TestDCGMExporterValueAliases(t *testing.T) {
 		{"customMetrics", []string{"customMetrics=DCGM_FI_DEV_GPU_TEMP\\, gauge\\, t"}, func(t *testing.T, r rendered) {
 			assert.Equal(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t", r.configMaps["gpuscope-counters"].Data["counters.csv"])
 		}},
-		{"tlsServerConfig with generated certificates", []string{"tlsServerConfig.enabled=true"}, func(t *testing.T, r rendered) {
+		{"tlsServerConfig with generated certificates", []string{"tlsServerConfig.enabled=true", "serviceMonitor.enabled=true"}, func(t *testing.T, r rendered) {
 			tls := r.secrets["gpuscope-tls"]
 			require.NotNil(t, tls)
 			assert.Contains(t, string(tls.Data["tls.crt"]), "BEGIN CERTIFICATE")
@@ -262,7 +262,7 @@ func TestDCGMExporterValueAliases(t *testing.T) {
 			require.NotNil(t, r.serviceMonitor.Spec.Endpoints[0].Scheme)
 			assert.Equal(t, "https", string(*r.serviceMonitor.Spec.Endpoints[0].Scheme))
 		}},
-		{"basicAuth hashes the passwords", []string{"basicAuth.users.prom=s3cret"}, func(t *testing.T, r rendered) {
+		{"basicAuth hashes the passwords", []string{"basicAuth.users.prom=s3cret", "serviceMonitor.enabled=true"}, func(t *testing.T, r rendered) {
 			cfg := r.secrets["gpuscope-web-config"].StringData["web-config.yml"]
 			assert.Contains(t, cfg, "basic_auth_users:")
 			assert.Contains(t, cfg, `prom: "$2`, "a bcrypt hash")

@@ -14,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,19 +193,97 @@ func Prometheus(t testing.TB, targets []string, ruleFiles ...string) string {
 // (--enable-feature), such as native-histograms.
 func PrometheusWithFeatures(t testing.TB, features []string, targets []string, ruleFiles ...string) string {
 	t.Helper()
-	var flags []string
-	for _, f := range features {
-		flags = append(flags, "--enable-feature="+f)
-	}
-	return PrometheusWithFlags(t, flags, targets, ruleFiles...)
+	return PrometheusOn(t, PrometheusServer{Name: "prometheus", Bin: RequireTool(t, "prometheus")}, features, targets, ruleFiles...)
 }
 
 // PrometheusWithFlags is Prometheus with more command-line flags, such as
 // a query limit (--query.max-samples) a test wants it to enforce.
 func PrometheusWithFlags(t testing.TB, flags []string, targets []string, ruleFiles ...string) string {
 	t.Helper()
-	bin := RequireTool(t, "prometheus")
+	srv := PrometheusServer{Name: "prometheus", Bin: RequireTool(t, "prometheus")}
+	return startPrometheus(t, srv, nil, flags, targets, ruleFiles...)
+}
+
+// PrometheusServer is a Prometheus server binary.
+type PrometheusServer struct {
+	Name string
+	Bin  string
+}
+
+// PrometheusServers lists the servers that end-to-end tests of the rules
+// run on: Debian's Prometheus 2.42 (prometheus on the PATH) and the current
+// Prometheus 3 that scripts/build-prometheus.sh builds, named by
+// GPUSCOPE_PROMETHEUS3 (make test sets it). A missing one is skipped with a
+// log line; in CI (CI=true) it fails the test.
+func PrometheusServers(t testing.TB) []PrometheusServer {
+	t.Helper()
+	var out []PrometheusServer
+	var missing []string
+	if p, err := exec.LookPath("prometheus"); err == nil {
+		out = append(out, PrometheusServer{Name: "debian", Bin: p})
+	} else {
+		missing = append(missing, "prometheus is not installed (make test installs it)")
+	}
+	if p := os.Getenv("GPUSCOPE_PROMETHEUS3"); p != "" {
+		out = append(out, PrometheusServer{Name: "prometheus3", Bin: p})
+	} else {
+		missing = append(missing, "GPUSCOPE_PROMETHEUS3 is not set (to scripts/build-prometheus.sh's prometheus; make test sets it)")
+	}
+	for _, m := range missing {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(m)
+		}
+		t.Logf("without that server: %s", m)
+	}
+	if len(out) == 0 {
+		t.Skip(strings.Join(missing, "; "))
+	}
+	return out
+}
+
+var serverVersion = regexp.MustCompile(`version (\d+)\.(\d+)`)
+
+// scrapesNativeHistogramsBySetting reports whether bin is Prometheus 3.9
+// or later, which scrapes native histograms by the scrape setting
+// scrape_native_histograms rather than by --enable-feature.
+func scrapesNativeHistogramsBySetting(t testing.TB, bin string) bool {
+	t.Helper()
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v: %s", bin, err, out)
+	}
+	m := serverVersion.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s --version printed no version: %s", bin, out)
+	}
+	major, _ := strconv.Atoi(string(m[1]))
+	minor, _ := strconv.Atoi(string(m[2]))
+	return major > 3 || major == 3 && minor >= 9
+}
+
+// PrometheusOn starts srv scraping targets every second with ruleFiles and
+// the feature flags given; native-histograms becomes the scrape setting on
+// a release that has it instead of the flag. It returns the API base URL.
+func PrometheusOn(t testing.TB, srv PrometheusServer, features []string, targets []string, ruleFiles ...string) string {
+	t.Helper()
+	return startPrometheus(t, srv, features, nil, targets, ruleFiles...)
+}
+
+// startPrometheus starts srv with the feature flags and the other
+// command-line flags given; see PrometheusOn.
+func startPrometheus(t testing.TB, srv PrometheusServer, features, extra []string, targets []string, ruleFiles ...string) string {
+	t.Helper()
+	bin := srv.Bin
 	dir := t.TempDir()
+	global := ""
+	flags := append([]string(nil), extra...)
+	for _, f := range features {
+		if f == "native-histograms" && scrapesNativeHistogramsBySetting(t, bin) {
+			global = "  scrape_native_histograms: true\n"
+			continue
+		}
+		flags = append(flags, "--enable-feature="+f)
+	}
 	var rules strings.Builder
 	for _, f := range ruleFiles {
 		abs, err := filepath.Abs(f)
@@ -215,13 +295,13 @@ func PrometheusWithFlags(t testing.TB, flags []string, targets []string, ruleFil
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
-rule_files:
+%srule_files:
 %s
 scrape_configs:
   - job_name: gpuscope
     static_configs:
       - targets: [%s]
-`, rules.String(), quoteAll(targets))
+`, global, rules.String(), quoteAll(targets))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -181,16 +181,25 @@ replacement. */}}
 {{- end -}}
 
 {{/* The counters CSV: counters.csv, dcgm-exporter's customMetrics, or the
-shipped file (etc/dcp-metrics.csv is the default set plus the profiling
-fields). */}}
+shipped file: etc/dcp-metrics.csv (the default set plus the profiling fields)
+with counters.profiling, else etc/default-counters.csv without its
+DCGM_FI_PROF_* lines, which the host engine cannot read without
+CAP_SYS_ADMIN (each would be reported unsupported on every GPU). */}}
 {{- define "gpuscope.countersCSV" -}}
 {{- if .Values.counters.csv -}}
 {{- .Values.counters.csv -}}
 {{- else if .Values.customMetrics -}}
 {{- .Values.customMetrics -}}
+{{- else if .Values.counters.profiling -}}
+{{- .Files.Get "files/dcp-metrics.csv" -}}
 {{- else -}}
-{{- $file := ternary "files/dcp-metrics.csv" "files/default-counters.csv" .Values.counters.profiling -}}
-{{- .Files.Get $file -}}
+{{- $kept := list "# counters.profiling is false: the DCGM_FI_PROF_* fields of etc/default-counters.csv are left out." -}}
+{{- range splitList "\n" (.Files.Get "files/default-counters.csv") -}}
+{{- if not (hasPrefix "DCGM_FI_PROF_" (trim .)) -}}
+{{- $kept = append $kept . -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $kept -}}
 {{- end -}}
 {{- end -}}
 
@@ -221,4 +230,86 @@ replaced by gpuscope's at the chart's appVersion, and NOTES.txt says so. */}}
 {{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Whether to render a Prometheus Operator object: called with (list .
+KIND VALUE), VALUE being true, false or auto. auto renders it when the
+cluster serves KIND of monitoring.coreos.com/v1. Helm lists a served API as
+group/version and as group/version/Kind; `helm template --api-versions
+monitoring.coreos.com/v1` names the group alone, which then stands for all
+its kinds. A cluster with some of the Operator's CRDs and not others (an
+agent that brings ServiceMonitor and PodMonitor only) lists those kinds, so
+the others are left out. */}}
+{{- define "gpuscope.operatorObject" -}}
+{{- $ctx := index . 0 -}}
+{{- $kind := index . 1 -}}
+{{- $value := toString (index . 2) -}}
+{{- if eq $value "true" -}}
+true
+{{- else if eq $value "auto" -}}
+{{- $apis := $ctx.Capabilities.APIVersions -}}
+{{- if $apis.Has (printf "monitoring.coreos.com/v1/%s" $kind) -}}
+true
+{{- else if $apis.Has "monitoring.coreos.com/v1" -}}
+{{- $kinds := false -}}
+{{- range $apis -}}
+{{- if hasPrefix "monitoring.coreos.com/v1/" . -}}
+{{- $kinds = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $kinds -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpuscope.serviceMonitorEnabled" -}}
+{{- if include "gpuscope.operatorObject" (list . "ServiceMonitor" .Values.serviceMonitor.enabled) -}}
+{{- if include "gpuscope.serviceEnabled" . -}}
+true
+{{- else if eq (toString .Values.serviceMonitor.enabled) "true" -}}
+{{- fail "serviceMonitor.enabled needs service.enabled (or use podMonitor.enabled)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpuscope.podMonitorEnabled" -}}
+{{- include "gpuscope.operatorObject" (list . "PodMonitor" .Values.podMonitor.enabled) -}}
+{{- end -}}
+
+{{- define "gpuscope.prometheusRuleEnabled" -}}
+{{- include "gpuscope.operatorObject" (list . "PrometheusRule" .Values.prometheusRule.enabled) -}}
+{{- end -}}
+
+{{/* The rules ConfigMap: forced, or by default wherever the rules are
+wanted and no PrometheusRule carries them. */}}
+{{- define "gpuscope.rulesConfigMapEnabled" -}}
+{{- $cm := toString .Values.prometheusRule.configMap -}}
+{{- if eq $cm "true" -}}
+true
+{{- else if and (eq $cm "auto") (ne (toString .Values.prometheusRule.enabled) "false") (not (include "gpuscope.prometheusRuleEnabled" .)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The rule groups of files/prometheus (deploy/prometheus, copied by
+scripts/sync-chart-assets.sh), for the PrometheusRule. */}}
+{{- define "gpuscope.ruleGroups" -}}
+{{- $groups := list -}}
+{{- range $path, $_ := .Files.Glob "files/prometheus/*.yml" -}}
+{{- $doc := $.Files.Get $path | fromYaml -}}
+{{- if hasKey $doc "Error" -}}
+{{- fail (printf "%s: %s" $path $doc.Error) -}}
+{{- end -}}
+{{- $groups = concat $groups ($doc.groups | default list) -}}
+{{- end -}}
+{{- toYaml $groups -}}
+{{- end -}}
+
+{{/* Insight reads the profiling fields, so it runs only with them: one
+value, counters.profiling=false, turns off everything that needs
+CAP_SYS_ADMIN. */}}
+{{- define "gpuscope.insightEnabled" -}}
+{{- if and .Values.insight.enabled .Values.counters.profiling -}}true{{- end -}}
 {{- end -}}

@@ -1,0 +1,378 @@
+package verify
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuscope/gpuscope/grafana/dash"
+)
+
+// promServer is a Prometheus server the live checks run on.
+type promServer struct {
+	name string
+	bin  string
+	v    version
+}
+
+// scrapeSettingRelease is the first release that scrapes native histograms
+// by a scrape setting instead of --enable-feature=native-histograms.
+var scrapeSettingRelease = version{3, 9}
+
+// promServers lists the servers the rules are checked on: Debian's
+// Prometheus (the oldest users are likely to run, 2.42) and the current
+// Prometheus 3 that scripts/build-prometheus.sh builds, which make test
+// names in GPUSCOPE_PROMETHEUS3. Where one is missing the checks run on the
+// other, saying so; in CI both must be there.
+func promServers(t *testing.T) []promServer {
+	t.Helper()
+	var out []promServer
+	var missing []string
+	if bin, err := exec.LookPath("prometheus"); err == nil {
+		out = append(out, promServer{bin: bin})
+	} else {
+		missing = append(missing, "prometheus is not installed (apt-get install -y prometheus)")
+	}
+	if bin := os.Getenv("GPUSCOPE_PROMETHEUS3"); bin != "" {
+		out = append(out, promServer{bin: bin})
+	} else {
+		missing = append(missing, "GPUSCOPE_PROMETHEUS3 is not set (to scripts/build-prometheus.sh's prometheus; make test sets it)")
+	}
+	for i := range out {
+		v, err := binaryVersion(out[i].bin)
+		require.NoError(t, err)
+		out[i].v = v
+		out[i].name = "prometheus-" + v.String()
+	}
+	if len(missing) > 0 && (os.Getenv("CI") == "true" || len(out) == 0) {
+		skipOrFail(t, "%s", strings.Join(missing, "; "))
+	}
+	for _, m := range missing {
+		t.Logf("checking without that server: %s", m)
+	}
+	return out
+}
+
+// liveRules are rule files prepared for a live check, with what each of
+// their groups needs of Prometheus.
+type liveRules struct {
+	files []string
+	needs []groupNeed
+}
+
+// prepareRules copies rule files into dir at the global evaluation
+// interval (atGlobalInterval) and works out what their groups need.
+func prepareRules(t *testing.T, dir string, files []string) liveRules {
+	t.Helper()
+	needs, err := groupNeeds(files)
+	require.NoError(t, err)
+	r := liveRules{needs: needs}
+	for _, f := range files {
+		r.files = append(r.files, atGlobalInterval(t, f, dir))
+	}
+	return r
+}
+
+// beyond lists the groups of the rules that need a newer Prometheus than
+// srv, with the names they record.
+func (r liveRules) beyond(srv promServer) (groups, records map[string]bool) {
+	groups, records = map[string]bool{}, map[string]bool{}
+	for _, g := range r.needs {
+		if srv.v.less(g.min) {
+			groups[g.group] = true
+		}
+	}
+	for _, f := range r.files {
+		fileGroups, err := ruleFileGroups(f)
+		if err != nil {
+			continue
+		}
+		for _, g := range fileGroups {
+			if !groups[fmt.Sprint(g["name"])] {
+				continue
+			}
+			rules, _ := g["rules"].([]any)
+			for _, ru := range rules {
+				if m, ok := ru.(map[string]any); ok && m["record"] != nil {
+					records[fmt.Sprint(m["record"])] = true
+				}
+			}
+		}
+	}
+	return groups, records
+}
+
+// startPrometheus starts srv scraping target every second with the rules,
+// native histograms on as the release asks for them, and the feature flags
+// the rules need. It returns its client once it is ready.
+func startPrometheus(t *testing.T, srv promServer, rules liveRules, target string, targetLabels map[string]string) promClient {
+	t.Helper()
+	dir := t.TempDir()
+	flags := map[string]bool{"native-histograms": true}
+	for _, g := range rules.needs {
+		for _, f := range g.flags {
+			flags[f] = true
+		}
+	}
+	global := "  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+	var args []string
+	for f := range flags {
+		if f == "native-histograms" && !srv.v.less(scrapeSettingRelease) {
+			global += "  scrape_native_histograms: true\n"
+			continue
+		}
+		args = append(args, "--enable-feature="+f)
+	}
+	sort.Strings(args)
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n%srule_files:\n", global)
+	for _, f := range rules.files {
+		fmt.Fprintf(&b, "  - %q\n", f)
+	}
+	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: gpuscope\n    static_configs:\n      - targets: [%q]\n", target)
+	if len(targetLabels) > 0 {
+		b.WriteString("        labels:\n")
+		for k, v := range targetLabels {
+			fmt.Fprintf(&b, "          %s: %q\n", k, v)
+		}
+	}
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(b.String()), 0o600))
+	addr := freePort(t)
+	args = append(args, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	start(t, srv.bin, dir, args...)
+	waitHTTP(t, "http://"+addr+"/-/ready", 60*time.Second)
+	return promClient{base: "http://" + addr}
+}
+
+// atGlobalInterval copies a rules file into dir without the groups' own
+// evaluation intervals, and returns the copy's path. A group evaluated every
+// 5 minutes is first evaluated at an offset Prometheus derives from the
+// group and the wall clock, often after the test has given up, and its
+// rules would show health "unknown": at the global 1 s interval every rule
+// is evaluated within seconds, and a rule that fails still shows.
+func atGlobalInterval(t *testing.T, src, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal(data, &doc), src)
+	require.NotEmpty(t, doc.Content, "%s: empty", src)
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "groups" {
+			continue
+		}
+		for _, g := range root.Content[i+1].Content {
+			kept := g.Content[:0]
+			for j := 0; j+1 < len(g.Content); j += 2 {
+				if g.Content[j].Value != "interval" {
+					kept = append(kept, g.Content[j], g.Content[j+1])
+				}
+			}
+			g.Content = kept
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	require.NoError(t, err, src)
+	dst := filepath.Join(dir, filepath.Base(src))
+	require.NoError(t, os.WriteFile(dst, out, 0o600))
+	return dst
+}
+
+// emptyAllowed says why a dashboard query may return nothing, or "" when
+// it must return data.
+type emptyAllowed func(dashboard string, q dash.Query) string
+
+// liveCheck is one pass over the rules and the dashboards on a server.
+type liveCheck struct {
+	c          promClient
+	srv        promServer
+	rules      liveRules
+	dashboards map[string][]byte
+	allowed    emptyAllowed
+	// allowedRule says why a recording rule may record nothing, or ""
+	// (nil: none may).
+	allowedRule func(record string) string
+}
+
+// run checks every rule's health, that every recording rule and every
+// dashboard query returns data, and lists what did not, with the number
+// of rules and queries checked and the allowed empty queries with why. Groups
+// that need a newer Prometheus than the server are not held to it, nor the
+// queries that read only what they record.
+func (lc liveCheck) run(t *testing.T) (problems, allowedEmpty []string, nrules, checked int) {
+	skipGroups, skipRecords := lc.rules.beyond(lc.srv)
+	rules, err := lc.c.rules()
+	require.NoError(t, err)
+	require.NotEmpty(t, rules)
+	for _, r := range rules {
+		if skipGroups[r.Group] {
+			continue
+		}
+		nrules++
+		if r.Health != "ok" {
+			problems = append(problems, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
+		}
+		if r.Type != "recording" {
+			continue
+		}
+		res, err := lc.c.query(r.Query)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("recording rule %s: %v", r.Name, err))
+		case len(res) == 0 && lc.allowedRule != nil && lc.allowedRule(r.Name) != "":
+			allowedEmpty = append(allowedEmpty, fmt.Sprintf("recording rule %s: %s", r.Name, lc.allowedRule(r.Name)))
+		case len(res) == 0:
+			problems = append(problems, fmt.Sprintf("recording rule %s returns no series: %s", r.Name, r.Query))
+		}
+	}
+	names := make([]string, 0, len(lc.dashboards))
+	for n := range lc.dashboards {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p, a, n := lc.dashboard(t, name, skipRecords)
+		problems, allowedEmpty, checked = append(problems, p...), append(allowedEmpty, a...), checked+n
+	}
+	return problems, allowedEmpty, nrules, checked
+}
+
+// variables gives each variable of a dashboard the first of its values, as
+// Grafana does, or its "All" value when nothing carries the label; a
+// variable with neither is ".*" and listed in problems.
+func (lc liveCheck) variables(vs []dash.Variable) map[string]string {
+	vars, _ := lc.variablesOrProblems(vs)
+	return vars
+}
+
+func (lc liveCheck) variablesOrProblems(vs []dash.Variable) (map[string]string, []string) {
+	var problems []string
+	vars := map[string]string{"datasource": "prometheus"}
+	for _, v := range vs {
+		vals, err := lc.c.labelValues(substitute(v.Query, vars))
+		switch {
+		case err == nil && len(vals) > 0:
+			vars[v.Name] = vals[0]
+		case err == nil && v.AllValue != "":
+			// Grafana's "All" when nothing carries the label.
+			vars[v.Name] = v.AllValue
+		default:
+			problems = append(problems, fmt.Sprintf("variable %s (%s) has no values: %v", v.Name, v.Query, err))
+			vars[v.Name] = ".*"
+		}
+	}
+	return vars, problems
+}
+
+func (lc liveCheck) dashboard(t *testing.T, name string, skipRecords map[string]bool) (problems, allowedEmpty []string, checked int) {
+	qs, vs, err := dash.Extract(lc.dashboards[name])
+	require.NoError(t, err)
+	vars, vp := lc.variablesOrProblems(vs)
+	for _, p := range vp {
+		problems = append(problems, name+": "+p)
+	}
+	for _, q := range qs {
+		expr := substitute(q.Expr, vars)
+		res, err := lc.c.query(expr)
+		checked++
+		if err == nil && len(res) > 0 {
+			continue
+		}
+		if err == nil {
+			if why := lc.allowed(name, q); why != "" {
+				allowedEmpty = append(allowedEmpty, fmt.Sprintf("%s: panel %q %s: %s", name, q.Panel, q.RefID, why))
+				continue
+			}
+			if readsOnly(expr, skipRecords) {
+				allowedEmpty = append(allowedEmpty, fmt.Sprintf("%s: panel %q %s: reads rules that need a newer Prometheus than %s", name, q.Panel, q.RefID, lc.srv.v))
+				continue
+			}
+			err = fmt.Errorf("returns no series")
+		}
+		problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", name, q.Panel, q.RefID, err, expr))
+	}
+	return problems, allowedEmpty, checked
+}
+
+// readsOnly reports whether every metric name expr reads is in names.
+func readsOnly(expr string, names map[string]bool) bool {
+	sels := scanExpr(expr).selectors
+	for _, s := range sels {
+		if !names[s] {
+			return false
+		}
+	}
+	return len(sels) > 0
+}
+
+// untilClean runs the check until it finds no problem or within passes,
+// and fails the test with what is left.
+func (lc liveCheck) untilClean(t *testing.T, within time.Duration) (allowedEmpty []string) {
+	t.Helper()
+	var problems []string
+	var nrules, checked int
+	pollUntil(within, 2*time.Second, func() bool {
+		problems, allowedEmpty, nrules, checked = lc.run(t)
+		return len(problems) == 0
+	})
+	t.Logf("%s: checked %d rules and %d dashboard queries", lc.srv.name, nrules, checked)
+	require.Empty(t, problems, "%s: %d problems:\n%s", lc.srv.name, len(problems), strings.Join(problems, "\n"))
+	return allowedEmpty
+}
+
+// TestLiveDashboardsAndRules runs the real exporter on its sim source with
+// the shipped profiling counters file, simulated pods and HPC jobs, scrapes
+// it with each real Prometheus (promServers) loading the shipped rules, and
+// checks that every dashboard query and every recording rule returns data
+// and that every rule is healthy, except the rule groups that need a newer
+// Prometheus than the server (the versions table of docs/kubernetes.md).
+func TestLiveDashboardsAndRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
+	}
+	t.Parallel()
+	servers := promServers(t)
+	root, err := filepath.Abs(repoRoot)
+	require.NoError(t, err)
+	bin := gpuscopeBinary(t)
+
+	// Half the GPUs run HPC jobs, so that the per-job rules and panels
+	// have data.
+	jobs := t.TempDir()
+	for gpu, job := range []string{"slurm-101", "slurm-101", "slurm-102", "slurm-102"} {
+		require.NoError(t, os.WriteFile(filepath.Join(jobs, fmt.Sprint(gpu)), []byte(job+"\n"), 0o600))
+	}
+	exporterAddr := freePort(t)
+	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
+		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs,
+		// A 10 s insight window gives the first insight results within 5 s.
+		"--insight", "--insight-window", "10s")
+	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
+	rules := prepareRules(t, t.TempDir(), ruleFiles(t))
+	files, err := dash.Files()
+	require.NoError(t, err)
+
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			lc := liveCheck{c: startPrometheus(t, srv, rules, exporterAddr, map[string]string{"cluster": "sim"}),
+				srv: srv, rules: rules, dashboards: files,
+				allowed: func(string, dash.Query) string { return "" }}
+			// Rules and rates need a few scrapes and evaluations before
+			// they have data: check until every rule and query answers, or
+			// a minute and a half has passed, and report what still did not.
+			lc.untilClean(t, 90*time.Second)
+		})
+	}
+}
