@@ -8,7 +8,9 @@
 #   - every GPU the driver lists is exported, and none is lost;
 #   - every field of the counters file is there on every GPU, or the GPU
 #     reports it unsupported (never for the core fields, nor for profiling
-#     fields on Hopper and later, where GPM serves them);
+#     fields on Hopper and later, where GPM serves them); an unsupported field
+#     is a warning, except one a class of GPU lacks in hardware (the fan speed
+#     of a passively cooled H100 or A100), which is one note for the node;
 #   - every value is finite and plausible for its unit (GPM ratios in [0,1],
 #     percentages in [0,100], W, C, MHz, MiB in sane spans), window
 #     statistics are ordered, FB used + free <= total, power near its limit;

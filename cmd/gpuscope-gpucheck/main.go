@@ -67,6 +67,6 @@ func printReport(w io.Writer, rep gpucheck.Report) {
 	for _, f := range rep.Findings {
 		fmt.Fprintln(w, f)
 	}
-	fmt.Fprintf(w, "checked %d series, %d fields on %d GPUs: %d failed, %d warnings\n",
-		rep.Series, rep.Fields, rep.GPUs, rep.Failures(), len(rep.Findings)-rep.Failures())
+	fmt.Fprintf(w, "checked %d series, %d fields on %d GPUs: %d failed, %d warnings, %d notes\n",
+		rep.Series, rep.Fields, rep.GPUs, rep.Failures(), rep.Warnings(), rep.Notes())
 }

@@ -31,7 +31,16 @@ var (
 
 var insightRequired = []counters.FieldInfo{insSM, insTensor, insDRAM, insPCIeTX, insPCIeRX}
 
+// insightRequiredMIG is what a MIG instance needs: its own activity. Its
+// PCIe counters are the GPU's (DCGM reads them at the GPU level) and are not
+// read (insight.Window.Instance).
+var insightRequiredMIG = insightRequired[:3]
+
 var insightFields = []counters.FieldInfo{insSM, insTensor, insDRAM, insFP64, insFP32, insFP16, insPCIeTX, insPCIeRX, insNVLTX, insNVLRX}
+
+// firstBusField is the index in insightFields of the first bus rate (PCIe,
+// then NVLink).
+const firstBusField = 6
 
 // insightField returns the catalog entry of a generated ID. The catalog is
 // built from the same generated table, so a miss is a broken build of the
@@ -191,7 +200,12 @@ func (e *Engine) ComputeInsight() {
 func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64) {
 	w.es, w.ok, w.fresh, w.known = es, false, false, true
 	w.missing = w.missing[:0]
-	for _, f := range insightRequired {
+	instance := es.ent.Kind == source.GPUInstance
+	required := insightRequired
+	if instance {
+		required = insightRequiredMIG
+	}
+	for _, f := range required {
 		si, ok := p.slotOf[f.ID]
 		if !ok {
 			w.missing = append(w.missing, f.Name)
@@ -221,7 +235,8 @@ func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64
 	for i, f := range insightFields {
 		w.ts[i], w.vals[i] = w.ts[i][:0], w.vals[i][:0]
 		si, ok := p.slotOf[f.ID]
-		if !ok || es.vals[si].ring == nil {
+		if !ok || es.vals[si].ring == nil || (instance && i >= firstBusField) {
+			// An instance's bus rates are not its own.
 			continue
 		}
 		// One interval of slack: a source may stamp the fields of one read
@@ -234,6 +249,7 @@ func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64
 		return
 	}
 	win := &w.win
+	win.Instance = instance
 	win.Interval = interval.Seconds()
 	win.TS = append(win.TS[:0], ref...)
 	win.SM = append(win.SM[:0], w.vals[0]...)
@@ -249,18 +265,27 @@ func (e *Engine) copyInsight(w *insightWork, es *entityState, p *plan, now int64
 			win.Pipe[i] = math.Max(win.Pipe[i], w.tmp[i])
 		}
 	}
-	win.PCIeTX = align(win.PCIeTX[:0], ref, w.ts[6], w.vals[6])
-	win.PCIeRX = align(win.PCIeRX[:0], ref, w.ts[7], w.vals[7])
-	win.NVLink = nil
-	if len(w.ts[8]) > 0 || len(w.ts[9]) > 0 {
-		w.nvl = align(w.nvl[:0], ref, w.ts[8], w.vals[8])
-		w.tmp = align(w.tmp[:0], ref, w.ts[9], w.vals[9])
+	win.PCIeTX, win.PCIeRX, win.NVLink = win.PCIeTX[:0], win.PCIeRX[:0], nil
+	if !instance {
+		w.alignBuses(ref)
+	}
+	w.ok = true
+}
+
+// alignBuses fills the window's PCIe and NVLink rates, a whole GPU's.
+func (w *insightWork) alignBuses(ref []int64) {
+	win := &w.win
+	win.PCIeTX = align(win.PCIeTX, ref, w.ts[firstBusField], w.vals[firstBusField])
+	win.PCIeRX = align(win.PCIeRX, ref, w.ts[firstBusField+1], w.vals[firstBusField+1])
+	if len(w.ts[firstBusField+2]) > 0 || len(w.ts[firstBusField+3]) > 0 {
+		// NVLink is the busier of the two directions.
+		w.nvl = align(w.nvl[:0], ref, w.ts[firstBusField+2], w.vals[firstBusField+2])
+		w.tmp = align(w.tmp[:0], ref, w.ts[firstBusField+3], w.vals[firstBusField+3])
 		for i := range w.nvl {
 			w.nvl[i] = math.Max(w.nvl[i], w.tmp[i])
 		}
 		win.NVLink = w.nvl
 	}
-	w.ok = true
 }
 
 // align resamples a signal on the reference timestamps: each reference

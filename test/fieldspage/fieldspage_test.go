@@ -42,7 +42,15 @@ func startNode(t *testing.T, args ...string) string {
 	return base
 }
 
-// newBrowser starts a headless Chromium; as root it needs --no-sandbox.
+// browserTimeout bounds a browser session. It only turns a hung Chromium
+// into a failure, so it is generous: on a loaded machine Chromium runs many
+// times slower than on an idle one (a session of 9 s took over 90 s at a
+// load of fifteen runnable processes per core).
+const browserTimeout = 5 * time.Minute
+
+// newBrowser starts a headless Chromium; as root it needs --no-sandbox. Its
+// context ends after browserTimeout, or shortly before the test's own
+// deadline, so that a hung browser fails the test with a message.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := e2etest.RequireTool(t, "chromium")
@@ -53,9 +61,20 @@ func newBrowser(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelBrowser := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	deadline := time.Now().Add(browserTimeout)
+	if d, ok := t.Deadline(); ok && d.Add(-10*time.Second).Before(deadline) {
+		deadline = d.Add(-10 * time.Second)
+	}
+	ctx, cancelTimeout := context.WithDeadline(ctx, deadline)
 	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAlloc() })
 	return ctx
+}
+
+// waitInBrowser checks cond until it holds or the browser session ends, and
+// reports whether it held.
+func waitInBrowser(ctx context.Context, cond func() bool) bool {
+	deadline, _ := ctx.Deadline()
+	return testwait.Until(time.Until(deadline), cond)
 }
 
 // shownCost is what the page's cost panel says.
@@ -83,8 +102,8 @@ func atoi(t *testing.T, s string) int {
 }
 
 func TestPickFieldsInABrowser(t *testing.T) {
+	base := startNode(t) // builds the binary first: not on the browser's time
 	ctx := newBrowser(t)
-	base := startNode(t)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/fields"), chromedp.WaitVisible(chromedp.CSS("#cost-series"))))
 
 	ticked, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("input.pick:checked")).map(e => e.value)`))
@@ -147,7 +166,7 @@ func TestPickFieldsInABrowser(t *testing.T) {
 
 	// The script refreshes the previews from /fields.csv.
 	var preview string
-	require.True(t, testwait.Until(10*time.Second, func() bool {
+	require.True(t, waitInBrowser(ctx, func() bool {
 		preview, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#out-csv")))
 		return err == nil && strings.Contains(preview, "DCGM_FI_DEV_FB_USED")
 	}), "the CSV preview never showed the ticked field: %q", preview)
@@ -178,7 +197,7 @@ func download(t *testing.T, ctx context.Context) string {
 		chromedp.Click(chromedp.CSS("#download-csv"))))
 	file := filepath.Join(dir, "counters.csv")
 	var body []byte
-	require.True(t, testwait.Until(30*time.Second, func() bool {
+	require.True(t, waitInBrowser(ctx, func() bool {
 		b, err := os.ReadFile(file)
 		body = b
 		return err == nil && len(b) > 0

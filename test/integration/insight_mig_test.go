@@ -18,10 +18,9 @@ import (
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
-// migLayout splits each GPU into two instances large enough for a data
-// loader's PCIe traffic to stand out of an idle instance's: the
-// thresholds are absolute (docs/insight.md), so a 1g instance's share of
-// the link never reaches them.
+// migLayout splits each GPU into two instances. Their PCIe counters are the
+// GPU's (DCGM reads them at the GPU level), so an instance's classes come
+// from its own activity alone, whatever its size.
 const migLayout = "3g.40gb,4g.40gb"
 
 // instanceKey names a MIG instance's series: GPU index and GPU_I_ID.
@@ -59,7 +58,10 @@ func migKindsRun(t testing.TB, seed int64) (map[string]measured, map[string]sim.
 // GPUs, run on MIG instances: each instance runs its own workload kind,
 // and its own insight series must find its step period within 5% (none
 // where there are no steps), its stall share within 0.05 and its dominant
-// class, from the instance's own profiling fields. The MIG table of
+// class, from the instance's own profiling fields. The input-bound
+// instance's PCIe counters are its GPU's, shared with its neighbour, so its
+// input share is told from the waits between its steps and must match the
+// truth within 0.05; no other instance may wait for input. The MIG table of
 // docs/insight.md is this test's output (-update rewrites it).
 func TestInsightFindsEachMIGInstancesTruth(t *testing.T) {
 	type row struct {
@@ -96,6 +98,11 @@ func TestInsightFindsEachMIGInstancesTruth(t *testing.T) {
 				r.right++
 			}
 			r.shares, r.conf = append(r.shares, share), append(r.conf, m.confidence)
+			if tr.Bound == "input" {
+				assert.InDelta(t, tr.BoundShare, m.bound["input"], stallTolerance, "%s: input share", name)
+			} else {
+				assert.Less(t, m.bound["input"], 0.05, "%s: input share of an instance that waits for no input", name)
+			}
 			if tr.StallShare > 0 {
 				assert.Positive(t, m.stalls, "%s: stalls were counted", name)
 			}
@@ -120,9 +127,13 @@ func TestInsightFindsEachMIGInstancesTruth(t *testing.T) {
 
 // TestInsightOverTheDCGMSourceOnMIG drives the insight metrics through the
 // DCGM source on a MIG GPU of the fake host engine: instance 1 runs the
-// scripted input-bound step, instance 2 computes steadily. Each instance's
-// series are its own, from its own profiling fields, with GPU_I_ID; the
-// MIG GPU itself, which its instances stand in for, gets none.
+// scripted input-bound step, instance 2 computes steadily, instance 3 holds
+// a context and runs nothing. Each instance's series are its own, from its
+// own profiling fields, with GPU_I_ID; the MIG GPU itself, which its
+// instances stand in for, gets none. PCIe is a GPU-level field, which the
+// host engine answers on an instance with the GPU's traffic: instance 1's
+// batches arrive on every instance's series, and must make neither the idle
+// instance 3 wait for input nor the step of instance 1 look like it.
 func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 	sm, tensor, dram := fieldID(t, "DCGM_FI_PROF_SM_ACTIVE"), fieldID(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), fieldID(t, "DCGM_FI_PROF_DRAM_ACTIVE")
 	rx, tx := fieldID(t, "DCGM_FI_PROF_PCIE_RX_BYTES"), fieldID(t, "DCGM_FI_PROF_PCIE_TX_BYTES")
@@ -133,21 +144,26 @@ func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 	}
 	gi1 := dcgm.EntityRef{Group: dcgm.EntityGPUInstance, ID: 11}
 	gi2 := dcgm.EntityRef{Group: dcgm.EntityGPUInstance, ID: 12}
+	gi3 := dcgm.EntityRef{Group: dcgm.EntityGPUInstance, ID: 13}
 	gen := func(e dcgm.EntityRef, field uint16, seq int64) (dcgm.Value, bool) {
 		if field == fieldid.XIDErrors {
 			return dcgm.Value{}, false
 		}
-		s, te, d, r := scripted(seq)
+		s, te, d, loader := scripted(seq)
 		switch e {
-		case gi2:
-			s, te, d, r = 0.85, 0.6, 0.3, 0.2e9
 		case gi1:
+		case gi2:
+			s, te, d = 0.85, 0.6, 0.3
+		case gi3:
+			s, te, d = 0, 0, 0.01
 		default:
 			// The GPU's own values are the whole board's; insight must
 			// not read them for an instance.
-			s, te, d, r = 0.5, 0.5, 0.5, 1e9
+			s, te, d = 0.5, 0.5, 0.5
 		}
-		v := map[uint16]float64{sm: s, tensor: te, dram: d, rx: r, tx: 0.1e9}[field]
+		// The GPU's PCIe traffic, on the GPU and each of its instances:
+		// instance 1's batches and instance 2's trickle, both ways.
+		v := map[uint16]float64{sm: s, tensor: te, dram: d, rx: loader + 0.2e9, tx: loader/2 + 0.2e9}[field]
 		return dcgm.Value{Kind: dcgm.KindFloat64, Float: v}, true
 	}
 	clk := newClock()
@@ -155,8 +171,10 @@ func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 		dcgmfake.WithMIG(
 			dcgm.MIGInfo{Entity: gi1, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 1, Profile: "3g.40gb",
 				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000001"},
-			dcgm.MIGInfo{Entity: gi2, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 2, Profile: "4g.40gb",
-				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000002"}))
+			dcgm.MIGInfo{Entity: gi2, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 2, Profile: "3g.40gb",
+				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000002"},
+			dcgm.MIGInfo{Entity: gi3, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 3, Profile: "1g.10gb",
+				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000003"}))
 	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 30 * time.Second, Log: quietLog()})
 	require.NoError(t, err)
 	defer src.Close()
@@ -173,6 +191,10 @@ func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 	dom, share := steady.dominant()
 	assert.Equal(t, "compute", dom)
 	assert.InDelta(t, 1, share, 0.001)
+	idle := got["1/3"]
+	require.True(t, idle.has, "the idle instance has insight series")
+	assert.Zero(t, idle.period)
+	assert.Equal(t, 1.0, idle.bound["idle"], "the idle instance beside a loader is idle (bound ratios %v)", idle.bound)
 	_, gpuSeries := got["1/"]
 	assert.False(t, gpuSeries, "the MIG GPU has no insight series of its own")
 	assert.True(t, got["0/"].has, "GPU 0, without MIG, keeps its own")
@@ -181,5 +203,5 @@ func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 	for _, m := range parse(t, out)["gpuscope_insight_supported"].Metric {
 		supported[instanceKey(m)] = gaugeOf(m)
 	}
-	assert.Equal(t, map[string]float64{"0/": 1, "1/1": 1, "1/2": 1}, supported)
+	assert.Equal(t, map[string]float64{"0/": 1, "1/1": 1, "1/2": 1, "1/3": 1}, supported)
 }

@@ -46,7 +46,10 @@ type Input struct {
 type Finding struct {
 	// Fail is false for findings worth a look that do not fail the check,
 	// such as a field the GPU itself does not support.
-	Fail   bool
+	Fail bool
+	// Note marks what the hardware explains and nobody needs to act on,
+	// such as the fan speed of a GPU without a fan; it never fails.
+	Note   bool
 	Check  string
 	Series string
 	Msg    string
@@ -54,8 +57,11 @@ type Finding struct {
 
 func (f Finding) String() string {
 	sev := "WARN"
-	if f.Fail {
+	switch {
+	case f.Fail:
 		sev = "FAIL"
+	case f.Note:
+		sev = "NOTE"
 	}
 	if f.Series == "" {
 		return fmt.Sprintf("%s %-12s %s", sev, f.Check, f.Msg)
@@ -94,6 +100,28 @@ func (r Report) Failures() int {
 	return n
 }
 
+// Warnings counts the findings worth a look that do not fail the check.
+func (r Report) Warnings() int {
+	n := 0
+	for _, f := range r.Findings {
+		if !f.Fail && !f.Note {
+			n++
+		}
+	}
+	return n
+}
+
+// Notes counts the findings the hardware explains.
+func (r Report) Notes() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Note {
+			n++
+		}
+	}
+	return n
+}
+
 // coreFields are served by every NVIDIA datacenter GPU through NVML; one that
 // is missing is a bug of gpuscope, never a limit of the hardware.
 var coreFields = map[string]bool{
@@ -105,6 +133,14 @@ var coreFields = map[string]bool{
 	"DCGM_FI_DEV_FB_TOTAL":    true,
 	"DCGM_FI_DEV_FB_USED":     true,
 	"DCGM_FI_DEV_FB_FREE":     true,
+}
+
+// absentByDesign are fields a whole class of GPU lacks in hardware, with why:
+// the driver reports them unsupported there, which is the truth, not a fault
+// of gpuscope nor anything to look at. Data-center GPUs (H100, A100, L40S)
+// are passively cooled by the server's fans and have no fan of their own.
+var absentByDesign = map[string]string{
+	"DCGM_FI_DEV_FAN_SPEED": "a passively cooled GPU has no fan; GPUFanFailing cannot watch it",
 }
 
 // unitRange is the plausible span of a value in a unit, wide enough for every
@@ -260,6 +296,7 @@ func (c *checker) checkFields() {
 			continue // exporter-side families have shapes of their own, judged by value only
 		}
 		c.report.Fields++
+		var without []string // GPUs that lack the field by design
 		for _, g := range c.gpus {
 			if f.Type == counters.Label {
 				c.checkLabelField(f.Name, g)
@@ -271,11 +308,18 @@ func (c *checker) checkFields() {
 			switch {
 			case unsupported[[2]string{f.Name, g}] && (coreFields[f.Name] || (c.in.ExpectGPM && strings.HasPrefix(f.Name, "DCGM_FI_PROF_"))):
 				c.add(true, "fields", fmt.Sprintf("%s{gpu=%q}", f.Name, g), "reported unsupported, but this GPU serves it through NVML")
+			case unsupported[[2]string{f.Name, g}] && absentByDesign[f.Name] != "":
+				without = append(without, g)
 			case unsupported[[2]string{f.Name, g}]:
 				c.add(false, "fields", fmt.Sprintf("%s{gpu=%q}", f.Name, g), "not supported by this GPU (gpuscope_field_supported 0)")
 			default:
 				c.add(true, "fields", fmt.Sprintf("%s{gpu=%q}", f.Name, g), "missing, and gpuscope_field_supported gives no reason")
 			}
+		}
+		if len(without) > 0 {
+			// One line for the node: eight GPUs without a fan are one fact.
+			c.report.Findings = append(c.report.Findings, Finding{Note: true, Check: "fields", Series: f.Name,
+				Msg: fmt.Sprintf("not supported on GPU %s (%s)", strings.Join(without, ", "), absentByDesign[f.Name])})
 		}
 	}
 }

@@ -159,8 +159,46 @@ func TestUnsupportedOptionalFieldWarnsWithoutFailing(t *testing.T) {
 	rep, err := Check(Input{Exposition: b, Counters: set, GPUs: 2})
 	require.NoError(t, err)
 	require.False(t, rep.Failed(), "findings: %v", rep.Findings)
-	require.Len(t, rep.Findings, 1)
-	require.Contains(t, rep.Findings[0].String(), "not supported by this GPU")
+	require.Equal(t, 1, rep.Warnings(), "findings: %v", rep.Findings)
+	require.Contains(t, warnings(rep), `WARN fields       DCGM_FI_PROF_PIPE_FP64_ACTIVE{gpu="1"}: not supported by this GPU`)
+}
+
+// An H100 has no fan: the driver reports the fan speed unsupported on every
+// GPU of the node. That passes, without a warning a person would learn to
+// skip, and says once which GPUs the fan alert cannot watch.
+func TestFanlessGPUsPassWithOneNote(t *testing.T) {
+	body, set := simScrape(t, 2) // the simulated H100, passively cooled
+	require.Contains(t, string(body), `gpuscope_field_supported{field="DCGM_FI_DEV_FAN_SPEED",gpu="0"`)
+	rep, err := Check(Input{Exposition: body, Counters: set, GPUs: 2, ExpectGPM: true})
+	require.NoError(t, err)
+	require.False(t, rep.Failed(), "findings: %v", rep.Findings)
+	require.Zero(t, rep.Warnings(), "findings: %v", rep.Findings)
+	require.Equal(t, 1, rep.Notes(), "findings: %v", rep.Findings)
+	require.Equal(t, "NOTE fields       DCGM_FI_DEV_FAN_SPEED: not supported on GPU 0, 1 (a passively cooled GPU has no fan; GPUFanFailing cannot watch it)",
+		rep.Findings[0].String())
+
+	// A fan speed that is simply missing, with no reason from the GPU, is
+	// still a failure: only the driver's word makes it absent by design.
+	b := []byte(strings.ReplaceAll(string(body), `gpuscope_field_supported{field="DCGM_FI_DEV_FAN_SPEED",gpu="1"`, `gpuscope_dropped{field="DCGM_FI_DEV_FAN_SPEED",gpu="1"`))
+	rep, err = Check(Input{Exposition: b, Counters: set, GPUs: 2, ExpectGPM: true})
+	require.NoError(t, err)
+	require.True(t, rep.Failed())
+	require.Contains(t, failures(rep), `DCGM_FI_DEV_FAN_SPEED{gpu="1"}: missing, and gpuscope_field_supported gives no reason`)
+}
+
+func warnings(rep Report) string {
+	return findings(rep, func(f Finding) bool { return !f.Fail && !f.Note })
+}
+func failures(rep Report) string { return findings(rep, func(f Finding) bool { return f.Fail }) }
+
+func findings(rep Report, keep func(Finding) bool) string {
+	var out []string
+	for _, f := range rep.Findings {
+		if keep(f) {
+			out = append(out, f.String())
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // markUnsupported adds the series gpuscope writes for a field a GPU cannot

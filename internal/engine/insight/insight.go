@@ -89,6 +89,11 @@ type Window struct {
 	TS                             []int64
 	SM, Pipe, DRAM, PCIeTX, PCIeRX []float64
 	NVLink                         []float64
+	// Instance marks the window of a MIG GPU instance, which has no bus
+	// traffic of its own to read: PCIeTX, PCIeRX and NVLink are not read
+	// (they may be nil), and its classes follow the instance's own rules
+	// (mig.go).
+	Instance bool
 }
 
 // Len is the number of samples.
@@ -118,6 +123,7 @@ type Analyzer struct {
 	acf  []float64
 	ends []int64
 	run  []float64
+	wait []bool
 }
 
 // Analyze computes the result of one window. A window of fewer than
@@ -135,8 +141,12 @@ func (a *Analyzer) Analyze(w *Window) Result {
 		r.Period = lag * w.Interval
 	}
 	r.StallRatio, r.StallEnds = a.stalls(w)
-	for i := 0; i < n; i++ {
-		r.Bound[classify(w, i)]++
+	if w.Instance {
+		a.classifyInstance(w, r.Period, &r.Bound)
+	} else {
+		for i := 0; i < n; i++ {
+			r.Bound[classify(w, i)]++
+		}
 	}
 	for c := range r.Bound {
 		r.Bound[c] /= float64(n)
@@ -144,8 +154,10 @@ func (a *Analyzer) Analyze(w *Window) Result {
 	return r
 }
 
-// Classify says what sample i is bound by. The rules are tested in order;
-// the first that holds decides.
+// Classify says what sample i of a whole GPU's window is bound by. The rules
+// are tested in order; the first that holds decides. A MIG instance's
+// samples are classed over the whole window (Analyze), as one sample alone
+// cannot tell a wait between steps from idleness there.
 func Classify(w *Window, i int) Class { return classify(w, i) }
 
 func classify(w *Window, i int) Class {
@@ -290,24 +302,30 @@ func (a *Analyzer) stalls(w *Window) (float64, []int64) {
 	if first < 0 || last <= first {
 		return 0, a.ends
 	}
-	stalled := 0
-	a.run = a.run[:0]
+	stalled, start := 0, first
 	for i := first; i <= last; i++ {
-		v := w.SM[i]
-		if v < BusySM {
-			a.run = append(a.run, v)
+		if w.SM[i] < BusySM {
 			continue
 		}
-		if n := len(a.run); n >= MinStallSamples {
-			sort.Float64s(a.run)
-			if a.run[(n-1)/2] < StallSM {
-				stalled += n
-				if i < len(w.TS) {
-					a.ends = append(a.ends, w.TS[i])
-				}
+		if a.isStall(w.SM[start:i]) {
+			stalled += i - start
+			if i < len(w.TS) {
+				a.ends = append(a.ends, w.TS[i])
 			}
 		}
-		a.run = a.run[:0]
+		start = i + 1
 	}
 	return float64(stalled) / float64(last-first+1), a.ends
+}
+
+// isStall says whether a run of SM samples below BusySM is a stall: at least
+// MinStallSamples long, with a median below StallSM.
+func (a *Analyzer) isStall(run []float64) bool {
+	n := len(run)
+	if n < MinStallSamples {
+		return false
+	}
+	a.run = append(a.run[:0], run...)
+	sort.Float64s(a.run)
+	return a.run[(n-1)/2] < StallSM
 }

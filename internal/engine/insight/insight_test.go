@@ -119,3 +119,83 @@ func TestAnalyzeDoesNotAllocateInTheSteadyState(t *testing.T) {
 	assert.Zero(t, allocs)
 	assert.False(t, math.IsNaN(a.Analyze(w).Confidence))
 }
+
+// onInstance makes a window a MIG instance's: its PCIe counters are its
+// GPU's, here a neighbour's loader pulling 20 GB/s the whole time, which the
+// rules must not read.
+func onInstance(w *Window) *Window {
+	w.Instance = true
+	for i := range w.PCIeRX {
+		w.PCIeTX[i], w.PCIeRX[i] = 10e9, 20e9
+	}
+	return w
+}
+
+// bursts is a window of busy runs [start, end) and nothing between them.
+func bursts(n int, runs ...[2]int) *Window {
+	w := square(n, 1, 0, func(w *Window, i int) { w.SM[i], w.Pipe[i], w.DRAM[i] = 0.01, 0, 0.02 })
+	for _, r := range runs {
+		for i := r[0]; i < r[1]; i++ {
+			w.SM[i], w.Pipe[i], w.DRAM[i] = 0.9, 0.7, 0.4
+		}
+	}
+	return w
+}
+
+func TestAnalyzeTellsAMIGInstancesWaitsFromIdleness(t *testing.T) {
+	steps := square(300, 15, 9, loaderGap)
+	lateStart := square(300, 15, 9, loaderGap)
+	for i := 0; i < 100; i++ { // the loop starts 10 s into the window
+		lateStart.SM[i], lateStart.Pipe[i], lateStart.DRAM[i] = 0.01, 0, 0.02
+	}
+	tests := []struct {
+		name    string
+		w       *Window
+		stepped bool
+		bound   [NumClasses]float64 // within half a sample
+	}{
+		{"stepping with waits between steps: the waits are input", onInstance(square(300, 15, 9, loaderGap)), true,
+			[NumClasses]float64{Compute: 9.0 / 15, Input: 6.0 / 15}},
+		{"the window cut inside two waits: the cut waits are input too", onInstance(&Window{Interval: 0.1, TS: steps.TS[10:296], SM: steps.SM[10:296],
+			Pipe: steps.Pipe[10:296], DRAM: steps.DRAM[10:296], PCIeTX: steps.PCIeTX[10:296], PCIeRX: steps.PCIeRX[10:296]}), true,
+			[NumClasses]float64{Compute: 171.0 / 286, Input: 115.0 / 286}},
+		{"a loop that starts late: before it, idle", onInstance(lateStart), true,
+			[NumClasses]float64{Compute: 117.0 / 300, Input: 78.0 / 300, Idle: 105.0 / 300}},
+		{"bursts without a rhythm: the gaps are idle", onInstance(bursts(300, [2]int{10, 30}, [2]int{70, 75}, [2]int{140, 190}, [2]int{200, 204}, [2]int{260, 282})), false,
+			[NumClasses]float64{Compute: 101.0 / 300, Idle: 199.0 / 300}},
+		{"no steps: idle, whatever the GPU's PCIe", onInstance(bursts(300)), false,
+			[NumClasses]float64{Idle: 1}},
+		{"a steady server on its own memory", onInstance(square(300, 10, 10, loaderGap)), false,
+			[NumClasses]float64{Compute: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a Analyzer
+			r := a.Analyze(tt.w)
+			assert.Equal(t, tt.stepped, r.Period > 0, "period %v, confidence %v", r.Period, r.Confidence)
+			for c := Class(0); c < NumClasses; c++ {
+				assert.InDelta(t, tt.bound[c], r.Bound[c], 0.5/float64(tt.w.Len()), "%s share (bound %v)", c, r.Bound)
+			}
+			assert.Zero(t, r.Bound[Communication], "a MIG instance has no NVLink peer traffic, and its PCIe is the GPU's")
+		})
+	}
+}
+
+// The same waits on a whole GPU without a batch on its PCIe link are idle:
+// the whole-GPU rules read the GPU's own bus, and only the instance rules
+// read the rhythm.
+func TestAnalyzeOfAWholeGPUReadsItsBusNotItsRhythm(t *testing.T) {
+	w := square(300, 15, 9, func(w *Window, i int) { w.SM[i], w.Pipe[i], w.DRAM[i] = 0.01, 0, 0.02 })
+	var a Analyzer
+	r := a.Analyze(w)
+	assert.Greater(t, r.Period, 0.0)
+	assert.InDelta(t, 6.0/15, r.Bound[Idle], 0.01)
+	assert.Zero(t, r.Bound[Input])
+}
+
+func TestAnalyzeOfAnInstanceDoesNotAllocateInTheSteadyState(t *testing.T) {
+	w := onInstance(square(300, 15, 9, loaderGap))
+	var a Analyzer
+	a.Analyze(w)
+	assert.Zero(t, testing.AllocsPerRun(20, func() { a.Analyze(w) }))
+}
