@@ -53,12 +53,28 @@ func allowChartEmpty(dashboard string, q dash.Query) string {
 	return ""
 }
 
+// absentMetric is why a metric name the shipped alerts read may be missing
+// from a default install on the sim.
+type absentMetric struct {
+	reason string
+	// servedWith are sim flags under which the default install does serve
+	// it; the test checks that it then does, on every GPU.
+	servedWith []string
+}
+
 // alertMetricsAbsent are the metric names shipped alerts read that a
 // default install on the sim need not serve, each with why.
-var alertMetricsAbsent = map[string]string{
-	"gpuscope_field_supported": "has a series only for a field a GPU cannot serve, and the simulated GPUs serve every field of the file",
-	"gpuscope_xid_last_seen_timestamp_seconds": "has a series only once a GPU reported an XID; the sim raises them at random " +
-		"(--sim-event-rate), and a run of a minute may see none",
+var alertMetricsAbsent = map[string]absentMetric{
+	"gpuscope_xid_last_seen_timestamp_seconds": {reason: "has a series only once a GPU reported an XID; the sim raises them at random " +
+		"(--sim-event-rate), and a run of a minute may see none"},
+	// nvml.h, nvmlDeviceGetFanSpeed: "For all discrete products with
+	// dedicated fans", NVML_ERROR_NOT_SUPPORTED "if the device does not have
+	// a fan". The sim's h100 answers so, gpuscope_field_supported says so,
+	// and GPUFieldUnsupported leaves the fan out.
+	"DCGM_FI_DEV_FAN_SPEED": {reason: "a data-center GPU such as the simulated H100 has no fan of its own (the server's fans " +
+		"cool it) and reports the field unsupported; the field exists on cards with a fan of their own, such as the RTX 6000 Ada " +
+		"and RTX A6000 workstation cards, which are what GPUFanFailing watches",
+		servedWith: []string{"--sim-model=rtx6000ada"}},
 }
 
 // TestChartDefaultsGiveEveryPanelData renders the chart with its default
@@ -67,7 +83,8 @@ var alertMetricsAbsent = map[string]string{
 // Prometheus, and finds data for every query of every dashboard the chart
 // ships, except the explicit, reasoned chartEmptyAllowed; and every metric
 // the shipped alerts read is scraped, except the reasoned
-// alertMetricsAbsent.
+// alertMetricsAbsent; one absent for the sim's GPU model is found on every
+// GPU of a model that has it (servedWith).
 func TestChartDefaultsGiveEveryPanelData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
@@ -92,6 +109,14 @@ func TestChartDefaultsGiveEveryPanelData(t *testing.T) {
 			found = found || q.Panel == a.panel
 		}
 		assert.True(t, found, "chartEmptyAllowed names panel %q of %s, which does not exist", a.panel, a.dashboard)
+	}
+	for name, a := range alertMetricsAbsent {
+		if len(a.servedWith) > 0 {
+			t.Run(name+" with "+strings.Join(a.servedWith, " "), func(t *testing.T) {
+				t.Parallel()
+				checkServedWith(t, r, name, a.servedWith)
+			})
+		}
 	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
@@ -134,7 +159,7 @@ func checkAlertMetrics(t *testing.T, c promClient, files []string) {
 		if len(res) > 0 {
 			continue
 		}
-		if why := alertMetricsAbsent[name]; why != "" {
+		if why := alertMetricsAbsent[name].reason; why != "" {
 			t.Logf("%s (read by %s) is not scraped: %s", name, strings.Join(alerts, ", "), why)
 			continue
 		}
@@ -363,10 +388,38 @@ func alertsNotServed(t *testing.T, c promClient, reads map[string][]string) map[
 		for _, n := range names {
 			res, err := c.query(fmt.Sprintf("count({__name__=%q})", n))
 			require.NoError(t, err)
-			if len(res) == 0 && alertMetricsAbsent[n] == "" {
+			if len(res) == 0 && alertMetricsAbsent[n].reason == "" {
 				out[alert] = true
 			}
 		}
 	}
 	return out
+}
+
+// checkServedWith runs the default install's exporter with the sim flags
+// given and finds the metric name on every GPU, and no GPU that calls the
+// field unsupported: an allowed absence must be the sim's GPU, not the
+// install.
+func checkServedWith(t *testing.T, r renderedChart, name string, simFlags []string) {
+	t.Helper()
+	addr := startExporter(t, r, simFlags...)
+	var gpus, served int
+	var unsupported []string
+	pollUntil(30*time.Second, 250*time.Millisecond, func() bool {
+		gpus, served, unsupported = 0, 0, nil
+		for _, line := range strings.Split(scrape(t, addr), "\n") {
+			switch {
+			case strings.HasPrefix(line, "DCGM_FI_DEV_GPU_TEMP{"):
+				gpus++
+			case strings.HasPrefix(line, name+"{"):
+				served++
+			case strings.HasPrefix(line, "gpuscope_field_supported{") && strings.Contains(line, `field="`+name+`"`):
+				unsupported = append(unsupported, line)
+			}
+		}
+		return gpus > 0 && served == gpus
+	})
+	require.Positive(t, gpus, "the exporter serves no GPU")
+	assert.Empty(t, unsupported, "%s with %v: GPUs that call it unsupported", name, simFlags)
+	assert.Equal(t, gpus, served, "%s with %v: GPUs that serve it, of %d", name, simFlags, gpus)
 }
