@@ -239,14 +239,16 @@ var simPods = []struct{ namespace, pod, container string }{
 	{"research", "notebook-7f9c", "jupyter"},
 }
 
-// startExporter runs the real binary as the rendered DaemonSet would. When
+// startExporter runs the real binary as the rendered DaemonSet would, with
+// simFlags after its arguments (the sim's GPU model, for one). When
 // the chart has pod attribution on, the kubelet's PodResources API is served
 // on the socket the arguments name by the fake kubelet of the main module
 // (internal/testkit/kubelettest), with simPods holding the sim's GPUs.
-func startExporter(t *testing.T, r renderedChart) string {
+func startExporter(t *testing.T, r renderedChart, simFlags ...string) string {
 	t.Helper()
 	addr := freePort(t)
 	args, env, _ := r.exporterCommand(t, addr)
+	args = append(args, simFlags...)
 	var kubelet *os.Process
 	podsFile := filepath.Join(t.TempDir(), "pods.json")
 	for _, a := range args {
