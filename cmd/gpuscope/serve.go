@@ -189,22 +189,18 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		prof = pc
 	}
 	web := cfg.Web
-	// Without histograms the protobuf exposition would hold what the text
-	// does, at a larger size: every scraper gets the text.
-	var fams server.FamilySource
-	if cfg.Collection.NativeHistograms {
-		fams = eng
-	}
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
 	if err != nil {
 		return err
 	}
 	srv, err = server.New(server.Options{
-		Address:          web.Address,
-		WebConfigFile:    web.ConfigFile,
-		Engine:           eng,
-		Families:         fams,
+		Address:       web.Address,
+		WebConfigFile: web.ConfigFile,
+		Engine:        server.Snapshots(eng.Snapshot, eng.Ready),
+		// Without histograms the protobuf exposition would hold what the
+		// text does, at a larger size: every scraper gets the text.
+		Protobuf:         cfg.Collection.NativeHistograms,
 		Gatherer:         reg,
 		Profiling:        prof,
 		Samples:          eng,
