@@ -24,8 +24,9 @@ const maxFreeSnapshots = 2
 type body struct {
 	snap  Exposition
 	proto bool
-	// own is gpuscope's own families, encoded in the body's format.
-	own []byte
+	// own and sampled are gpuscope's own families, encoded in the body's
+	// format: gathered for the body, and as last sampled in the background.
+	own, sampled []byte
 	// err says the render failed; the body holds nothing to serve.
 	err  error
 	refs int
@@ -49,6 +50,9 @@ func (b *body) writeTo(w io.Writer) error {
 	}
 	if err == nil && len(b.own) > 0 {
 		_, err = w.Write(b.own)
+	}
+	if err == nil && len(b.sampled) > 0 {
+		_, err = w.Write(b.sampled)
 	}
 	return err
 }

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -232,5 +234,66 @@ func TestMetricsContentLength(t *testing.T) {
 			}
 			assert.Equal(t, tt.body, string(raw), "the body arrives whole")
 		})
+	}
+}
+
+// countingGatherer counts its gatherings.
+type countingGatherer struct {
+	prometheus.Gatherer
+	n atomic.Int32
+}
+
+func (g *countingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	g.n.Add(1)
+	return g.Gatherer.Gather()
+}
+
+// TestSampledFamiliesAreNotGatheredPerScrape: the families of Sampled (the
+// Go runtime's and the process's in gpuscope) are in every exposition, in
+// both formats, gathered once per period and not for each of the scrapes
+// in between, while those of Gatherer are gathered for each exposition.
+func TestSampledFamiliesAreNotGatheredPerScrape(t *testing.T) {
+	live, sampled := prometheus.NewRegistry(), prometheus.NewRegistry()
+	live.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuscope_live", Help: "l"}))
+	sampled.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "process_sampled", Help: "s"}))
+	lg, sg := &countingGatherer{Gatherer: live}, &countingGatherer{Gatherer: sampled}
+	eng := &fakeEngine{body: "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n", fams: fakeFamilies}
+	s, err := New(Options{Engine: eng, Gatherer: lg, Sampled: sg, SampleOwnEvery: time.Hour, Protobuf: true, Log: quiet()})
+	require.NoError(t, err)
+	now := time.Unix(1_700_000_000, 0)
+	s.text.now = func() time.Time { return now }
+	s.proto.now = s.text.now
+	for i := range 10 {
+		// Each scrape past the reuse of the last body renders anew.
+		now = now.Add(reuseBodyFor)
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if i%2 == 1 {
+			req.Header.Set("Accept", prometheusAccept)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		require.Equal(t, http.StatusOK, rec.Code)
+		mfs := decodeAny(t, rec)
+		assert.Contains(t, mfs, "gpuscope_live")
+		assert.Contains(t, mfs, "process_sampled")
+	}
+	assert.Equal(t, int32(10), lg.n.Load(), "live families are gathered for each exposition")
+	assert.Equal(t, int32(1), sg.n.Load(), "sampled families are gathered once a period")
+}
+
+// decodeAny reads a /metrics response in the format it declares.
+func decodeAny(t *testing.T, rec *httptest.ResponseRecorder) map[string]*dto.MetricFamily {
+	t.Helper()
+	format := expfmt.ResponseFormat(rec.Header())
+	dec := expfmt.NewDecoder(bytes.NewReader(rec.Body.Bytes()), format)
+	out := map[string]*dto.MetricFamily{}
+	for {
+		var mf dto.MetricFamily
+		if err := dec.Decode(&mf); err == io.EOF {
+			return out
+		} else {
+			require.NoError(t, err, format)
+		}
+		out[mf.GetName()] = &mf
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sirupsen/logrus"
 
@@ -37,9 +36,15 @@ type Options struct {
 	// histograms, to scrapers that negotiate it; false serves the text
 	// format to every scraper.
 	Protobuf bool
-	// Gatherer holds gpuscope's own families (self metrics, Go and process
-	// collectors, enrichers); it is appended to the GPU series.
+	// Gatherer holds gpuscope's own families (self metrics, enrichers),
+	// gathered for each exposition and appended to the GPU series.
 	Gatherer prometheus.Gatherer
+	// Sampled holds own families that are gathered in the background every
+	// SampleOwnEvery (DefaultSampleOwnEvery when 0) while the server
+	// serves, and appended as last gathered: the Go runtime's and the
+	// process's, which cost more than a render to gather.
+	Sampled        prometheus.Gatherer
+	SampleOwnEvery time.Duration
 	// Profiling pauses and resumes DCGM profiling; nil when the source has
 	// no profiling lock.
 	Profiling source.ProfilingController
@@ -109,6 +114,7 @@ type Server struct {
 	// text and proto share the snapshots of /metrics among scrapes of
 	// each format.
 	text, proto coalescer
+	sampled     *sampledFamilies
 
 	api          *apiMetrics
 	auth         *authGate
@@ -144,6 +150,9 @@ func (opts *Options) setDefaults() {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if opts.SampleOwnEvery <= 0 {
+		opts.SampleOwnEvery = DefaultSampleOwnEvery
+	}
 }
 
 // New builds the handlers.
@@ -160,6 +169,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("registering the authentication metrics: %w", err)
 		}
 	}
+	s.sampled = &sampledFamilies{g: opts.Sampled, every: opts.SampleOwnEvery, log: opts.Log}
 	s.text = coalescer{render: s.renderAll, maxAge: reuseBodyFor}
 	s.proto = coalescer{render: s.renderAll, maxAge: reuseBodyFor, proto: true}
 	links := []web.LandingLinks{
@@ -323,38 +333,6 @@ func acceptsGzip(r *http.Request) bool {
 		return gzip > 0
 	}
 	return star > 0
-}
-
-// renderAll takes a snapshot of the GPU series into b and gathers
-// gpuscope's own families, encoded in b's format.
-func (s *Server) renderAll(b *body, prev Exposition) {
-	b.snap = s.opts.Engine.Snapshot(prev, b.proto)
-	if s.opts.Gatherer == nil {
-		return
-	}
-	mfs, err := s.opts.Gatherer.Gather()
-	if err != nil {
-		s.opts.Log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
-	}
-	format := textFormat
-	if b.proto {
-		format = protoFormat
-	}
-	bw := appendWriter{}
-	enc := expfmt.NewEncoder(&bw, format)
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			s.opts.Log.WithError(err).WithField("family", mf.GetName()).Warn("Encoding a metric family failed")
-		}
-	}
-	b.own = bw.buf
-}
-
-type appendWriter struct{ buf []byte }
-
-func (a *appendWriter) Write(p []byte) (int, error) {
-	a.buf = append(a.buf, p...)
-	return len(p), nil
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
@@ -528,6 +506,9 @@ func (s *Server) serving(addr string) {
 // run serves until ctx ends, then shuts srv down.
 func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
 	srv.RegisterOnShutdown(s.endStreams)
+	bg, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	go s.sampled.run(bg)
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	select {
