@@ -181,6 +181,7 @@ func BenchmarkFloor(b *testing.B) {
 			format := expfmt.NewFormat(expfmt.TypeTextPlain)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
 				out.Reset()
 				enc := expfmt.NewEncoder(&out, format)
@@ -191,6 +192,7 @@ func BenchmarkFloor(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			reportCPU(b, cpu)
 			reportPerSeries(b, series)
 		})
 	}
@@ -249,10 +251,12 @@ func BenchmarkRenderFullWindow(b *testing.B) {
 	b.Logf("%d full rings of %d samples", rings, window.MaxCapacity)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		buf = e.Render(buf[:0])
 	}
 	b.StopTimer()
+	reportCPU(b, cpu)
 	reportPerSeries(b, series)
 }
 
