@@ -79,10 +79,6 @@ func (l *recList) add(o *recList) {
 	l.recs = append(l.recs, o.recs...)
 }
 
-// Series is the number of series in the snapshot, native histograms
-// included.
-func (s *Snapshot) Series() int { return len(s.main.recs) + len(s.hists) }
-
 // expo is where a render writes its series: the families and samples of a
 // snapshot. A family is written with its first sample, so that a family
 // without any is left out, as the exposition formats want.
