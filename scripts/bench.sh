@@ -287,13 +287,14 @@ fi
 if want ingest; then
   # The sampling benchmark of this tree, built into $BASE's engine and into
   # this one, the two binaries alternating.
-  echo "== ingest, $ROUNDS alternating rounds: $BASE against this tree, the same BenchmarkCollect" >&2
+  echo "== ingest, $ROUNDS alternating rounds: $BASE, $OLD and this tree, the same BenchmarkCollect" >&2
   engine_test_at "$BASE" "$OUT/ingest-base.test" --harness
+  engine_test_at "$OLD" "$OUT/ingest-old.test" --harness
   go test -c -o "$OUT/ingest-new.test" ./internal/engine/
   raw="$OUT/ingest-raw.txt"
   : >"$raw"
   for r in $(seq 1 "$ROUNDS"); do
-    for b in base new; do
+    for b in base old new; do
       (cd internal/engine && "$OUT/ingest-$b.test" -test.run '^$' -test.bench '^Benchmark(Sim)?Collect$' -test.benchmem \
         -test.benchtime "$BTIME" -test.count 1) | tee -a "$OUT/ingest-$b.txt" | bench_rows "$r" "$b" >>"$raw"
     done
@@ -302,7 +303,7 @@ if want ingest; then
   for sz in 8gpu 8gpu_mig_nvlink; do
     for u in cpu-ns/sample ns/sample; do
       row "ingest per sample, $u ($sz)" "$(med "$raw" new "BenchmarkCollect/$sz" samples/op | cut -d. -f1) samples a simulated second; $ROUNDS rounds" \
-        "$BASE $(med "$raw" base "BenchmarkCollect/$sz" $u), this tree $(med "$raw" new "BenchmarkCollect/$sz" $u) (sim alone $(med "$raw" new "BenchmarkSimCollect/$sz" $u)): $(ratio_text "$(ratios "$raw" new "BenchmarkCollect/$sz" base "BenchmarkCollect/$sz" $u)")" \
+        "$BASE $(med "$raw" base "BenchmarkCollect/$sz" $u), $OLD $(med "$raw" old "BenchmarkCollect/$sz" $u), this tree $(med "$raw" new "BenchmarkCollect/$sz" $u) (sim alone $(med "$raw" new "BenchmarkSimCollect/$sz" $u)); this tree / $BASE $(ratio_text "$(ratios "$raw" new "BenchmarkCollect/$sz" base "BenchmarkCollect/$sz" $u)"), $OLD / $BASE $(ratio_text "$(ratios "$raw" old "BenchmarkCollect/$sz" base "BenchmarkCollect/$sz" $u)")" \
         "<= 1.5x in every round"
     done
   done

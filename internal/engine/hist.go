@@ -94,7 +94,7 @@ func (e *Engine) appendHistograms(w *expo, s *Snapshot, now int64) {
 			from := len(s.hbuf)
 			s.hbuf = sv.hist.AppendProto(s.hbuf)
 			for _, l := range es.labels {
-				w.histogram(s, l, from, len(s.hbuf))
+				w.histogram(l, from, len(s.hbuf))
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -69,39 +68,42 @@ func (s *Snapshot) WriteProto(w io.Writer) error {
 }
 
 // protoScratch is one protobuf writer's working memory, pooled: the
-// encodings of the series of the family being written, and a memo of the
-// label strings it met.
+// encoding of each label string of the snapshot, by index, and those it had
+// to make.
 type protoScratch struct {
-	encs [][]byte
-	memo encMemo
+	tab  [][]byte
 	miss map[string][]byte
 }
 
 var protoScratches = sync.Pool{New: func() any { return &protoScratch{miss: map[string][]byte{}} }}
 
-// maxPooledEncs keeps a huge family's scratch from staying in the pool.
-const maxPooledEncs = 1 << 16
+// maxPooledStrs keeps a huge snapshot's scratch from staying in the pool.
+const maxPooledStrs = 1 << 16
 
 func (s *Snapshot) appendProto(c *chunked, cache *protoLabelCache) {
 	ps := protoScratches.Get().(*protoScratch)
 	defer func() {
 		cache.add(ps.miss)
 		clear(ps.miss)
-		ps.memo = encMemo{}
-		clear(ps.encs)
-		if cap(ps.encs) <= maxPooledEncs {
-			ps.encs = ps.encs[:0]
+		clear(ps.tab)
+		if cap(ps.tab) <= maxPooledStrs {
+			ps.tab = ps.tab[:0]
 			protoScratches.Put(ps)
 		}
 	}()
+	// Each label string once, not each series: a snapshot holds a few
+	// hundred of them for thousands of series.
+	for _, str := range s.strs {
+		ps.tab = append(ps.tab, ps.enc(str, cache))
+	}
 	recs, hists := s.main.recs, s.hists
 	for i := range s.main.fams {
 		f := &s.main.fams[i]
 		if f.hist {
-			ps.histFamily(c, f, hists[:f.n], s.hbuf, cache)
+			ps.histFamily(c, f, hists[:f.n], s.hbuf)
 			hists = hists[f.n:]
 		} else {
-			ps.family(c, f, recs[:f.n], cache)
+			ps.family(c, f, recs[:f.n])
 			recs = recs[f.n:]
 		}
 		if c.err != nil {
@@ -123,7 +125,7 @@ func familyStart(buf []byte, f *famRec, typ uint64, body int) []byte {
 }
 
 // family writes a family of gauges, counters or untyped series.
-func (ps *protoScratch) family(c *chunked, f *famRec, recs []sampleRec, cache *protoLabelCache) {
+func (ps *protoScratch) family(c *chunked, f *famRec, recs []sampleRec) {
 	typ, field := uint64(typeUntyped), byte(fieldMetricUntyp<<3|2)
 	switch f.typ {
 	case "gauge":
@@ -131,24 +133,20 @@ func (ps *protoScratch) family(c *chunked, f *famRec, recs []sampleRec, cache *p
 	case "counter":
 		typ, field = typeCounter, fieldMetricCount<<3|2
 	}
-	encs := ps.encs[:0]
 	body := 0
-	for i := range recs {
-		l, t := ps.enc(recs[i].labels, cache), ps.enc(recs[i].tail, cache)
-		encs = append(encs, l, t)
-		n := len(l) + len(t) + valueSize
+	for _, r := range recs {
+		n := len(ps.tab[r.labels]) + len(ps.tab[r.tail]) + valueSize
 		body += protowire.SizeTag(fieldFamilyMetric) + protowire.SizeBytes(n)
 	}
-	ps.encs = encs
 	c.buf = familyStart(c.buf, f, typ, body)
-	for i := range recs {
-		l, t := encs[2*i], encs[2*i+1]
+	for _, r := range recs {
+		l, t := ps.tab[r.labels], ps.tab[r.tail]
 		c.buf = append(c.buf, fieldFamilyMetric<<3|2)
 		c.buf = protowire.AppendVarint(c.buf, uint64(len(l)+len(t)+valueSize))
 		c.buf = append(c.buf, l...)
 		c.buf = append(c.buf, t...)
 		c.buf = append(c.buf, field, 9, fieldValue<<3|1)
-		c.buf = binary.LittleEndian.AppendUint64(c.buf, math.Float64bits(recs[i].v))
+		c.buf = binary.LittleEndian.AppendUint64(c.buf, math.Float64bits(r.v))
 		if len(c.buf) >= chunkSize && !c.spill() {
 			return
 		}
@@ -156,20 +154,16 @@ func (ps *protoScratch) family(c *chunked, f *famRec, recs []sampleRec, cache *p
 }
 
 // histFamily writes a family of native histograms.
-func (ps *protoScratch) histFamily(c *chunked, f *famRec, hists []histRec, hbuf []byte, cache *protoLabelCache) {
-	encs := ps.encs[:0]
+func (ps *protoScratch) histFamily(c *chunked, f *famRec, hists []histRec, hbuf []byte) {
 	body := 0
-	for i := range hists {
-		l := ps.enc(hists[i].labels, cache)
-		encs = append(encs, l)
-		h := int(hists[i].to - hists[i].from)
-		n := len(l) + protowire.SizeTag(fieldMetricHist) + protowire.SizeBytes(h)
+	for _, hr := range hists {
+		h := int(hr.to - hr.from)
+		n := len(ps.tab[hr.labels]) + protowire.SizeTag(fieldMetricHist) + protowire.SizeBytes(h)
 		body += protowire.SizeTag(fieldFamilyMetric) + protowire.SizeBytes(n)
 	}
-	ps.encs = encs
 	c.buf = familyStart(c.buf, f, typeHistogram, body)
-	for i, hr := range hists {
-		l, h := encs[i], hbuf[hr.from:hr.to]
+	for _, hr := range hists {
+		l, h := ps.tab[hr.labels], hbuf[hr.from:hr.to]
 		c.buf = append(c.buf, fieldFamilyMetric<<3|2)
 		c.buf = protowire.AppendVarint(c.buf, uint64(len(l)+protowire.SizeTag(fieldMetricHist)+protowire.SizeBytes(len(h))))
 		c.buf = append(c.buf, l...)
@@ -182,47 +176,19 @@ func (ps *protoScratch) histFamily(c *chunked, f *famRec, hists []histRec, hbuf 
 	}
 }
 
-// enc is the encoding of the label pairs in s (a label set or a tail).
-func (ps *protoScratch) enc(s string, cache *protoLabelCache) []byte {
-	if len(s) <= 2 {
+// enc is the encoding of the label pairs in str (a label set or a tail).
+func (ps *protoScratch) enc(str string, cache *protoLabelCache) []byte {
+	if len(str) <= 2 {
 		// "", " ", "{" and "} " hold no pair.
 		return nil
 	}
-	return ps.memo.get(s, cache, ps.miss)
-}
-
-// encMemoBits sizes a writer's memo: 256 slots, more than the label sets
-// of one family on a large node.
-const encMemoBits = 8
-
-// encMemo finds the encoding of a label string by the string's address: a
-// render writes the same few strings (an entity's label sets, the tails of
-// a statistic) over and over, so one multiplication and one comparison
-// answer most series instead of hashing a few hundred bytes. A slot holds
-// the string it was filled for, which keeps its memory from being reused
-// for another string: the same address and length is the same string.
-type encMemo struct {
-	slots [1 << encMemoBits]struct {
-		s   string
-		enc []byte
-	}
-}
-
-func (m *encMemo) get(s string, cache *protoLabelCache, miss map[string][]byte) []byte {
-	p := unsafe.StringData(s)
-	h := uint64(uintptr(unsafe.Pointer(p))) * 0x9e3779b97f4a7c15 >> (64 - encMemoBits)
-	slot := &m.slots[h]
-	if unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
-		return slot.enc
-	}
-	enc, ok := cache.get(s)
+	enc, ok := cache.get(str)
 	if !ok {
-		if enc, ok = miss[s]; !ok {
-			enc = encodeLabels(s)
-			miss[s] = enc
+		if enc, ok = ps.miss[str]; !ok {
+			enc = encodeLabels(str)
+			ps.miss[str] = enc
 		}
 	}
-	slot.s, slot.enc = s, enc
 	return enc
 }
 

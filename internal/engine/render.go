@@ -15,6 +15,8 @@ import (
 // scrapes neither share nor allocate it.
 type renderScratch struct {
 	vals []float64
+	// seen indexes the snapshot's label strings while the walk lasts.
+	seen strIndex
 }
 
 var scratchPool = sync.Pool{New: func() any { return &renderScratch{} }}
@@ -59,11 +61,14 @@ func (e *Engine) Snapshot(s *Snapshot, proto bool) *Snapshot {
 	}
 	s.reset()
 	s.labels = &e.protoLabels
-	w := expo{l: &s.main}
+	sc := scratchPool.Get().(*renderScratch)
+	defer scratchPool.Put(sc)
+	sc.seen = strIndex{}
+	w := expo{s: s, l: &s.main, seen: &sc.seen}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	now := e.opts.Now().UnixNano()
-	e.render(&w, s, now)
+	e.render(&w, s, sc, now)
 	if proto {
 		e.appendHistograms(&w, s, now)
 	}
@@ -84,9 +89,7 @@ func putSnapshot(s *Snapshot) {
 	snapshots.Put(s)
 }
 
-func (e *Engine) render(w *expo, s *Snapshot, now int64) {
-	sc := scratchPool.Get().(*renderScratch)
-	defer scratchPool.Put(sc)
+func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 	e.renderValues(w, now)
 	e.renderWindows(w, s, sc, now)
 	e.renderEvents(w, now)
@@ -149,7 +152,7 @@ func (e *Engine) renderWindows(w *expo, s *Snapshot, sc *renderScratch, now int6
 		// The samples counts follow the statistics, so they are written
 		// aside and appended.
 		s.side.reset()
-		counts := expo{l: &s.side}
+		counts := expo{s: s, l: &s.side, seen: w.seen}
 		w.familyWith(m.windowHeader, m.windowName, m.windowHelp, "gauge")
 		counts.familyWith(m.samplesHeader, m.samplesName, m.samplesHelp, "gauge")
 		for _, es := range e.order {
