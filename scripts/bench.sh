@@ -13,9 +13,21 @@
 #   BENCH_RSS    length of the resident-set run: 8 GPUs, the
 #                profiling set, one scrape every second           (60s)
 #   BENCH_RSS_RUNS  resident-set runs; the table shows medians       (3)
-#   BENCH_ONLY   subset of: go cpu rss mem lat                    (all)
+#   BENCH_ONLY   subset of: go cpu rss mem lat render ingest scrape
+#                (default: go cpu rss mem lat)
 #   BENCH_PORT   first loopback port the binary listens on        (19400)
 #   BENCH_OUT    folder for raw results and logs                  (bin/bench)
+#
+# Side by side, alternating rounds (render, ingest, scrape) or one after
+# the other (mem), against older trees of this repository and the peer:
+#   BENCH_ROUNDS   rounds of the side-by-side parts                 (5)
+#   BENCH_OLD      the "before" commit of render, scrape and mem    (a5abed8)
+#   BENCH_BASE     the commit ingest compares with                  (379a6ec)
+#   BENCH_SCRAPE   length of each scrape run of scrape               (40s)
+#   BENCH_IDLE     length of each idle run of scrape                 (20s)
+#   BENCH_PEER_REPO, BENCH_PEER_REV
+#                  nvidia_gpu_exporter's source and commit for scrape
+#                  (the local mirror or GitHub; e656cd8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
@@ -30,10 +42,20 @@ RSS_RUNS=${BENCH_RSS_RUNS:-3}
 ONLY=${BENCH_ONLY:-go cpu rss mem lat}
 PORT=${BENCH_PORT:-19400}
 OUT=${BENCH_OUT:-bin/bench}
+ROUNDS=${BENCH_ROUNDS:-5}
+OLD=${BENCH_OLD:-a5abed8}
+BASE=${BENCH_BASE:-379a6ec}
+SCRAPE=${BENCH_SCRAPE:-40s}
+IDLE=${BENCH_IDLE:-20s}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+# shellcheck source=lib/sidebyside.sh
+. scripts/lib/sidebyside.sh
 
 for w in $ONLY; do
-  case $w in go | cpu | rss | mem | lat) ;; *) echo "BENCH_ONLY: unknown part '$w' (use go cpu rss mem lat)" >&2; exit 2 ;; esac
+  case $w in go | cpu | rss | mem | lat | render | ingest | scrape) ;;
+  *) echo "BENCH_ONLY: unknown part '$w' (use go cpu rss mem lat render ingest scrape)" >&2; exit 2 ;;
+  esac
 done
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
@@ -77,6 +99,18 @@ start_gpuscope() {
 
 stop_gpuscope() { cleanup; PID=; }
 
+# from_disk SRC DST copies a binary to DST with its cached pages dropped,
+# the state of the rss part's "from disk" runs: every binary of a
+# comparison starts with the same share of its file pages mapped.
+from_disk() {
+  rm -f "$2"
+  cp "$1" "$2"
+  sync "$2"
+  dd if="$2" iflag=nocache count=0 status=none
+  echo "$2"
+}
+
+
 load() { "$OUT/gpuscope-load" "$@"; }
 
 if want go; then
@@ -112,7 +146,7 @@ if want go; then
       'BEGIN { printf "%.0f us per GPU per window (%.2f ms per node), %d allocs; %.3f%% core", g/1e3, o/1e6, a, c }')" "bounded, reported"
 fi
 
-if want cpu || want rss || want mem || want lat; then
+if want cpu || want rss || want mem || want lat || want scrape; then
   # Binaries of their own, so that a long run is not disturbed by a rebuild.
   echo "== make build BIN=$OUT/gpuscope" >&2
   make -s build BIN="$OUT/gpuscope" >&2
@@ -172,19 +206,29 @@ if want rss; then
   done
 fi
 
-if want mem; then
-  echo "== memory over $SOAK: 8 GPUs, MIG 7x1g.10gb, per-link NVLink CSV, 15s windows; 50 scrapers every 1s, SIGHUP every minute" >&2
-  per_link_csv >"$OUT/dcp-metrics-nvlink.csv"
-  start_gpuscope "$OUT/mem.log" --collectors="$OUT/dcp-metrics-nvlink.csv" --sim-mig 7x1g.10gb --window 15s
+# mem_run BIN LABEL soaks BIN in the largest configuration and adds a row.
+mem_run() {
+  local bin=$1 label=$2 res reloads
+  echo "== memory over $SOAK ($label): 8 GPUs, MIG 7x1g.10gb, per-link NVLink CSV, 15s windows; 50 scrapers every 1s, SIGHUP every minute" >&2
+  OUTBIN=$(from_disk "$bin" "$OUT/run-mem") start_gpuscope "$OUT/mem-${label// /-}.log" --collectors="$OUT/dcp-metrics-nvlink.csv" --sim-mig 7x1g.10gb --window 15s
   res=$(load -url "http://$ADDR/metrics" -pid "$PID" -c 50 -pause 1s -hup 1m -d "$SOAK" -sample 1s -warmup 30s)
-  echo "$res" | tee "$OUT/mem.txt" >&2
+  echo "$res" | tee "$OUT/mem-${label// /-}.txt" >&2
   # The reloads the exporter itself counts, so a SIGHUP that did nothing
   # does not pass for one.
   reloads=$(curl -fsS "http://$ADDR/metrics" | sed -n 's/^gpuscope_config_reloads_total{result="success"} //p')
   stop_gpuscope
-  row "memory" "largest (MIG + NVLinks), $SOAK, $(field hups "$res") SIGHUPs (${reloads:-0} reloads), 50 scrapers" \
-    "RSS max $(field rss_max_mib "$res") MiB; median $(field rss_early_mib "$res") -> $(field rss_late_mib "$res") MiB ($(field rss_drift_pct "$res")%); $(field scrapes "$res") scrapes, $(field errors "$res") errors" \
+  row "memory ($label)" "largest (MIG + NVLinks), $SOAK, $(field hups "$res") SIGHUPs (${reloads:-0} reloads), 50 scrapers" \
+    "RSS max $(field rss_max_mib "$res") MiB (RssAnon $(field rss_anon_max_mib "$res")); median $(field rss_early_mib "$res") -> $(field rss_late_mib "$res") MiB ($(field rss_drift_pct "$res")%); $(field scrapes "$res") scrapes, $(field errors "$res") errors; $(field cpu_pct "$res")% of a core" \
     "< 40 MiB, flat within 5%"
+}
+
+if want mem; then
+  per_link_csv >"$OUT/dcp-metrics-nvlink.csv"
+  # Before and after in the same run, one after the other.
+  echo "== make build of $OLD into $OUT/old/gpuscope" >&2
+  gpuscope_at "$OLD" "$OUT/old/gpuscope"
+  mem_run "$OUT/old/gpuscope" "$OLD"
+  mem_run "$OUT/gpuscope" "this tree"
 fi
 
 if want lat; then
@@ -205,6 +249,133 @@ if want lat; then
       "p50 $(field p50_ms "$res") ms, p99 $(field p99_ms "$res") ms; $(field rate_per_s "$res")/s, $(field errors "$res") errors" "reported"
   done
   stop_gpuscope
+fi
+
+if want render; then
+  # Old and new test binaries alternating: the text render, the protobuf
+  # render and client_golang's encoders on the same families.
+  echo "== render, $ROUNDS alternating rounds: $OLD against this tree" >&2
+  engine_test_at "$OLD" "$OUT/render-old.test"
+  go test -c -o "$OUT/render-new.test" ./internal/engine/
+  raw="$OUT/render-raw.txt"
+  : >"$raw"
+  for r in $(seq 1 "$ROUNDS"); do
+    for b in old new; do
+      (cd internal/engine && "$OUT/render-$b.test" -test.run '^$' -test.bench '^Benchmark(Render|ProtobufScrape|Floor|FloorProto)$' \
+        -test.benchmem -test.benchtime "$BTIME" -test.count 1) | tee -a "$OUT/render-$b.txt" | bench_rows "$r" "$b" >>"$raw"
+    done
+    echo "round $r of $ROUNDS done; load $(cut -d' ' -f1 /proc/loadavg)" >&2
+  done
+  ms() { awk -v v="$1" 'BEGIN { printf "%.3f ms", v / 1e6 }'; }
+  for sz in 8gpu 8gpu_mig 8gpu_mig_nvlink; do
+    u=cpu-ns/op
+    row "protobuf render vs text ($sz)" "$(med "$raw" new "BenchmarkRender/$sz" series | cut -d. -f1) series; CPU per render, medians of $ROUNDS" \
+      "text $(ms "$(med "$raw" new "BenchmarkRender/$sz" $u)"), protobuf $(ms "$(med "$raw" new "BenchmarkProtobufScrape/$sz" $u)"): $(ratio_text "$(ratios "$raw" new "BenchmarkProtobufScrape/$sz" new "BenchmarkRender/$sz" $u)")" \
+      "<= 1.5x"
+    row "protobuf render vs client_golang ($sz)" "the same families, decoded once, encoded by expfmt" \
+      "encoder $(ms "$(med "$raw" new "BenchmarkFloorProto/$sz" $u)"): $(ratio_text "$(ratios "$raw" new "BenchmarkProtobufScrape/$sz" new "BenchmarkFloorProto/$sz" $u)")" \
+      "<= 0.25x"
+    row "text render vs client_golang ($sz)" "the same families, text encoder" \
+      "encoder $(ms "$(med "$raw" new "BenchmarkFloor/$sz" $u)"): $(ratio_text "$(ratios "$raw" new "BenchmarkRender/$sz" new "BenchmarkFloor/$sz" $u)")" "reported"
+    row "protobuf render, $OLD -> this tree ($sz)" "CPU per render" \
+      "$(ms "$(med "$raw" old "BenchmarkProtobufScrape/$sz" $u)") -> $(ms "$(med "$raw" new "BenchmarkProtobufScrape/$sz" $u)"): $(ratio_text "$(ratios "$raw" new "BenchmarkProtobufScrape/$sz" old "BenchmarkProtobufScrape/$sz" $u)")" "reported"
+    row "text render, $OLD -> this tree ($sz)" "CPU per render" \
+      "$(ms "$(med "$raw" old "BenchmarkRender/$sz" $u)") -> $(ms "$(med "$raw" new "BenchmarkRender/$sz" $u)"): $(ratio_text "$(ratios "$raw" new "BenchmarkRender/$sz" old "BenchmarkRender/$sz" $u)")" "reported"
+  done
+fi
+
+if want ingest; then
+  # The sampling benchmark of this tree, built into $BASE's engine and into
+  # this one, the two binaries alternating.
+  echo "== ingest, $ROUNDS alternating rounds: $BASE, $OLD and this tree, the same BenchmarkCollect" >&2
+  engine_test_at "$BASE" "$OUT/ingest-base.test" --harness
+  engine_test_at "$OLD" "$OUT/ingest-old.test" --harness
+  go test -c -o "$OUT/ingest-new.test" ./internal/engine/
+  raw="$OUT/ingest-raw.txt"
+  : >"$raw"
+  for r in $(seq 1 "$ROUNDS"); do
+    for b in base old new; do
+      (cd internal/engine && "$OUT/ingest-$b.test" -test.run '^$' -test.bench '^Benchmark(Sim)?Collect$' -test.benchmem \
+        -test.benchtime "$BTIME" -test.count 1) | tee -a "$OUT/ingest-$b.txt" | bench_rows "$r" "$b" >>"$raw"
+    done
+    echo "round $r of $ROUNDS done; load $(cut -d' ' -f1 /proc/loadavg)" >&2
+  done
+  for sz in 8gpu 8gpu_mig_nvlink; do
+    for u in cpu-ns/sample ns/sample; do
+      row "ingest per sample, $u ($sz)" "$(med "$raw" new "BenchmarkCollect/$sz" samples/op | cut -d. -f1) samples a simulated second; $ROUNDS rounds" \
+        "$BASE $(med "$raw" base "BenchmarkCollect/$sz" $u), $OLD $(med "$raw" old "BenchmarkCollect/$sz" $u), this tree $(med "$raw" new "BenchmarkCollect/$sz" $u) (sim alone $(med "$raw" new "BenchmarkSimCollect/$sz" $u)); this tree / $BASE $(ratio_text "$(ratios "$raw" new "BenchmarkCollect/$sz" base "BenchmarkCollect/$sz" $u)"), $OLD / $BASE $(ratio_text "$(ratios "$raw" old "BenchmarkCollect/$sz" base "BenchmarkCollect/$sz" $u)")" \
+        "<= 1.5x in every round"
+    done
+  done
+fi
+
+# scrape_run LABEL URL PID ROUND measures one exporter: its CPU at rest,
+# then while scraped every 150 ms (past the 100 ms sampling, so that every
+# scrape renders), and appends raw lines.
+scrape_run() {
+  local label=$1 url=$2 pid=$3 r=$4 idle busy samples
+  sleep 10 # windows fill, the runtime settles
+  idle=$(load -pid "$pid" -c 0 -d "$IDLE" -sample 1s)
+  busy=$(load -url "$url" -pid "$pid" -c 1 -pause 150ms -d "$SCRAPE" -sample 1s)
+  samples=$(curl -fsS "$url" | grep -vc '^#')
+  echo "$label idle: $idle" >>"$OUT/scrape-runs.txt"
+  echo "$label busy: $busy" >>"$OUT/scrape-runs.txt"
+  awk -v r="$r" -v b="$label" -v ic="$(field cpu_s "$idle")" -v iw="$(field wall_s "$idle")" \
+    -v bc="$(field cpu_s "$busy")" -v bw="$(field wall_s "$busy")" -v n="$(field scrapes "$busy")" \
+    -v rss="$(field rss_max_mib "$busy")" -v s="$samples" -v p50="$(field p50_ms "$busy")" 'BEGIN {
+      per = (bc - ic / iw * bw) / n * 1e9
+      print r, b, "scrape", "cpu-ns/scrape", per
+      print r, b, "scrape", "cpu-ns/sample", per / s
+      print r, b, "scrape", "samples", s
+      print r, b, "scrape", "rss-mib", rss
+      print r, b, "scrape", "p50-ms", p50
+      print r, b, "scrape", "idle-cpu-pct", ic / iw * 100
+    }' >>"$OUT/scrape-raw.txt"
+}
+
+if want scrape; then
+  # The old and new binaries and nvidia_gpu_exporter on 8 GPUs, in turn,
+  # each round, with the render benchmark of the same shape beside them.
+  echo "== scrape, $ROUNDS rounds: gpuscope $OLD, this tree and nvidia_gpu_exporter on 8 GPUs; idle $IDLE, scraped every 150ms for $SCRAPE" >&2
+  gpuscope_at "$OLD" "$OUT/old/gpuscope"
+  peer=$(peer_build)
+  go test -c -o "$OUT/render-new.test" ./internal/engine/
+  printf 'capture: linux-x86_64__nvidia-h200__590.48.01\nstate: load\nfluctuate: true\ngpus: 8\n' >"$OUT/peer-demo.yaml"
+  raw="$OUT/scrape-raw.txt"
+  : >"$raw"
+  : >"$OUT/scrape-runs.txt"
+  for r in $(seq 1 "$ROUNDS"); do
+    for b in old new; do
+      bin="$OUT/gpuscope"
+      [ "$b" = old ] && bin="$OUT/old/gpuscope"
+      OUTBIN=$(from_disk "$bin" "$OUT/run-$b") start_gpuscope "$OUT/scrape-$b.log" --collectors=etc/dcp-metrics.csv
+      scrape_run "$b" "http://$ADDR/metrics" "$PID" "$r"
+      stop_gpuscope
+    done
+    PORT=$((PORT + 1))
+    "$(from_disk "$peer" "$OUT/run-peer")" --collect.backend demo --demo-config "$OUT/peer-demo.yaml" --web.listen-address "127.0.0.1:$PORT" >"$OUT/scrape-peer.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/metrics" 2>/dev/null && break; sleep 0.2; done
+    scrape_run peer "http://127.0.0.1:$PORT/metrics" "$PID" "$r"
+    stop_gpuscope
+    (cd internal/engine && "$OUT/render-new.test" -test.run '^$' -test.bench '^BenchmarkRender$/^8gpu$' -test.benchtime "$BTIME" -test.count 1) |
+      bench_rows "$r" new >>"$raw"
+    echo "round $r of $ROUNDS done; load $(cut -d' ' -f1 /proc/loadavg)" >&2
+  done
+  us() { awk -v v="$1" 'BEGIN { printf "%.3f ms", v / 1e6 }'; }
+  for b in old new peer; do
+    row "server CPU per scrape ($b)" "$(med "$raw" $b scrape samples | cut -d. -f1) samples; medians of $ROUNDS rounds" \
+      "$(us "$(med "$raw" $b scrape cpu-ns/scrape)") ($(med "$raw" $b scrape cpu-ns/sample | cut -d. -f1) ns/sample), RSS $(med "$raw" $b scrape rss-mib) MiB, p50 $(med "$raw" $b scrape p50-ms) ms, at rest $(med "$raw" $b scrape idle-cpu-pct | cut -c1-5)% of a core" "reported"
+  done
+  # The render benchmark's CPU per render against the server's per scrape.
+  awk '$4 == "cpu-ns/op" { $4 = "cpu-ns/scrape" } { print }' "$raw" >"$raw.cmp"
+  row "server CPU per scrape vs render" "this tree; BenchmarkRender/8gpu $(us "$(med "$raw" new BenchmarkRender/8gpu cpu-ns/op)")" \
+    "$(ratio_text "$(ratios "$raw.cmp" new scrape new BenchmarkRender/8gpu cpu-ns/scrape)")" "<= 1.5x"
+  row "server CPU per sample vs nvidia_gpu_exporter" "per round" \
+    "this tree $(ratio_text "$(ratios "$raw" new scrape peer scrape cpu-ns/sample)"); $OLD $(ratio_text "$(ratios "$raw" old scrape peer scrape cpu-ns/sample)")" "<= 0.05x"
+  row "server CPU per scrape, $OLD -> this tree" "per round" "$(ratio_text "$(ratios "$raw" new scrape old scrape cpu-ns/scrape)")" "reported"
+  row "RSS vs nvidia_gpu_exporter" "per round, while scraped" \
+    "this tree $(ratio_text "$(ratios "$raw" new scrape peer scrape rss-mib)"); $OLD $(ratio_text "$(ratios "$raw" old scrape peer scrape rss-mib)")" "<= 1x"
 fi
 
 {

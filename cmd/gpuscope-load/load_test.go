@@ -262,6 +262,8 @@ func TestSummariseProc(t *testing.T) {
 	}
 	st := summariseProc(s, 30*time.Second)
 	assert.InDelta(t, 10.0, st.cpuPct, 1e-9, "10 ticks per second is 10% of a core")
+	assert.InDelta(t, 10.0, st.cpuSec, 1e-9, "1000 ticks in all")
+	assert.InDelta(t, 100.0, st.wallSec, 1e-9)
 	assert.Equal(t, 33.0, st.rssMaxMiB)
 	assert.Equal(t, 30.0, st.rssEarlyMiB, "the warm-up is left out")
 	assert.Equal(t, 33.0, st.rssLateMiB)
@@ -283,7 +285,7 @@ func TestRunReportsProcessAndLoad(t *testing.T) {
 	l.SetOutput(&bytes.Buffer{})
 	line, err := run(context.Background(), cfg, logrus.NewEntry(l))
 	require.NoError(t, err)
-	for _, k := range []string{"concurrency=2 ", " errors=0 ", " p50_ms=", " p99_ms=", " cpu_pct=", " rss_max_mib=", " rss_anon_max_mib=", " rss_drift_pct=", " hups=0"} {
+	for _, k := range []string{"concurrency=2 ", " errors=0 ", " p50_ms=", " p99_ms=", " cpu_pct=", " cpu_s=", " wall_s=", " rss_max_mib=", " rss_anon_max_mib=", " rss_drift_pct=", " hups=0"} {
 		assert.Contains(t, line, k)
 	}
 	assert.NotContains(t, line, "NaN")

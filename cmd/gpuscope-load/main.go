@@ -195,8 +195,8 @@ func run(ctx context.Context, cfg config, log *logrus.Entry) (string, error) {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "pid=%d cpu_pct=%.3f rss_max_mib=%.1f rss_anon_max_mib=%.1f rss_early_mib=%.1f rss_late_mib=%.1f rss_drift_pct=%.2f proc_samples=%d hups=%d",
-			cfg.pid, ps.cpuPct, ps.rssMaxMiB, ps.anonMaxMiB, ps.rssEarlyMiB, ps.rssLateMiB, ps.driftPct, ps.samples, hups)
+		fmt.Fprintf(&b, "pid=%d cpu_pct=%.3f cpu_s=%.2f wall_s=%.3f rss_max_mib=%.1f rss_anon_max_mib=%.1f rss_early_mib=%.1f rss_late_mib=%.1f rss_drift_pct=%.2f proc_samples=%d hups=%d",
+			cfg.pid, ps.cpuPct, ps.cpuSec, ps.wallSec, ps.rssMaxMiB, ps.anonMaxMiB, ps.rssEarlyMiB, ps.rssLateMiB, ps.driftPct, ps.samples, hups)
 	}
 	return b.String(), nil
 }

@@ -119,8 +119,8 @@ func truncate(b []byte) string {
 // procStats summarises the samples of a run.
 type procStats struct {
 	// cpuPct is the CPU time used between the first and last sample, in %
-	// of one core.
-	cpuPct float64
+	// of one core; cpuSec is that time in seconds, over wallSec.
+	cpuPct, cpuSec, wallSec float64
 	// rssMaxMiB and anonMaxMiB are the largest RSS and RssAnon seen.
 	rssMaxMiB, anonMaxMiB float64
 	// rssEarlyMiB and rssLateMiB are the median RSS of the first and last
@@ -141,8 +141,10 @@ func summariseProc(s []procSample, warmup time.Duration) procStats {
 		st.anonMaxMiB = max(st.anonMaxMiB, float64(p.anonKiB)/1024)
 	}
 	first, last := s[0], s[len(s)-1]
+	st.cpuSec = float64(last.cpuTicks-first.cpuTicks) / userHZ
 	if wall := last.at.Sub(first.at).Seconds(); wall > 0 {
-		st.cpuPct = float64(last.cpuTicks-first.cpuTicks) / userHZ / wall * 100
+		st.wallSec = wall
+		st.cpuPct = st.cpuSec / wall * 100
 	}
 	var steady []procSample
 	for _, p := range s {

@@ -76,12 +76,16 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	if err := startDumps(ctx, cfg, eng, src.Name(), log); err != nil {
 		return err
 	}
-	reg.MustRegister(versioncollector.NewCollector("gpuscope"), eng)
+	reg.MustRegister(eng)
+	// The build's, the Go runtime's and the process's families are
+	// gathered in the background, not at each scrape (server.Options.Sampled).
+	sampled := prometheus.NewRegistry()
+	sampled.MustRegister(versioncollector.NewCollector("gpuscope"))
 	if !cfg.Web.DisableExporterMetrics {
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		sampled.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	startReload(ctx, cfg, eng, reg, log)
-	return listenAndServe(ctx, cfg, eng, src, set, reg, log, manual)
+	return listenAndServe(ctx, cfg, eng, src, set, gatherers{reg, sampled}, log, manual)
 }
 
 func newLogger(cfg config.Log) *logrus.Entry {
@@ -198,20 +202,18 @@ func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, re
 	}()
 }
 
+// gatherers are gpuscope's own families: live, gathered at each
+// exposition, and sampled, gathered in the background.
+type gatherers struct{ live, sampled *prometheus.Registry }
+
 // listenAndServe serves the HTTP endpoints until ctx ends.
 func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine, src source.Source, set *counters.Set,
-	reg *prometheus.Registry, log *logrus.Entry, manual *simclock.Clock) error {
+	regs gatherers, log *logrus.Entry, manual *simclock.Clock) error {
 	var prof source.ProfilingController
 	if pc, ok := src.(source.ProfilingController); ok {
 		prof = pc
 	}
 	web := cfg.Web
-	// Without histograms the protobuf exposition would hold what the text
-	// does, at a larger size: every scraper gets the text.
-	var fams server.FamilySource
-	if cfg.Collection.NativeHistograms {
-		fams = eng
-	}
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
 	if err != nil {
@@ -223,19 +225,22 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		now, advance = manual.Now, manual.Handler()
 	}
 	srv, err = server.New(server.Options{
-		Now:              now,
-		SimClock:         advance,
-		Address:          web.Address,
-		WebConfigFile:    web.ConfigFile,
-		Engine:           eng,
-		Families:         fams,
-		Gatherer:         reg,
+		Now:           now,
+		SimClock:      advance,
+		Address:       web.Address,
+		WebConfigFile: web.ConfigFile,
+		Engine:        server.Snapshots(eng.Snapshot, eng.Ready),
+		// Without histograms the protobuf exposition would hold what the
+		// text does, at a larger size: every scraper gets the text.
+		Protobuf:         cfg.Collection.NativeHistograms,
+		Gatherer:         regs.live,
+		Sampled:          regs.sampled,
 		Profiling:        prof,
 		Samples:          eng,
 		MaxStreams:       web.MaxStreams,
 		MaxRequests:      web.MaxRequests,
 		MaxResponseBytes: web.MaxResponseBytes,
-		Registerer:       reg,
+		Registerer:       regs.live,
 		Version:          version.Version,
 		Log:              log.WithField("component", "http"),
 		Pprof:            web.Pprof,

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +181,7 @@ func BenchmarkFloor(b *testing.B) {
 			format := expfmt.NewFormat(expfmt.TypeTextPlain)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
 				out.Reset()
 				enc := expfmt.NewEncoder(&out, format)
@@ -192,6 +192,7 @@ func BenchmarkFloor(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			reportCPU(b, cpu)
 			reportPerSeries(b, series)
 		})
 	}
@@ -200,83 +201,6 @@ func BenchmarkFloor(b *testing.B) {
 func reportPerSeries(b *testing.B, series int) {
 	b.ReportMetric(float64(series), "series")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(series), "ns/series")
-}
-
-// BenchmarkCollect is the steady-state sampling cost: one op is one
-// simulated second of a node's sampling (ten rounds of the 100ms group, one
-// of the 1s group): the sim's Collect plus the engine's apply into the
-// per-series rings. core% is that second's CPU time in % of one core, the
-// figure the process CPU run measures on the real binary. The sim's own
-// share is BenchmarkSimCollect: the same Collects into a batch that is
-// reset without being applied.
-func BenchmarkCollect(b *testing.B) {
-	for _, sz := range []benchSize{benchSizes[0], benchSizes[len(benchSizes)-1]} {
-		b.Run(sz.name, func(b *testing.B) { benchSecond(b, sz, true) })
-	}
-}
-
-func BenchmarkSimCollect(b *testing.B) {
-	for _, sz := range []benchSize{benchSizes[0], benchSizes[len(benchSizes)-1]} {
-		b.Run(sz.name, func(b *testing.B) { benchSecond(b, sz, false) })
-	}
-}
-
-func benchSecond(b *testing.B, sz benchSize, apply bool) {
-	e, clk := newBenchEngine(b, sz)
-	ctx := context.Background()
-	bt := &batch{}
-	// second samples one simulated second and returns how many values the
-	// source handed over.
-	second := func() (samples int) {
-		for tick := 0; tick < 10; tick++ {
-			clk.Add(100 * time.Millisecond)
-			for gi, g := range e.plan.groups {
-				if tick%int(g.Interval/(100*time.Millisecond)) != 0 {
-					continue
-				}
-				if err := e.src.Collect(ctx, gi, bt); err != nil {
-					b.Fatal(err)
-				}
-				samples += len(bt.vals)
-				if apply {
-					e.apply(bt)
-				}
-				bt.reset()
-			}
-		}
-		return samples
-	}
-	samples := second()
-	require.NotZero(b, samples, "one second sampled nothing")
-	// The set-up's garbage is collected before the clock starts: the
-	// sampling itself allocates nothing, and a collection of the set-up
-	// running beside the timed loop would charge the engine's heap size to
-	// its sampling.
-	runtime.GC()
-	b.ReportAllocs()
-	m0 := mallocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		second()
-	}
-	b.StopTimer()
-	perSample(b, samples, mallocs()-m0)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e7, "core%")
-}
-
-// perSample reports the per-sample figures; allocs/sample counts every heap
-// allocation of the timed loop, whoever made it.
-func perSample(b *testing.B, samples int, allocs uint64) {
-	n := float64(b.N) * float64(samples)
-	b.ReportMetric(float64(samples), "samples/op")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/sample")
-	b.ReportMetric(float64(allocs)/n, "allocs/sample")
-}
-
-func mallocs() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.Mallocs
 }
 
 // BenchmarkRenderFullWindow renders 16 simulated GPUs with seven MIG
@@ -327,24 +251,30 @@ func BenchmarkRenderFullWindow(b *testing.B) {
 	b.Logf("%d full rings of %d samples", rings, window.MaxCapacity)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		buf = e.Render(buf[:0])
 	}
 	b.StopTimer()
+	reportCPU(b, cpu)
 	reportPerSeries(b, series)
 }
 
 // BenchmarkProtobufScrape is the cost of the body of a scrape that
 // negotiates the protobuf exposition, to set beside BenchmarkRender: the
-// engine builds client_model's families from its store, native histograms
-// included, and encodes them delimited (AppendProto, which the server calls
-// in body.protobuf).
+// snapshot of the store, native histograms included, encoded delimited
+// (what the server writes of it). BenchmarkFloorProto encodes the same
+// families, decoded once into client_model's messages, with
+// client_golang's protobuf encoder:
+//
+//	go test -run '^$' -bench 'Render$|ProtobufScrape|Floor' -benchmem ./internal/engine/
 func BenchmarkProtobufScrape(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
 			e, _ := newBenchEngine(b, sz)
-			var out []byte
-			var err error
+			out, err := e.AppendProto(nil)
+			require.NoError(b, err)
+			series := protoSeries(b, out)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
@@ -356,6 +286,61 @@ func BenchmarkProtobufScrape(b *testing.B) {
 			b.StopTimer()
 			reportCPU(b, cpu)
 			b.ReportMetric(float64(len(out)), "bytes")
+			reportPerSeries(b, series)
 		})
 	}
+}
+
+func BenchmarkFloorProto(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			e, _ := newBenchEngine(b, sz)
+			body, err := e.AppendProto(nil)
+			require.NoError(b, err)
+			mfs := decodeFamilies(b, body)
+			series := protoSeries(b, body)
+			var out bytes.Buffer
+			format := expfmt.NewFormat(expfmt.TypeProtoDelim)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for i := 0; i < b.N; i++ {
+				out.Reset()
+				enc := expfmt.NewEncoder(&out, format)
+				for _, mf := range mfs {
+					if err := enc.Encode(mf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			reportCPU(b, cpu)
+			reportPerSeries(b, series)
+		})
+	}
+}
+
+// decodeFamilies reads a delimited protobuf exposition into its families.
+func decodeFamilies(tb testing.TB, body []byte) []*dto.MetricFamily {
+	tb.Helper()
+	dec := expfmt.NewDecoder(bytes.NewReader(body), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	var out []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); err == io.EOF {
+			return out
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, mf)
+	}
+}
+
+// protoSeries counts the series of a protobuf exposition.
+func protoSeries(tb testing.TB, body []byte) int {
+	n := 0
+	for _, mf := range decodeFamilies(tb, body) {
+		n += len(mf.Metric)
+	}
+	return n
 }

@@ -107,8 +107,8 @@ type Engine struct {
 	// promises.
 	collectMu sync.Mutex
 
-	// protoLabels keeps the label sets of the protobuf exposition between
-	// renders; it serialises protobuf renders.
+	// protoLabels keeps the protobuf encoding of the label strings the
+	// render writes, between renders; writers read it without a lock.
 	protoLabels protoLabelCache
 
 	// runMu guards the running loops and the reload sequence.

@@ -22,6 +22,7 @@ import (
 	"github.com/gpuscope/gpuscope/etc"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source/sim"
+	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 // protoShape is one engine whose two expositions are compared.
@@ -43,6 +44,13 @@ func readCSV(tb testing.TB, r io.Reader, extra string) string {
 
 // newShapeEngine runs a simulated node for 3 s of 100 ms samples.
 func newShapeEngine(t *testing.T, sh protoShape) *Engine {
+	t.Helper()
+	e, _ := newShapeEngineClock(t, sh)
+	return e
+}
+
+// newShapeEngineClock is newShapeEngine with the engine's clock.
+func newShapeEngineClock(t *testing.T, sh protoShape) (*Engine, *sourcetest.Clock) {
 	t.Helper()
 	clk := newClock()
 	cfg := sim.DefaultConfig()
@@ -68,7 +76,7 @@ func newShapeEngine(t *testing.T, sh protoShape) *Engine {
 		}
 		clk.Add(100 * time.Millisecond)
 	}
-	return e
+	return e, clk
 }
 
 // TestFamiliesMatchTheText: the protobuf exposition, written as
@@ -107,12 +115,16 @@ func TestFamiliesMatchTheText(t *testing.T) {
 			require.NoError(t, err)
 			body, err := e.AppendProto(nil)
 			require.NoError(t, err)
-			assert.Equal(t, encodeWithExpfmt(t, e.Families()), body, "AppendProto writes what expfmt's encoder writes")
+			assert.Equal(t, encodeWithExpfmt(t, decodeInOrder(t, body)), body,
+				"AppendProto writes what client_golang's encoder writes of the same families")
 			got := decodeProto(t, body)
 			hists := 0
 			for name, mf := range got {
 				if strings.HasSuffix(name, HistogramSuffix) {
 					require.Equal(t, dto.MetricType_HISTOGRAM, mf.GetType(), name)
+					field := strings.TrimSuffix(name, HistogramSuffix)
+					assert.Contains(t, want, field+"_window", "a histogram of a field without window statistics")
+					assert.Len(t, mf.Metric, len(want[field].GetMetric()), "one histogram per series of %s", field)
 					hists++
 					continue
 				}
@@ -127,9 +139,14 @@ func TestFamiliesMatchTheText(t *testing.T) {
 				assert.Equal(t, w.GetType(), g.GetType(), name)
 				assert.Equal(t, seriesOf(w), seriesOf(g), name)
 			}
-			assert.Equal(t, len(e.NativeHistograms()), hists, "native histograms")
+			windowed := 0
+			for name := range want {
+				if strings.HasSuffix(name, "_window") {
+					windowed++
+				}
+			}
+			assert.Equal(t, windowed, hists, "a native histogram for every field with window statistics")
 			assert.Greater(t, len(want), 10, "families in the text")
-
 		})
 	}
 }
@@ -144,6 +161,23 @@ func encodeWithExpfmt(t *testing.T, mfs []*dto.MetricFamily) []byte {
 		require.NoError(t, enc.Encode(mf))
 	}
 	return buf.Bytes()
+}
+
+// decodeInOrder reads a delimited protobuf exposition into its families,
+// in the order they come.
+func decodeInOrder(t *testing.T, body []byte) []*dto.MetricFamily {
+	t.Helper()
+	dec := expfmt.NewDecoder(bytes.NewReader(body), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	var out []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		err := dec.Decode(mf)
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, mf)
+	}
 }
 
 // decodeProto reads a delimited protobuf exposition as a scraper does.

@@ -3,8 +3,6 @@ package engine
 import (
 	"strings"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/nhist"
@@ -71,29 +69,19 @@ func planHistograms(p *plan, on bool) {
 	}
 }
 
-// NativeHistograms returns the native histogram families, one series per
+// appendHistograms writes the native histogram families, one series per
 // series of the fields they are of, labelled the same. They exist only in
-// the protobuf exposition: the text format cannot carry them.
-func (e *Engine) NativeHistograms() []*dto.MetricFamily {
-	e.protoLabels.lock()
-	defer e.protoLabels.unlock()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.appendHistograms(nil, e.opts.Now().UnixNano())
-}
-
-// appendHistograms appends the native histogram families; the caller holds
-// the label cache and the store's read lock.
-func (e *Engine) appendHistograms(out []*dto.MetricFamily, now int64) []*dto.MetricFamily {
+// the protobuf exposition: the text format cannot carry them. The caller
+// holds the store's read lock.
+func (e *Engine) appendHistograms(w *expo, s *Snapshot, now int64) {
 	p := e.plan
-	typ := dto.MetricType_HISTOGRAM
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
 		if m.histName == "" {
 			continue
 		}
 		stale := now - int64(p.slots[m.slot].stale)
-		mf := &dto.MetricFamily{Name: &m.histName, Help: &m.histHelp, Type: &typ}
+		w.histFamily(m.histName, m.histHelp)
 		for _, es := range e.order {
 			if es.migParent {
 				continue
@@ -102,25 +90,22 @@ func (e *Engine) appendHistograms(out []*dto.MetricFamily, now int64) []*dto.Met
 			if sv.hist == nil || sv.support == supportNo || sv.ts < stale {
 				continue
 			}
+			// One encoding for every copy of the series.
+			from := len(s.hbuf)
+			s.hbuf = sv.hist.AppendProto(s.hbuf)
 			for _, l := range es.labels {
-				dm := &dto.Metric{Label: e.protoLabels.get(l, "").pairs}
-				sv.hist.Write(dm)
-				mf.Metric = append(mf.Metric, dm)
+				w.histogram(l, from, len(s.hbuf))
 			}
 		}
-		if len(mf.Metric) > 0 {
-			out = append(out, mf)
-		}
 	}
-	return out
 }
 
-// labelPairs reads an entity's label set as the engine writes it (an
-// opening brace, then name, equals sign and quoted value, comma-separated,
-// with the text format's escapes) back into pairs.
-func labelPairs(s string) []*dto.LabelPair {
-	s = strings.TrimPrefix(s, "{")
-	var out []*dto.LabelPair
+// labelPairs reads label pairs as the engine writes them (name, equals
+// sign and quoted value, comma-separated, with the text format's escapes,
+// after an opening brace or a comma) back into pairs.
+func labelPairs(s string) []labelPair {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "{"), ",")
+	var out []labelPair
 	for len(s) > 0 {
 		name, rest, ok := strings.Cut(s, `="`)
 		if !ok {
@@ -141,8 +126,7 @@ func labelPairs(s string) []*dto.LabelPair {
 			}
 			v.WriteByte(c)
 		}
-		val := v.String()
-		out = append(out, &dto.LabelPair{Name: &name, Value: &val})
+		out = append(out, labelPair{name: name, value: v.String()})
 		s = strings.TrimPrefix(rest[min(i+1, len(rest)):], ",")
 	}
 	return out

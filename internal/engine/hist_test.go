@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
@@ -14,10 +15,17 @@ import (
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
-func histFamilies(e *Engine) map[string]*dto.MetricFamily {
+// histFamilies are the native histogram families of the engine's
+// protobuf exposition, decoded as a scraper decodes them.
+func histFamilies(t *testing.T, e *Engine) map[string]*dto.MetricFamily {
+	t.Helper()
+	body, err := e.AppendProto(nil)
+	require.NoError(t, err)
 	out := map[string]*dto.MetricFamily{}
-	for _, mf := range e.NativeHistograms() {
-		out[mf.GetName()] = mf
+	for name, mf := range decodeProto(t, body) {
+		if mf.GetType() == dto.MetricType_HISTOGRAM {
+			out[name] = mf
+		}
 	}
 	return out
 }
@@ -76,7 +84,7 @@ func TestNativeHistogramsCountEverySample(t *testing.T) {
 				collectAll(t, e)
 			}
 			collectAll(t, e)
-			got := histFamilies(e)
+			got := histFamilies(t, e)
 			require.Len(t, got, len(tt.names))
 			text := scrape(t, e)
 			for _, name := range tt.names {
@@ -127,10 +135,37 @@ func TestLayoutForUnits(t *testing.T) {
 	assert.Equal(t, 1e-3, layoutFor(tests[0].field).ZeroThreshold)
 }
 
+// TestLabelPairsReadEscapes: label strings as the render writes them (an
+// entity's set, a sample's tail) are read back into their pairs, escapes
+// undone, for the protobuf exposition.
 func TestLabelPairsReadEscapes(t *testing.T) {
-	got := labelPairs(`{gpu="0",UUID="GPU-1",pod="a\"b\\c\nd",empty=""`)
-	want := map[string]string{"gpu": "0", "UUID": "GPU-1", "pod": "a\"b\\c\nd", "empty": ""}
-	m := &dto.Metric{Label: got}
-	assert.Equal(t, want, labelMap(m))
-	assert.Len(t, got, 4)
+	tests := []struct {
+		in   string
+		want []labelPair
+	}{
+		{`{gpu="0",UUID="GPU-1",pod="a\"b\\c\nd",empty=""`,
+			[]labelPair{{"gpu", "0"}, {"UUID", "GPU-1"}, {"pod", "a\"b\\c\nd"}, {"empty", ""}}},
+		{`,stat="p99"} `, []labelPair{{"stat", "p99"}}},
+		{`,err_code="79",err_msg="a} b"} `, []labelPair{{"err_code", "79"}, {"err_msg", "a} b"}}},
+		{"} ", nil},
+		{"{", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got := decodeLabelEncoding(t, encodeLabels(tt.in))
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// decodeLabelEncoding reads Metric.label fields back with client_model.
+func decodeLabelEncoding(t *testing.T, enc []byte) []labelPair {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, proto.Unmarshal(enc, &m))
+	var out []labelPair
+	for _, l := range m.Label {
+		out = append(out, labelPair{l.GetName(), l.GetValue()})
+	}
+	return out
 }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"sync"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
@@ -16,8 +14,9 @@ import (
 // renderScratch is the per-render working memory, pooled so that concurrent
 // scrapes neither share nor allocate it.
 type renderScratch struct {
-	vals    []float64
-	samples []byte
+	vals []float64
+	// seen indexes the snapshot's label strings while the walk lasts.
+	seen strIndex
 }
 
 var scratchPool = sync.Pool{New: func() any { return &renderScratch{} }}
@@ -42,42 +41,57 @@ var clockEventTails = func() [9]string {
 	return t
 }()
 
-// Render appends the exposition of the GPU series to buf: the CSV fields,
-// their window statistics, the XID and clock-event families, and the
-// per-GPU self metrics. It reads the store only.
+// Render appends the text exposition of the GPU series to buf: the CSV
+// fields, their window statistics, the XID and clock-event families, and
+// the per-GPU self metrics. It reads the store only.
 func (e *Engine) Render(buf []byte) []byte {
-	w := expo{buf: buf}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	e.render(&w, e.opts.Now().UnixNano())
-	return w.buf
+	s := snapshots.Get().(*Snapshot)
+	defer putSnapshot(s)
+	return e.Snapshot(s, false).AppendText(buf)
 }
 
-// Families returns the series Render writes, as client_model families with
-// the same names, HELP, TYPE, labels and values, followed by the native
-// histograms: the protobuf exposition, built from the store in one walk
-// rather than read back from the text.
-func (e *Engine) Families() []*dto.MetricFamily {
-	e.protoLabels.lock()
-	defer e.protoLabels.unlock()
-	return e.families()
-}
-
-// families is Families with the label cache held.
-func (e *Engine) families() []*dto.MetricFamily {
-	w := expo{fams: newFamBuilder(&e.protoLabels)}
+// Snapshot fills s, or a new snapshot when s is nil, with the series as
+// they are now, and returns it: what Render writes, and with proto the
+// native histograms, which only the protobuf exposition carries. The
+// store's read lock is held for the walk only, not while the snapshot is
+// written.
+func (e *Engine) Snapshot(s *Snapshot, proto bool) *Snapshot {
+	if s == nil {
+		s = &Snapshot{}
+	}
+	s.reset()
+	s.labels = &e.protoLabels
+	sc := scratchPool.Get().(*renderScratch)
+	defer scratchPool.Put(sc)
+	sc.seen = strIndex{}
+	w := expo{s: s, l: &s.main, seen: &sc.seen}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	now := e.opts.Now().UnixNano()
-	e.render(&w, now)
-	return e.appendHistograms(w.fams.done(), now)
+	e.render(&w, s, sc, now)
+	if proto {
+		e.appendHistograms(&w, s, now)
+	}
+	return s
 }
 
-func (e *Engine) render(w *expo, now int64) {
-	sc := scratchPool.Get().(*renderScratch)
-	defer scratchPool.Put(sc)
+// snapshots keeps the snapshots of Render and AppendProto for the next.
+var snapshots = sync.Pool{New: func() any { return &Snapshot{} }}
+
+// maxPooledSeries keeps the snapshot of a huge exposition out of the pool.
+const maxPooledSeries = 1 << 18
+
+func putSnapshot(s *Snapshot) {
+	if cap(s.main.recs) > maxPooledSeries || len(s.hbuf) > maxPooledSeries*64 {
+		return
+	}
+	s.reset()
+	snapshots.Put(s)
+}
+
+func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 	e.renderValues(w, now)
-	e.renderWindows(w, sc, now)
+	e.renderWindows(w, s, sc, now)
 	e.renderEvents(w, now)
 	e.renderNvidiaSMI(w)
 	e.renderHealthChecks(w, now)
@@ -127,7 +141,7 @@ func (e *Engine) renderValues(w *expo, now int64) {
 
 // renderWindows writes the window statistics of the fields that ask for
 // them, each family followed by its samples count.
-func (e *Engine) renderWindows(w *expo, sc *renderScratch, now int64) {
+func (e *Engine) renderWindows(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 	p := e.plan
 	since := now - int64(e.opts.Window)
 	for mi := range p.metrics {
@@ -135,10 +149,12 @@ func (e *Engine) renderWindows(w *expo, sc *renderScratch, now int64) {
 		if m.windowHeader == "" {
 			continue
 		}
-		wrote := false
-		// The samples counts follow the statistics in text, so they are
-		// written aside and appended.
-		counts := expo{buf: sc.samples[:0], fams: w.fams}
+		// The samples counts follow the statistics, so they are written
+		// aside and appended.
+		s.side.reset()
+		counts := expo{s: s, l: &s.side, seen: w.seen}
+		w.familyWith(m.windowHeader, m.windowName, m.windowHelp, "gauge")
+		counts.familyWith(m.samplesHeader, m.samplesName, m.samplesHelp, "gauge")
 		for _, es := range e.order {
 			if !m.shows(es, p.layout) {
 				continue
@@ -152,21 +168,16 @@ func (e *Engine) renderWindows(w *expo, sc *renderScratch, now int64) {
 			if st.Count == 0 {
 				continue
 			}
-			if !wrote {
-				w.familyWith(m.windowHeader, m.windowName, m.windowHelp, "gauge")
-				counts.familyWith(m.samplesHeader, m.samplesName, m.samplesHelp, "gauge")
-				wrote = true
-			}
 			for _, l := range es.labels {
-				for _, s := range m.field.Stats {
-					w.sample(m.windowName, l, statLabels[s], st.get(s))
+				for _, stat := range m.field.Stats {
+					w.sample(m.windowName, l, statLabels[stat], st.get(stat))
 				}
 				counts.sample(m.samplesName, l, "} ", float64(st.Count))
 			}
 		}
-		w.buf = append(w.buf, counts.buf...)
-		sc.samples = counts.buf
+		w.l.add(&s.side)
 	}
+	s.side.reset()
 }
 
 // valueOf is the value of m's slot that es exports: its own, or for a MIG
@@ -412,28 +423,15 @@ func (e *Engine) renderHealth(w *expo) {
 		})
 }
 
-// appendFamily writes a family's header and the samples each entity adds,
-// leaving out the header when no entity adds any.
+// appendFamily writes a family's header and the samples each entity adds;
+// a family to which no entity adds any is left out.
 func appendFamily(w *expo, order []*entityState, name, help, typ string, each func(*expo, *entityState, string)) {
-	mark := len(w.buf)
 	w.family(name, help, typ)
-	body := len(w.buf)
 	for _, es := range order {
 		for _, l := range es.labels {
 			each(w, es, l)
 		}
 	}
-	if w.fams == nil && len(w.buf) == body {
-		w.buf = w.buf[:mark]
-	}
-}
-
-func appendSample(buf []byte, name, labels, tail string, v float64) []byte {
-	buf = append(buf, name...)
-	buf = append(buf, labels...)
-	buf = append(buf, tail...)
-	buf = appendFloat(buf, v)
-	return append(buf, '\n')
 }
 
 // appendXIDSample writes a DCGM_FI_DEV_XID_ERRORS sample with the err_code
@@ -444,25 +442,8 @@ func appendXIDSample(w *expo, name, labels string, v float64) {
 	if v > 0 {
 		code = uint64(v)
 	}
-	if w.fams != nil {
-		w.sample(name, labels, `,`+labelErrCode+`="`+strconv.FormatUint(code, 10)+`",`+
-			labelErrMsg+`="`+escapeLabel(gpuevents.XIDDescription(code))+`"} `, v)
-		return
-	}
-	buf := w.buf
-	buf = append(buf, name...)
-	buf = append(buf, labels...)
-	buf = append(buf, ',')
-	buf = append(buf, labelErrCode...)
-	buf = append(buf, `="`...)
-	buf = strconv.AppendUint(buf, code, 10)
-	buf = append(buf, `",`...)
-	buf = append(buf, labelErrMsg...)
-	buf = append(buf, `="`...)
-	buf = append(buf, escapeLabel(gpuevents.XIDDescription(code))...)
-	buf = append(buf, `"} `...)
-	buf = appendFloat(buf, v)
-	w.buf = append(buf, '\n')
+	w.sample(name, labels, `,`+labelErrCode+`="`+strconv.FormatUint(code, 10)+`",`+
+		labelErrMsg+`="`+escapeLabel(gpuevents.XIDDescription(code))+`"} `, v)
 }
 
 func appendFloat(buf []byte, v float64) []byte {

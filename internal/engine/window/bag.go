@@ -9,7 +9,7 @@ import "math"
 // sampled in turn, is never in the CPU's caches; a read combines the
 // held-back samples with the sorted values at a cost that depends on
 // pendingMax, not on the window.
-const pendingMax = 16
+const pendingMax = 32
 
 // bag is the multiset of a window's values (no NaN) in ascending order,
 // each with the push number (seq) of its sample, so that the samples that
@@ -17,6 +17,9 @@ const pendingMax = 16
 // samples held back are its caller's (the newest of the ring), handed to
 // merge and view.
 type bag struct {
+	// nd is how many values del holds; every push reads it, so it comes
+	// first, beside the tracker's other fields.
+	nd int
 	// vals are the merged values, ascending; seqs[i] is the push number of
 	// the sample of vals[i].
 	vals []float64
@@ -24,7 +27,6 @@ type bag struct {
 	// del are the values of the merged samples that left the window since
 	// the last merge, for reads until the next one takes them out.
 	del [pendingMax]float64
-	nd  int
 }
 
 // entry is a sample held back: its value and push number.

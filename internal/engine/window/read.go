@@ -5,12 +5,12 @@ package window
 // copies without allocating.
 func (r *Ring) AppendSince(since int64, ts []int64, vals []float64) ([]int64, []float64) {
 	for i := 0; i < r.n; i++ {
-		j := (r.head - r.n + i + 2*len(r.ts)) % len(r.ts)
-		if r.ts[j] <= since {
+		j := (r.head - r.n + i + 2*len(r.s)) % len(r.s)
+		if r.s[j].ts <= since {
 			continue
 		}
-		ts = append(ts, r.ts[j])
-		vals = append(vals, r.vals[j])
+		ts = append(ts, r.s[j].ts)
+		vals = append(vals, r.s[j].v)
 	}
 	return ts, vals
 }
@@ -21,5 +21,5 @@ func (r *Ring) Oldest() (int64, bool) {
 	if r.n == 0 {
 		return 0, false
 	}
-	return r.ts[(r.head-r.n+len(r.ts))%len(r.ts)], true
+	return r.s[(r.head-r.n+len(r.s))%len(r.s)].ts, true
 }

@@ -29,9 +29,6 @@ type tracker struct {
 	// seq is the push number of the newest sample, drop that of the newest
 	// sample that left the window.
 	seq, drop uint32
-	// bag holds the values of the tracked samples that are numbers, but
-	// for the newest pn.
-	bag bag
 	// sum is the sum of the finite values of the tracked samples,
 	// compensated (ksum) so that adding and taking away values of very
 	// different sizes loses nothing; inf counts the others, which would
@@ -42,6 +39,10 @@ type tracker struct {
 	// running sum of adds and removes drifts, so it is redone once in a
 	// while (resumEvery).
 	ops int
+	// bag holds the values of the tracked samples that are numbers, but
+	// for the newest pn. It comes last: a push reads the fields above, the
+	// bag's held departures only when one leaves.
+	bag bag
 }
 
 // lowerBound is the index of the first value of a not below x: what
@@ -105,7 +106,7 @@ func (r *Ring) Track(span int64) {
 	if r.tr.span == span {
 		return
 	}
-	c := len(r.ts)
+	c := len(r.s)
 	r.tr = tracker{span: span}
 	t := &r.tr
 	newest, ok := r.Newest()
@@ -115,13 +116,13 @@ func (r *Ring) Track(span int64) {
 	}
 	// The samples newer than the cut, numbered from 1 up and sorted once.
 	t.cut = newest - span
-	for i := r.n - 1; i >= 0 && r.ts[wrap(r.head-r.n+i, c)] > t.cut; i-- {
+	for i := r.n - 1; i >= 0 && r.s[wrap(r.head-r.n+i, c)].ts > t.cut; i-- {
 		t.tn++
 	}
 	t.seq = uint32(t.tn)
 	es := make([]entry, 0, t.tn)
 	for i := 0; i < t.tn; i++ {
-		if v := r.vals[wrap(r.head-t.tn+i, c)]; v == v {
+		if v := r.s[wrap(r.head-t.tn+i, c)].v; v == v {
 			es = append(es, entry{v: v, seq: uint32(i + 1)})
 			t.count(v, 1)
 		}
@@ -158,16 +159,16 @@ const resumEvery = 16
 func (r *Ring) merge() {
 	t := &r.tr
 	var add [pendingMax]entry
-	na, c := 0, len(r.ts)
+	na, c := 0, len(r.s)
 	for i := 0; i < t.pn; i++ {
-		if v := r.vals[wrap(r.head-1-i, c)]; v == v {
+		if v := r.s[wrap(r.head-1-i, c)].v; v == v {
 			add[na] = entry{v: v, seq: t.seq - uint32(i)}
 			na++
 		}
 	}
 	t.bag.merge(add[:na], t.drop)
 	t.pn = 0
-	if t.ops < resumEvery*len(r.ts) {
+	if t.ops < resumEvery*len(r.s) {
 		return
 	}
 	t.ops, t.sum = 0, ksum{}
@@ -181,9 +182,9 @@ func (r *Ring) merge() {
 // pendingValues copies the values of the newest pn samples that are
 // numbers into add and returns how many.
 func (r *Ring) pendingValues(add *[pendingMax]float64) int {
-	na, c := 0, len(r.ts)
+	na, c := 0, len(r.s)
 	for i := 1; i <= r.tr.pn; i++ {
-		if v := r.vals[wrap(r.head-i, c)]; v == v {
+		if v := r.s[wrap(r.head-i, c)].v; v == v {
 			add[na] = v
 			na++
 		}
@@ -235,14 +236,14 @@ func (r *Ring) trackReplace(old, v float64) {
 // the new one is held back, and the samples that the new one's time puts
 // out of the window leave, oldest first (in the steady state, one).
 func (r *Ring) pushTracked(ts int64, v float64) {
-	t, c := &r.tr, len(r.ts)
+	t, c := &r.tr, len(r.s)
 	if r.n == c && t.tn == c {
-		r.leave(r.vals[r.head])
+		r.leave(r.s[r.head].v)
 	}
 	if t.pn == pendingMax || t.bag.nd == pendingMax {
 		r.merge()
 	}
-	r.ts[r.head], r.vals[r.head] = ts, v
+	r.s[r.head] = sample{ts: ts, v: v}
 	r.head = wrap(r.head+1, c)
 	r.n = min(r.n+1, c)
 	t.tn++
@@ -256,14 +257,14 @@ func (r *Ring) pushTracked(ts int64, v float64) {
 
 // expire drops the tracked samples not newer than cut, oldest first.
 func (r *Ring) expire(cut int64) {
-	t, c := &r.tr, len(r.ts)
+	t, c := &r.tr, len(r.s)
 	t.cut = cut
 	for t.tn > 0 {
 		j := wrap(r.head-t.tn, c)
-		if r.ts[j] > cut {
+		if r.s[j].ts > cut {
 			return
 		}
-		r.leave(r.vals[j])
+		r.leave(r.s[j].v)
 	}
 }
 
@@ -279,20 +280,20 @@ func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
 	if t.span == 0 || t.inf > 0 {
 		return r.Compute(since, scratch)
 	}
-	c := len(r.ts)
+	c := len(r.s)
 	// The oldest tracked samples may be older than since: they are left out
 	// by correcting the ranks, as long as there are few of them.
 	var out [maxExcluded]float64
 	nout, skip := 0, 0
 	for ; skip < t.tn; skip++ {
 		j := wrap(r.head-t.tn+skip, c)
-		if r.ts[j] > since {
+		if r.s[j].ts > since {
 			break
 		}
 		if skip == maxExcluded {
 			return r.Compute(max(since, t.cut), scratch)
 		}
-		if v := r.vals[j]; v == v {
+		if v := r.s[j].v; v == v {
 			out[nout] = v
 			nout++
 		}
@@ -325,16 +326,16 @@ func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
 // numberTimes returns the times of the oldest and the newest sample that is
 // a number among the newest n the ring holds.
 func (r *Ring) numberTimes(n int) (oldest, newest int64) {
-	c := len(r.ts)
+	c := len(r.s)
 	for i := 0; i < n; i++ {
-		if j := (r.head - n + i + c) % c; r.vals[j] == r.vals[j] {
-			oldest = r.ts[j]
+		if j := (r.head - n + i + c) % c; r.s[j].v == r.s[j].v {
+			oldest = r.s[j].ts
 			break
 		}
 	}
 	for i := 1; i <= n; i++ {
-		if j := (r.head - i + c) % c; r.vals[j] == r.vals[j] {
-			newest = r.ts[j]
+		if j := (r.head - i + c) % c; r.s[j].v == r.s[j].v {
+			newest = r.s[j].ts
 			break
 		}
 	}

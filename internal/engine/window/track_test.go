@@ -262,23 +262,29 @@ func BenchmarkPushRings(b *testing.B) {
 // held back, and held-back samples that are all NaN.
 func TestTrackedEdgesOfTheHeldBackSamples(t *testing.T) {
 	nan := math.NaN()
+	// The span holds 40 samples at one every 10: past pendingMax, so that
+	// merges run while samples leave.
+	const span, p = 400, pendingMax
 	tests := []struct {
 		name string
 		// pushes are (time, value) pairs, in order.
 		pushes [][2]float64
 		span   int64 // a second Track after the pushes when not 0
 	}{
-		{"gap empties a window with samples held back", append(seq(1, 40, 1), [2]float64{1000, 7}), 0},
-		{"replaced after a merge took it in", append(seq(1, 32, 1), [2]float64{32, -5}), 0},
-		{"replaced while held back", append(seq(1, 33, 1), [2]float64{33, 99}), 0},
-		{"span shortened with samples held back", seq(1, 45, 1), 50},
-		{"span lengthened with samples held back", seq(1, 45, 1), 400},
-		{"held back samples all NaN", append(seq(1, 32, 1), [2]float64{33, nan}, [2]float64{34, nan}, [2]float64{35, nan}), 0},
+		// p+1 pushes merge the first p; the window then holds p+9.
+		{"gap empties a window with samples held back", append(seq(1, p+9, 1), [2]float64{1000, 7}), 0},
+		// The 2p-th push fills the held-back samples, and the sample that
+		// leaves with it (merged) merges them all.
+		{"replaced after a merge took it in", append(seq(1, 2*p, 1), [2]float64{2 * p, -5}), 0},
+		{"replaced while held back", append(seq(1, 2*p+1, 1), [2]float64{2*p + 1, 99}), 0},
+		{"span shortened with samples held back", seq(1, p+13, 1), 50},
+		{"span lengthened with samples held back", seq(1, p+13, 1), 800},
+		{"held back samples all NaN", append(seq(1, 2*p, 1), [2]float64{2*p + 1, nan}, [2]float64{2*p + 2, nan}, [2]float64{2*p + 3, nan}), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewRing(64)
-			r.Track(200)
+			r := NewRing(4 * p)
+			r.Track(span)
 			for _, p := range tt.pushes {
 				r.Push(int64(p[0])*10, p[1])
 			}

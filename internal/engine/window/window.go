@@ -35,12 +35,24 @@ func CapacityFor(win, iv time.Duration) int { return min(SamplesFor(win, iv), Ma
 // Ring holds the last Cap samples of a series, oldest overwritten first.
 // It is not safe for concurrent use; the engine guards it.
 type Ring struct {
-	ts   []int64
-	vals []float64
+	// s holds the samples, each time beside its value: a push writes one
+	// and the sample leaving the window is read as one, each a single
+	// cache line of a ring that is rarely still in the caches.
+	s    []sample
 	head int // next slot to write
 	n    int // samples held
+	// last is the newest sample's time, kept beside head: every push
+	// compares with it, and reading it from ts would wait on memory for
+	// nearly every sample, a thousand rings being sampled in turn.
+	last int64
 	// tr keeps the window statistics up to date, when Track asked.
 	tr tracker
+}
+
+// sample is one sample of a ring.
+type sample struct {
+	ts int64
+	v  float64
 }
 
 // NewRing returns a ring of the given capacity, clamped to [2, MaxCapacity].
@@ -51,11 +63,11 @@ func NewRing(capacity int) *Ring {
 	if capacity > MaxCapacity {
 		capacity = MaxCapacity
 	}
-	return &Ring{ts: make([]int64, capacity), vals: make([]float64, capacity)}
+	return &Ring{s: make([]sample, capacity)}
 }
 
 // Cap is the number of samples the ring can hold.
-func (r *Ring) Cap() int { return len(r.ts) }
+func (r *Ring) Cap() int { return len(r.s) }
 
 // Len is the number of samples the ring holds.
 func (r *Ring) Len() int { return r.n }
@@ -65,26 +77,26 @@ func (r *Ring) Len() int { return r.n }
 // hands over overlapping reads cannot skew the statistics.
 func (r *Ring) Push(ts int64, v float64) {
 	if r.n > 0 {
-		last := wrap(r.head-1, len(r.ts))
-		if ts == r.ts[last] {
+		if ts == r.last {
+			last := wrap(r.head-1, len(r.s))
 			if r.tr.span != 0 {
-				r.trackReplace(r.vals[last], v)
+				r.trackReplace(r.s[last].v, v)
 			}
-			r.vals[last] = v
+			r.s[last].v = v
 			return
 		}
-		if ts < r.ts[last] {
+		if ts < r.last {
 			return
 		}
 	}
+	r.last = ts
 	if r.tr.span != 0 {
 		r.pushTracked(ts, v)
 		return
 	}
-	r.ts[r.head] = ts
-	r.vals[r.head] = v
-	r.head = wrap(r.head+1, len(r.ts))
-	if r.n < len(r.ts) {
+	r.s[r.head] = sample{ts: ts, v: v}
+	r.head = wrap(r.head+1, len(r.s))
+	if r.n < len(r.s) {
 		r.n++
 	}
 }
@@ -103,13 +115,13 @@ func wrap(i, c int) int {
 
 // CopyFrom moves the samples of old into r, newest kept when r is smaller.
 func (r *Ring) CopyFrom(old *Ring) {
-	start := old.n - len(r.ts)
+	start := old.n - len(r.s)
 	if start < 0 {
 		start = 0
 	}
 	for i := start; i < old.n; i++ {
-		j := (old.head - old.n + i + 2*len(old.ts)) % len(old.ts)
-		r.Push(old.ts[j], old.vals[j])
+		j := (old.head - old.n + i + 2*len(old.s)) % len(old.s)
+		r.Push(old.s[j].ts, old.s[j].v)
 	}
 }
 
@@ -136,11 +148,11 @@ func (r *Ring) Compute(since int64, scratch []float64) (Stats, []float64) {
 func (r *Ring) ComputeSome(since int64, scratch []float64, percentiles bool) (Stats, []float64) {
 	scratch = scratch[:0]
 	var st Stats
-	c := len(r.ts)
+	c := len(r.s)
 	oldest := (r.head - r.n + c) % c
 	// Timestamps rise from the oldest sample, so the window's first one is
 	// found by bisection and every later one is in it.
-	first := sort.Search(r.n, func(i int) bool { return r.ts[(oldest+i)%c] > since })
+	first := sort.Search(r.n, func(i int) bool { return r.s[(oldest+i)%c].ts > since })
 	if first == r.n {
 		return st, scratch
 	}
@@ -153,12 +165,12 @@ func (r *Ring) ComputeSome(since int64, scratch []float64, percentiles bool) (St
 	}
 	for _, run := range runs {
 		for j := run[0]; j < run[1]; j++ {
-			v := r.vals[j]
+			v := r.s[j].v
 			if v != v { // NaN
 				continue
 			}
 			if st.Count == 0 {
-				st.Min, st.Max, st.Oldest = v, v, r.ts[j]
+				st.Min, st.Max, st.Oldest = v, v, r.s[j].ts
 			}
 			st.Count++
 			if v < st.Min {
@@ -167,7 +179,7 @@ func (r *Ring) ComputeSome(since int64, scratch []float64, percentiles bool) (St
 			if v > st.Max {
 				st.Max = v
 			}
-			st.Newest = r.ts[j]
+			st.Newest = r.s[j].ts
 			sum += v
 			if percentiles {
 				scratch = append(scratch, v)
@@ -275,5 +287,5 @@ func (r *Ring) Newest() (int64, bool) {
 	if r.n == 0 {
 		return 0, false
 	}
-	return r.ts[(r.head-1+len(r.ts))%len(r.ts)], true
+	return r.last, true
 }

@@ -1,66 +1,57 @@
 package server
 
 import (
-	"fmt"
+	"io"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-	"github.com/sirupsen/logrus"
 )
 
-// FamilySource appends the engine's series, native histograms included,
-// in the delimited protobuf exposition, built from its store; the engine
+// Renderer takes consistent snapshots of the GPU series; the engine
 // implements it.
-type FamilySource interface {
-	AppendProto(buf []byte) ([]byte, error)
+type Renderer interface {
+	// Snapshot returns the series as they are now, reusing the memory of
+	// prev (a snapshot it returned before, no longer read, or nil); proto
+	// adds what only the protobuf exposition carries, the native
+	// histograms.
+	Snapshot(prev Exposition, proto bool) Exposition
+	Ready() (bool, string)
 }
 
-var protoFormat = expfmt.NewFormat(expfmt.TypeProtoDelim)
+// Exposition is one snapshot of the series, written whole in either
+// format, in bounded pieces, as often as asked and by concurrent writers.
+// An error is the writer's.
+type Exposition interface {
+	WriteText(w io.Writer) error
+	WriteProto(w io.Writer) error
+}
+
+// Snapshots makes a Renderer of a source of snapshots of its own type,
+// such as the engine's Snapshot and Ready.
+func Snapshots[S Exposition](snapshot func(prev S, proto bool) S, ready func() (bool, string)) Renderer {
+	return snapshotter[S]{snapshot: snapshot, ready: ready}
+}
+
+type snapshotter[S Exposition] struct {
+	snapshot func(S, bool) S
+	ready    func() (bool, string)
+}
+
+func (s snapshotter[S]) Snapshot(prev Exposition, proto bool) Exposition {
+	p, _ := prev.(S)
+	return s.snapshot(p, proto)
+}
+
+func (s snapshotter[S]) Ready() (bool, string) { return s.ready() }
+
+var (
+	protoFormat = expfmt.NewFormat(expfmt.TypeProtoDelim)
+	textFormat  = expfmt.NewFormat(expfmt.TypeTextPlain)
+)
 
 // wantsProto says whether the scraper negotiates the delimited protobuf
 // exposition, as Prometheus does with native histograms on; client_golang's
 // negotiation decides, so the answer is the one its handler would give.
 func wantsProto(r *http.Request) bool {
 	return expfmt.Negotiate(r.Header).FormatType() == expfmt.TypeProtoDelim
-}
-
-// protobuf returns the delimited protobuf exposition, made once by the
-// first scrape of the body that asks: the engine's families, built from its
-// store rather than read back from the text, then gpuscope's own, gathered
-// again.
-func (b *body) protobuf(src FamilySource, own prometheus.Gatherer, log *logrus.Entry) ([]byte, error) {
-	b.protoOnce.Do(func() {
-		out, err := src.AppendProto(make([]byte, 0, len(b.buf)/2))
-		if err != nil {
-			b.protoErr = err
-			return
-		}
-		w := appendWriter{buf: out}
-		if own != nil {
-			mfs, err := own.Gather()
-			if err != nil {
-				log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
-			}
-			enc := expfmt.NewEncoder(&w, protoFormat)
-			for _, mf := range mfs {
-				if err := enc.Encode(mf); err != nil {
-					b.protoErr = fmt.Errorf("encoding family %s: %w", mf.GetName(), err)
-					return
-				}
-			}
-		}
-		b.proto = w.buf
-	})
-	return b.proto, b.protoErr
-}
-
-// protoGzipped is protobuf compressed, made once.
-func (b *body) protoGzipped(src FamilySource, own prometheus.Gatherer, log *logrus.Entry) ([]byte, error) {
-	p, err := b.protobuf(src, own, log)
-	if err != nil {
-		return nil, err
-	}
-	b.protoGzOnce.Do(func() { b.protoGz = gzipBytes(p) })
-	return b.protoGz, nil
 }

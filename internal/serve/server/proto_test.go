@@ -15,23 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeFamilies gives what the engine would for fakeEngine's body: its GPU
-// temperature, and a native histogram.
-type fakeFamilies struct{ calls int }
-
-func (f *fakeFamilies) AppendProto(buf []byte) ([]byte, error) {
-	w := appendWriter{buf: buf}
-	enc := expfmt.NewEncoder(&w, protoFormat)
-	for _, mf := range f.families() {
-		if err := enc.Encode(mf); err != nil {
-			return w.buf, err
-		}
-	}
-	return w.buf, nil
-}
-
-func (f *fakeFamilies) families() []*dto.MetricFamily {
-	f.calls++
+// fakeFamilies is what the engine would give for the protobuf exposition
+// of the fake engine's body: its GPU temperature, and a native histogram.
+func fakeFamilies() []*dto.MetricFamily {
 	temp, gauge, v := "DCGM_FI_DEV_GPU_TEMP", dto.MetricType_GAUGE, 40.0
 	name, help, typ := "DCGM_FI_PROF_SM_ACTIVE_distribution", "h", dto.MetricType_HISTOGRAM
 	count, sum, schema, zero, thr := uint64(3), 1.5, int32(3), uint64(1), 1e-3
@@ -71,13 +57,10 @@ func TestProtobufOnlyWhenNegotiated(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng := &fakeEngine{body: "# HELP DCGM_FI_DEV_GPU_TEMP t\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n"}
+			eng := &fakeEngine{body: "# HELP DCGM_FI_DEV_GPU_TEMP t\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n", fams: fakeFamilies}
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuscope_test_gauge", Help: "A test gauge."}))
-			opts := Options{Engine: eng, Gatherer: reg, Log: quiet()}
-			if tt.histograms {
-				opts.Families = &fakeFamilies{}
-			}
+			opts := Options{Engine: eng, Gatherer: reg, Log: quiet(), Protobuf: tt.histograms}
 			s, err := New(opts)
 			require.NoError(t, err)
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sirupsen/logrus"
 
@@ -27,24 +27,24 @@ import (
 	"github.com/gpuscope/gpuscope/source"
 )
 
-// Renderer writes the GPU series of the last samples; the engine implements it.
-type Renderer interface {
-	Render(buf []byte) []byte
-	Ready() (bool, string)
-}
-
 // Options configure the server.
 type Options struct {
 	Address       string
 	WebConfigFile string
 	Engine        Renderer
-	// Families writes the GPU series with their native histograms in the
-	// protobuf exposition, served with gpuscope's own families to scrapers
-	// that negotiate it; nil serves the text format to every scraper.
-	Families FamilySource
-	// Gatherer holds gpuscope's own families (self metrics, Go and process
-	// collectors, enrichers); it is appended to the GPU series.
+	// Protobuf serves the delimited protobuf exposition, with the native
+	// histograms, to scrapers that negotiate it; false serves the text
+	// format to every scraper.
+	Protobuf bool
+	// Gatherer holds gpuscope's own families (self metrics, enrichers),
+	// gathered for each exposition and appended to the GPU series.
 	Gatherer prometheus.Gatherer
+	// Sampled holds own families that are gathered in the background every
+	// SampleOwnEvery (DefaultSampleOwnEvery when 0) while the server
+	// serves, and appended as last gathered: the Go runtime's and the
+	// process's, which cost more than a render to gather.
+	Sampled        prometheus.Gatherer
+	SampleOwnEvery time.Duration
 	// Profiling pauses and resumes DCGM profiling; nil when the source has
 	// no profiling lock.
 	Profiling source.ProfilingController
@@ -117,9 +117,12 @@ const ProfilingRequestHeader = "X-Gpuscope-Request"
 
 // Server is gpuscope's HTTP server.
 type Server struct {
-	opts   Options
-	mux    *http.ServeMux
-	bodies coalescer
+	opts Options
+	mux  *http.ServeMux
+	// text and proto share the snapshots of /metrics among scrapes of
+	// each format.
+	text, proto coalescer
+	sampled     *sampledFamilies
 
 	api          *apiMetrics
 	auth         *authGate
@@ -132,14 +135,11 @@ type Server struct {
 	conns        atomic.Int64 // connections open now
 }
 
-// reuseBodyFor is how long a rendered /metrics body is served again: the
+// reuseBodyFor is how long a /metrics snapshot is served again: the
 // fastest fields are sampled every 100 ms, so a newer render would show
 // nothing newer, and scrapers arriving together (an HA pair of Prometheus
 // servers, say) share one render and one compression.
 const reuseBodyFor = 100 * time.Millisecond
-
-// maxPooledBuffer keeps one huge exposition from pinning memory in the pool.
-const maxPooledBuffer = 8 << 20
 
 // setDefaults fills in the options left at 0.
 func (opts *Options) setDefaults() {
@@ -158,6 +158,9 @@ func (opts *Options) setDefaults() {
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if opts.SampleOwnEvery <= 0 {
+		opts.SampleOwnEvery = DefaultSampleOwnEvery
+	}
 }
 
 // New builds the handlers.
@@ -174,9 +177,9 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("registering the authentication metrics: %w", err)
 		}
 	}
-	s.bodies.render = s.renderAll
-	s.bodies.maxAge = reuseBodyFor
-	s.bodies.now = opts.Now
+	s.sampled = &sampledFamilies{g: opts.Sampled, every: opts.SampleOwnEvery, log: opts.Log}
+	s.text = coalescer{render: s.renderAll, maxAge: reuseBodyFor, now: opts.Now}
+	s.proto = coalescer{render: s.renderAll, maxAge: reuseBodyFor, proto: true, now: opts.Now}
 	links := []web.LandingLinks{
 		{Address: "metrics", Text: "Metrics", Description: "GPU series and gpuscope's own metrics"},
 		{Address: "ready", Text: "Ready", Description: "Whether a source is up and the first sample is in"},
@@ -235,11 +238,18 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Exposition returns the /metrics body as a scrape would get it now.
+// Exposition returns the text /metrics body as a scrape would get it now,
+// or nil when the render failed.
 func (s *Server) Exposition() []byte {
-	b := s.bodies.get()
-	defer s.bodies.release(b)
-	return append([]byte(nil), b.buf...)
+	b, err := s.text.get()
+	if err != nil {
+		s.opts.Log.WithError(err).Error("Rendering /metrics failed")
+		return nil
+	}
+	defer s.text.release(b)
+	var out bytes.Buffer
+	_ = b.writeTo(&out) // a bytes.Buffer takes every write
+	return out.Bytes()
 }
 
 // Handler returns the server's routes, without TLS or authentication.
@@ -258,58 +268,53 @@ func readOnly(h http.Handler) http.Handler {
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	b := s.bodies.get()
-	defer s.bodies.release(b)
-	if s.opts.Families != nil {
+	c, format := &s.text, textFormat
+	if s.opts.Protobuf {
 		w.Header().Add("Vary", "Accept")
 		if wantsProto(r) {
-			s.metricsProto(w, r, b)
-			return
+			c, format = &s.proto, protoFormat
 		}
 	}
-	w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	out := b.buf
-	if acceptsGzip(r) {
-		// Prometheus asks for gzip; an 8-GPU body shrinks about 17 times,
-		// compressed once per render at the fastest level.
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Header().Add("Vary", "Accept-Encoding")
-		out = b.gzipped()
-	}
-	s.writeMetrics(w, out)
-}
-
-// metricsProto answers a scrape that negotiated the protobuf exposition;
-// should a family not encode, the text is served instead, as it is what
-// the protobuf would have held but for the histograms.
-func (s *Server) metricsProto(w http.ResponseWriter, r *http.Request, b *body) {
-	gz := acceptsGzip(r)
-	var out []byte
-	var err error
-	if gz {
-		out, err = b.protoGzipped(s.opts.Families, s.opts.Gatherer, s.opts.Log)
-	} else {
-		out, err = b.protobuf(s.opts.Families, s.opts.Gatherer, s.opts.Log)
-	}
+	b, err := c.get()
 	if err != nil {
-		s.opts.Log.WithError(err).Warn("Serving /metrics as text: the protobuf exposition failed")
-		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-		out = b.buf
-		gz = false
-	} else {
-		w.Header().Set("Content-Type", string(protoFormat))
+		s.opts.Log.WithError(err).Error("Rendering /metrics failed")
+		http.Error(w, "rendering the exposition failed; gpuscope's log says why", http.StatusInternalServerError)
+		return
 	}
-	if gz {
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Header().Add("Vary", "Accept-Encoding")
+	defer c.release(b)
+	h := w.Header()
+	h.Set("Content-Type", string(format))
+	if !acceptsGzip(r) {
+		// The body goes out in pieces as it is formatted, from the
+		// snapshot all scrapes of the moment share.
+		if err := b.writeTo(w); err != nil {
+			s.abort(err)
+		}
+		return
 	}
-	s.writeMetrics(w, out)
+	// Prometheus asks for gzip; an 8-GPU body shrinks about 17 times,
+	// compressed once per snapshot at the fastest level, so its length is
+	// known before it is sent.
+	gz, err := b.gzipped()
+	if err != nil {
+		s.opts.Log.WithError(err).Error("Compressing /metrics failed")
+		http.Error(w, "compressing the exposition failed", http.StatusInternalServerError)
+		return
+	}
+	h.Set("Content-Encoding", "gzip")
+	h.Add("Vary", "Accept-Encoding")
+	h.Set("Content-Length", strconv.Itoa(len(gz)))
+	if _, err := w.Write(gz); err != nil {
+		s.abort(err)
+	}
 }
 
-func (s *Server) writeMetrics(w http.ResponseWriter, out []byte) {
-	if _, err := w.Write(out); err != nil {
-		s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
-	}
+// abort ends a /metrics response whose body could not be written whole:
+// net/http then closes the connection without ending the body, so the
+// scraper sees a truncated response and not a shorter exposition.
+func (s *Server) abort(err error) {
+	s.opts.Log.WithError(err).Debug("Writing /metrics to the client failed")
+	panic(http.ErrAbortHandler)
 }
 
 // acceptsGzip says whether the request's Accept-Encoding allows gzip
@@ -341,33 +346,6 @@ func acceptsGzip(r *http.Request) bool {
 		return gzip > 0
 	}
 	return star > 0
-}
-
-// renderAll appends the GPU series and then gpuscope's own families.
-func (s *Server) renderAll(buf []byte) []byte {
-	buf = s.opts.Engine.Render(buf)
-	if s.opts.Gatherer == nil {
-		return buf
-	}
-	mfs, err := s.opts.Gatherer.Gather()
-	if err != nil {
-		s.opts.Log.WithError(err).Warn("Gathering gpuscope's own metrics failed; serving what was gathered")
-	}
-	bw := appendWriter{buf: buf}
-	enc := expfmt.NewEncoder(&bw, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			s.opts.Log.WithError(err).WithField("family", mf.GetName()).Warn("Encoding a metric family failed")
-		}
-	}
-	return bw.buf
-}
-
-type appendWriter struct{ buf []byte }
-
-func (a *appendWriter) Write(p []byte) (int, error) {
-	a.buf = append(a.buf, p...)
-	return len(p), nil
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
@@ -541,6 +519,9 @@ func (s *Server) serving(addr string) {
 // run serves until ctx ends, then shuts srv down.
 func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
 	srv.RegisterOnShutdown(s.endStreams)
+	bg, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	go s.sampled.run(bg)
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	select {

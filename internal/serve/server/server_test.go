@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/sirupsen/logrus"
@@ -23,12 +24,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fakeEngine serves body as its text exposition, and the families fams
+// gives as its protobuf one.
 type fakeEngine struct {
 	body  string
 	ready bool
+	fams  func() []*dto.MetricFamily
 }
 
-func (f *fakeEngine) Render(buf []byte) []byte { return append(buf, f.body...) }
+func (f *fakeEngine) Snapshot(_ Exposition, proto bool) Exposition {
+	s := &fakeSnapshot{text: f.body}
+	if proto && f.fams != nil {
+		w := appendWriter{}
+		enc := expfmt.NewEncoder(&w, protoFormat)
+		for _, mf := range f.fams() {
+			if err := enc.Encode(mf); err != nil {
+				panic(err)
+			}
+		}
+		s.proto = w.buf
+	}
+	return s
+}
+
+type fakeSnapshot struct {
+	text  string
+	proto []byte
+}
+
+func (s *fakeSnapshot) WriteText(w io.Writer) error {
+	_, err := io.WriteString(w, s.text)
+	return err
+}
+
+func (s *fakeSnapshot) WriteProto(w io.Writer) error {
+	_, err := w.Write(s.proto)
+	return err
+}
+
 func (f *fakeEngine) Ready() (bool, string) {
 	if f.ready {
 		return true, "source sim is up"
