@@ -53,7 +53,7 @@ func TestInfLandsInTheWrongBucketNonFiniteSamplesAreLeftOut(t *testing.T) {
 	require.Len(t, n, 1)
 	assert.Equal(t, 3.0, value(n[0]), "samples in the window")
 
-	h := histFamilies(e)["DCGM_FI_PROF_SM_ACTIVE_distribution"]
+	h := histFamilies(t, e)["DCGM_FI_PROF_SM_ACTIVE_distribution"]
 	require.NotNil(t, h)
 	finite := nhist.New(layoutRatio)
 	for _, v := range []float64{0.25, 0.5, 0.75} {

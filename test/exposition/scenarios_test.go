@@ -1,7 +1,9 @@
 package exposition
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
@@ -117,7 +120,7 @@ func simScenario(t *testing.T, name string, set *counters.Set, cfg sim.Config, o
 	opts.Source, opts.Counters, opts.DefaultInterval, opts.Window = src, set, time.Second, 10*time.Second
 	opts.Hostname, opts.Now, opts.Log, opts.Enrichers = "node-1", clk.Now, quietLog(), []enrich.Enricher{pods}
 	e := driven(t, name, opts, clk, d)
-	return scenario{name: name, text: e.Render(nil), proto: e.Families(), collectors: []prometheus.Collector{e, pods}}
+	return scenario{name: name, text: e.Render(nil), proto: protoFamilies(t, e), collectors: []prometheus.Collector{e, pods}}
 }
 
 // driven builds an engine and collects every 100 ms for d.
@@ -182,7 +185,7 @@ func entityScenario(t *testing.T, name string, set *counters.Set, opts engine.Op
 	opts.Hostname, opts.Now, opts.Log, opts.Enrichers = "node-1", clk.Now, quietLog(), []enrich.Enricher{enr}
 	opts.ComputeInstances = true
 	e := driven(t, name, opts, clk, 3*time.Second)
-	return scenario{name: name, text: e.Render(nil), proto: e.Families(), collectors: []prometheus.Collector{e}}
+	return scenario{name: name, text: e.Render(nil), proto: protoFamilies(t, e), collectors: []prometheus.Collector{e}}
 }
 
 func failingHealth() []source.HealthResult {
@@ -246,4 +249,23 @@ func commandScenario(t *testing.T) scenario {
 	rw := reload.New(file, func(*counters.Set) error { return nil }, time.Second, quietLog())
 	reg.MustRegister(pa, pl, hj, rw)
 	return scenario{name: "the command's collectors", collectors: reg.collectors}
+}
+
+// protoFamilies decodes the engine's protobuf exposition, the families a
+// Prometheus that negotiates protobuf reads.
+func protoFamilies(t *testing.T, e *engine.Engine) []*dto.MetricFamily {
+	t.Helper()
+	body, err := e.AppendProto(nil)
+	require.NoError(t, err)
+	dec := expfmt.NewDecoder(bytes.NewReader(body), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	var out []*dto.MetricFamily
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("decoding the protobuf exposition: %v", err)
+		}
+		out = append(out, mf)
+	}
 }
