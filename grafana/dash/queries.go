@@ -13,10 +13,12 @@ type Query struct {
 	Instant bool
 }
 
-// Variable is one query variable of a dashboard.
+// Variable is one query variable of a dashboard; Regex, when set, picks
+// each value out of a query_result line, as Grafana does.
 type Variable struct {
 	Name  string
 	Query string
+	Regex string
 }
 
 type rawDashboard struct {
@@ -34,6 +36,7 @@ type rawDashboard struct {
 			Type  string `json:"type"`
 			Name  string `json:"name"`
 			Query any    `json:"query"`
+			Regex string `json:"regex"`
 		} `json:"list"`
 	} `json:"templating"`
 }
@@ -63,7 +66,7 @@ func Extract(raw []byte) ([]Query, []Variable, error) {
 		if !ok || s == "" {
 			return nil, nil, fmt.Errorf("variable %q: query is not a string", v.Name)
 		}
-		vs = append(vs, Variable{Name: v.Name, Query: s})
+		vs = append(vs, Variable{Name: v.Name, Query: s, Regex: v.Regex})
 	}
 	return qs, vs, nil
 }
