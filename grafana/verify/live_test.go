@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -233,6 +235,50 @@ func substitute(expr string, vars map[string]string) string {
 	return strings.NewReplacer(pairs...).Replace(expr)
 }
 
+// variableValues evaluates a query variable as Grafana does: label_values,
+// or query_result with the variable's regex.
+func (c promClient) variableValues(v dash.Variable, q string) ([]string, error) {
+	if inner, ok := strings.CutPrefix(q, "query_result("); ok {
+		return c.queryResult(strings.TrimSuffix(inner, ")"), v.Regex)
+	}
+	return c.labelValues(q)
+}
+
+// queryResult evaluates query_result(expr) with a /regex/ as Grafana does:
+// each series as `name{label="value", ...}`, the regex's first group of
+// each that matches.
+func (c promClient) queryResult(expr, regex string) ([]string, error) {
+	re, err := regexp.Compile(strings.TrimSuffix(strings.TrimPrefix(regex, "/"), "/"))
+	if err != nil {
+		return nil, fmt.Errorf("variable regex %q: %w", regex, err)
+	}
+	res, err := c.query(expr)
+	if err != nil {
+		return nil, err
+	}
+	var vals []string
+	for _, s := range res {
+		names := make([]string, 0, len(s.Metric))
+		for n := range s.Metric {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var line strings.Builder
+		line.WriteString(s.Metric["__name__"] + "{")
+		for _, n := range names {
+			if n != "__name__" {
+				fmt.Fprintf(&line, "%s=%q, ", n, s.Metric[n])
+			}
+		}
+		line.WriteString("}")
+		if m := re.FindStringSubmatch(line.String()); len(m) > 1 && m[1] != "" {
+			vals = append(vals, m[1])
+		}
+	}
+	sort.Strings(vals)
+	return vals, nil
+}
+
 // labelValues evaluates label_values(selector, label) as Grafana does.
 func (c promClient) labelValues(q string) ([]string, error) {
 	inner := strings.TrimSuffix(strings.TrimPrefix(q, "label_values("), ")")
@@ -278,12 +324,25 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 	for gpu, job := range []string{"slurm-101", "slurm-101", "slurm-102", "slurm-102"} {
 		require.NoError(t, os.WriteFile(filepath.Join(jobs, fmt.Sprint(gpu)), []byte(job+"\n"), 0o600))
 	}
-	exporterAddr := freePort(t)
-	start(t, bin, root, "--source", "sim", "--collectors", "etc/dcp-metrics.csv",
-		"--address", exporterAddr, "--sim-gpus", "8", "--sim-seed", "1", "--sim-pods", "--hpc-job-mapping-dir", jobs,
-		// A 10 s insight window gives the first insight results within 5 s.
-		"--insight", "--insight-window", "10s")
+	// Two nodes, one per spelling of the host label, each its own cluster:
+	// every dashboard is checked on both, so that no query or variable
+	// reads one spelling only.
+	exporterAddr, lowerAddr := freePort(t), freePort(t)
+	for _, node := range []struct {
+		addr, seed string
+		extra      []string
+	}{
+		{exporterAddr, "1", nil},
+		{lowerAddr, "2", []string{"--hostname-label", "hostname", "--hostname", "sim-lower-0"}},
+	} {
+		args := append([]string{"--source", "sim", "--collectors", "etc/dcp-metrics.csv",
+			"--address", node.addr, "--sim-gpus", "8", "--sim-seed", node.seed, "--sim-pods", "--hpc-job-mapping-dir", jobs,
+			// A 10 s insight window gives the first insight results within 5 s.
+			"--insight", "--insight-window", "10s"}, node.extra...)
+		start(t, bin, root, args...)
+	}
 	waitHTTP(t, "http://"+exporterAddr+"/metrics", 30*time.Second)
+	waitHTTP(t, "http://"+lowerAddr+"/metrics", 30*time.Second)
 
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
@@ -298,8 +357,11 @@ scrape_configs:
       - targets: ["%s"]
         labels:
           cluster: sim
+      - targets: ["%s"]
+        labels:
+          cluster: sim-lower
 `, atGlobalInterval(t, filepath.Join(root, "deploy/prometheus/gpuscope-alerts.yml"), dir),
-		atGlobalInterval(t, filepath.Join(root, "deploy/prometheus/gpuscope-recording.yml"), dir), exporterAddr)
+		atGlobalInterval(t, filepath.Join(root, "deploy/prometheus/gpuscope-recording.yml"), dir), exporterAddr, lowerAddr)
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	promAddr := freePort(t)
@@ -311,15 +373,17 @@ scrape_configs:
 	c := promClient{base: "http://" + promAddr}
 
 	// Rules and rates need a few scrapes and evaluations before they have
-	// data: check until every rule and query answers, or a minute and a
-	// half has passed, and report what still did not.
-	var problems []string
+	// data, the use-and-cost rules a minute of history (they account each
+	// minute against the value before it): check until every rule and
+	// query answers, or two and a half minutes have passed, and report what
+	// still did not.
+	var problems, empty []string
 	var nrules, checked int
-	pollUntil(90*time.Second, 2*time.Second, func() bool {
-		problems, nrules, checked = checkRulesAndDashboards(t, c)
+	pollUntil(150*time.Second, 2*time.Second, func() bool {
+		problems, empty, nrules, checked = checkRulesAndDashboards(t, c)
 		return len(problems) == 0
 	})
-	t.Logf("checked %d rules and %d dashboard queries", nrules, checked)
+	t.Logf("checked %d rules and %d dashboard queries; empty on the sim, as they may be:\n%s", nrules, checked, strings.Join(empty, "\n"))
 	require.Empty(t, problems, "%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
 }
 
@@ -358,10 +422,11 @@ func atGlobalInterval(t *testing.T, src, dir string) string {
 	return dst
 }
 
-// checkRulesAndDashboards runs every recording rule and every dashboard
-// query against Prometheus and lists the ones without data, with the
-// number of rules and queries checked.
-func checkRulesAndDashboards(t *testing.T, c promClient) (problems []string, nrules, checked int) {
+// checkRulesAndDashboards runs every recording rule, and every dashboard
+// query in each cluster of the test, against Prometheus and lists the ones
+// without data, apart from the queries that may be empty on the sim (listed
+// as empty), with the number of rules and queries checked.
+func checkRulesAndDashboards(t *testing.T, c promClient) (problems, empty []string, nrules, checked int) {
 	rules, err := c.rules()
 	require.NoError(t, err)
 	require.NotEmpty(t, rules)
@@ -388,30 +453,70 @@ func checkRulesAndDashboards(t *testing.T, c promClient) (problems []string, nru
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		qs, vs, err := dash.Extract(files[name])
-		require.NoError(t, err)
-		vars := map[string]string{"datasource": "prometheus"}
-		for _, v := range vs {
-			vals, err := c.labelValues(substitute(v.Query, vars))
-			if err != nil || len(vals) == 0 {
-				problems = append(problems, fmt.Sprintf("%s: variable %s (%s) has no values: %v", name, v.Name, v.Query, err))
-				vars[v.Name] = ".*"
-				continue
-			}
-			vars[v.Name] = vals[0]
-		}
-		for _, q := range qs {
-			expr := substitute(q.Expr, vars)
-			res, err := c.query(expr)
-			checked++
-			switch {
-			case err != nil:
-				problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", name, q.Panel, q.RefID, err, expr))
-			case len(res) == 0:
-				problems = append(problems, fmt.Sprintf("%s: panel %q %s returns no series\n    %s", name, q.Panel, q.RefID, expr))
-			}
+	for _, cluster := range []string{"sim", "sim-lower"} {
+		for _, name := range names {
+			p, e, n := checkDashboard(t, c, name, files[name], cluster)
+			problems, empty = append(problems, p...), append(empty, e...)
+			checked += n
 		}
 	}
-	return problems, len(rules), checked
+	return problems, empty, len(rules), checked
+}
+
+// emptyOnSim are the dashboard queries that cannot have data on the sim,
+// each with the reason: the check still fails them on an error.
+var emptyOnSim = map[string]string{
+	"gpuscope_pod_gpu_memory_used_bytes": "per-pod shares of shared GPUs come from --kubernetes.shared-gpu-attribution, " +
+		"which reads the kubelet's PodResources socket and the host's /proc; the sim's pods (--sim-pods) label its GPUs without a kubelet",
+	"gpuscope_pod_gpu_sm_utilization": "as gpuscope_pod_gpu_memory_used_bytes: shared-GPU attribution needs a kubelet",
+}
+
+// mayBeEmpty says why a query may return nothing on the sim, or "".
+func mayBeEmpty(expr string) string {
+	for family, why := range emptyOnSim {
+		if strings.Contains(expr, family) {
+			return why
+		}
+	}
+	return ""
+}
+
+// checkDashboard resolves a dashboard's variables within one cluster (the
+// first value of each other variable) and runs every panel query, listing
+// the variables without values and the queries without data, with the
+// number of queries run.
+func checkDashboard(t *testing.T, c promClient, name string, raw []byte, cluster string) (problems, empty []string, checked int) {
+	qs, vs, err := dash.Extract(raw)
+	require.NoError(t, err)
+	where := name + " (cluster " + cluster + ")"
+	vars := map[string]string{"datasource": "prometheus"}
+	for _, v := range vs {
+		vals, err := c.variableValues(v, substitute(v.Query, vars))
+		switch {
+		case err != nil || len(vals) == 0:
+			problems = append(problems, fmt.Sprintf("%s: variable %s (%s) has no values: %v", where, v.Name, v.Query, err))
+			vars[v.Name] = ".*"
+		case v.Name == "cluster":
+			if !slices.Contains(vals, cluster) {
+				problems = append(problems, fmt.Sprintf("%s: variable cluster lacks %s: %v", where, cluster, vals))
+			}
+			vars[v.Name] = cluster
+		default:
+			vars[v.Name] = vals[0]
+		}
+	}
+	for _, q := range qs {
+		expr := substitute(q.Expr, vars)
+		res, err := c.query(expr)
+		checked++
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", where, q.Panel, q.RefID, err, expr))
+		case len(res) == 0 && mayBeEmpty(q.Expr) != "":
+			empty = append(empty, fmt.Sprintf("%s: panel %q %s: %s", where, q.Panel, q.RefID, mayBeEmpty(q.Expr)))
+		case len(res) == 0:
+			problems = append(problems, fmt.Sprintf("%s: panel %q %s returns no series\n    %s", where, q.Panel, q.RefID, expr))
+		}
+	}
+	return problems, empty, checked
 }
