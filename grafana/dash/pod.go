@@ -96,7 +96,7 @@ func Pod() (dashboard.Dashboard, error) {
 }
 
 // podUseAndCost is the pod's row of energy, energy per step and GPU-hours
-// held and idle, from the gpuscope.usage rules: its share of each GPU it
+// held and idle, from the gpuscope.accounting rules: its share of each GPU it
 // held, whichever pod held the GPU before or after.
 func podUseAndCost(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 	return b.WithRow(dashboard.NewRowBuilder("Use and cost")).

@@ -9,7 +9,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 )
 
-// The use-and-cost panels read the gpuscope.usage recording rules: one
+// The use-and-cost panels read the gpuscope.accounting recording rules: one
 // sample a minute, each the GPU-hours or joules of that minute, so a
 // sum_over_time over the dashboard's range is that range's total.
 

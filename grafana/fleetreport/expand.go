@@ -73,7 +73,7 @@ func readRuleGroups(path string) (map[string]string, error) {
 // noRawGroups are the rule groups whose series have no raw-series version
 // worth timing, with the reason the report gives.
 var noRawGroups = map[string]string{
-	"gpuscope.usage": "none: per-minute accounts (each minute against the value before it, up to an hour back)",
+	"gpuscope.accounting": "none: per-minute accounts (each minute against the value before it, up to an hour back)",
 }
 
 // noRaw says why a query that reads a rule of noRawGroups has no raw-series

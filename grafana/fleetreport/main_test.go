@@ -86,18 +86,18 @@ func TestOnlyLoopback(t *testing.T) {
 }
 
 func TestGroupName(t *testing.T) {
-	assert.Equal(t, "gpuscope-recording.yml;gpuscope.usage", groupName("/work/deploy/prometheus/gpuscope-recording.yml;gpuscope.usage"))
+	assert.Equal(t, "gpuscope-recording.yml;gpuscope.accounting", groupName("/work/deploy/prometheus/gpuscope-recording.yml;gpuscope.accounting"))
 	assert.Equal(t, "x.yml;g", groupName("x.yml;g"))
 	assert.Equal(t, "odd", groupName("odd"))
 }
 
-// The per-minute accounts of gpuscope.usage are timed against Prometheus
+// The per-minute accounts of gpuscope.accounting are timed against Prometheus
 // and Thanos only: a query reading one of them has no raw-series version,
 // and says why; others keep theirs.
 func TestNoRawForPerMinuteAccounts(t *testing.T) {
 	groups, err := readRuleGroups(filepath.Join("..", "..", "deploy", "prometheus", "gpuscope-recording.yml"))
 	require.NoError(t, err)
-	assert.Equal(t, "gpuscope.usage", groups["namespace:gpuscope_energy_joules:increase1m"])
+	assert.Equal(t, "gpuscope.accounting", groups["namespace:gpuscope_energy_joules:increase1m"])
 	assert.Contains(t, noRaw(`sum(sum_over_time(cluster:gpuscope_energy_joules:increase1m{cluster=~".*"}[600s]))`, groups), "per-minute accounts")
 	assert.Empty(t, noRaw(`sum(cluster:gpuscope_gpus:count{cluster=~".*"})`, groups))
 }

@@ -197,7 +197,7 @@ func TestClusterDashboardReadsOnlyRecordingRules(t *testing.T) {
 // rangeOffset matches a range selector and the offset after it.
 var rangeOffset = regexp.MustCompile(`\[((?:[0-9]+(?:ms|[smhdwy]))+)\](?:\s+offset\s+((?:[0-9]+(?:ms|[smhdwy]))+))?`)
 
-// The gpuscope.usage group accounts for one minute per evaluation: each
+// The gpuscope.accounting group accounts for one minute per evaluation: each
 // sample must cover exactly the time since the one before, or minutes are
 // counted twice or lost. So every range of the group spans its interval and
 // ends a millisecond before the evaluation, every look back for the value
@@ -218,11 +218,11 @@ func TestUsageGroupWindowsMatchItsInterval(t *testing.T) {
 	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/gpuscope-recording.yml"), &rf)
 	ms := time.Millisecond
 	for _, g := range rf.Groups {
-		if g.Name != "gpuscope.usage" {
+		if g.Name != "gpuscope.accounting" {
 			continue
 		}
 		interval, err := time.ParseDuration(g.Interval)
-		require.NoError(t, err, "gpuscope.usage: interval %q", g.Interval)
+		require.NoError(t, err, "gpuscope.accounting: interval %q", g.Interval)
 		ok := map[string]bool{
 			fmt.Sprint(interval, " ", ms):                        true, // the minute: [1m] offset 1ms
 			fmt.Sprint(time.Hour, " ", interval+ms):              true, // the value before it: [1h] offset 1m1ms
@@ -247,5 +247,5 @@ func TestUsageGroupWindowsMatchItsInterval(t *testing.T) {
 		assert.NotZero(t, ranges)
 		return
 	}
-	t.Fatal("gpuscope-recording.yml has no group gpuscope.usage")
+	t.Fatal("gpuscope-recording.yml has no group gpuscope.accounting")
 }
