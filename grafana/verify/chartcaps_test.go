@@ -248,7 +248,7 @@ func TestChartWithoutCapabilities(t *testing.T) {
 	assert.Equal(t, lostGroups, doc.groups, "the rule groups docs/kubernetes.md names as losing recording rules")
 
 	exporter := startExporter(t, r)
-	lc := liveCheck{c: startPrometheus(t, srv, rules, exporter, nil), srv: srv, rules: rules, dashboards: dashboards,
+	lc := liveCheck{c: startPrometheus(t, srv, rules, scrapeTarget{addr: exporter}), srv: srv, rules: rules, dashboards: dashboards,
 		allowedRule: func(name string) string {
 			if why := allowChartEmptyRule(name); why != "" {
 				return why

@@ -118,7 +118,7 @@ func TestChartDefaultsGiveEveryPanelData(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Parallel()
-			lc := liveCheck{c: startPrometheus(t, srv, rules, exporter, nil), srv: srv, rules: rules,
+			lc := liveCheck{c: startPrometheus(t, srv, rules, scrapeTarget{addr: exporter}), srv: srv, rules: rules,
 				dashboards: dashboards, allowed: allowChartEmpty, allowedRule: allowChartEmptyRule}
 			allowed := lc.untilClean(t, 120*time.Second)
 			t.Logf("allowed to be empty:\n%s", strings.Join(allowed, "\n"))
