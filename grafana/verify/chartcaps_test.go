@@ -270,7 +270,7 @@ func TestChartWithoutCapabilities(t *testing.T) {
 	// Every other rule and query has data; then each listed panel must
 	// still lack some (a panel may lose one series of several), and each
 	// rule the analysis calls lost must have recorded nothing.
-	lc.untilClean(t, 120*time.Second)
+	lc.untilClean(t, 150*time.Second)
 	checkPanelsLackData(t, lc, doc.panels)
 	for name := range lostRecords {
 		res, err := lc.c.query(name)
