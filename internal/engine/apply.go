@@ -4,7 +4,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -37,7 +37,7 @@ func (e *Engine) applyValuesLocked(p *plan, b *batch) {
 		// sample: the histogram counts it once.
 		if h := p.slots[si].hist; h != nil && (s.ts > sv.ts || !sv.has) {
 			if sv.hist == nil {
-				sv.hist = nhist.New(*h)
+				sv.hist = nativehist.New(*h)
 			}
 			sv.hist.Observe(s.v)
 		}

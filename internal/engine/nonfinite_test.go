@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 	"github.com/gpuscope/gpuscope/internal/samples"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
@@ -55,7 +55,7 @@ func TestInfLandsInTheWrongBucketNonFiniteSamplesAreLeftOut(t *testing.T) {
 
 	h := histFamilies(t, e)["DCGM_FI_PROF_SM_ACTIVE_distribution"]
 	require.NotNil(t, h)
-	finite := nhist.New(layoutRatio)
+	finite := nativehist.New(layoutRatio)
 	for _, v := range []float64{0.25, 0.5, 0.75} {
 		finite.Observe(v)
 	}

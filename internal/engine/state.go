@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -38,7 +38,7 @@ type seriesVal struct {
 	reason  string // why the source cannot read the slot (support == supportNo)
 	ring    *window.Ring
 	// hist counts every sample since the first, for the native histogram.
-	hist *nhist.Histogram
+	hist *nativehist.Histogram
 }
 
 type xidCount struct {

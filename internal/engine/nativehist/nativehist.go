@@ -1,7 +1,7 @@
-// Package nhist keeps a Prometheus native histogram (sparse exponential
+// Package nativehist keeps a Prometheus native histogram (sparse exponential
 // buckets) of every sample of a series, bounded in buckets, and writes it as
 // client_model's protobuf type.
-package nhist
+package nativehist
 
 import (
 	"math"

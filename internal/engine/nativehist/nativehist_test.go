@@ -1,4 +1,4 @@
-package nhist
+package nativehist
 
 import (
 	"math"
