@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/eventnames"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -98,7 +98,7 @@ func (e *Engine) renderNvidiaSMI(w *expo) {
 					if last {
 						v = float64(x.lastSeen) / 1e9
 					}
-					w.sample(f.Name, labels, `,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, v)
+					w.sample(f.Name, labels, `,`+labelXID+`="`+eventnames.XIDLabel(x.code)+`"} `, v)
 				}
 			})
 		default:

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/eventnames"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -31,11 +31,11 @@ var statLabels = map[counters.Stat]string{
 }
 
 // clockEventTails close the label set of the clock-event families, one per
-// reason of gpuevents.ClockEvents, built once so a render does not concatenate
+// reason of eventnames.ClockEvents, built once so a render does not concatenate
 // them per GPU.
 var clockEventTails = func() [9]string {
 	var t [9]string
-	for i, ce := range gpuevents.ClockEvents {
+	for i, ce := range eventnames.ClockEvents {
 		t[i] = `,` + labelClockEvent + `="` + ce.Name + `"} `
 	}
 	return t
@@ -312,7 +312,7 @@ func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
 					continue
 				}
 				seen = true
-				w.sample(f.Name, labels, win+`,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+				w.sample(f.Name, labels, win+`,`+labelXID+`="`+eventnames.XIDLabel(x.code)+`"} `, float64(n))
 			}
 			if !seen {
 				w.sample(f.Name, labels, win+"} ", 0)
@@ -328,7 +328,7 @@ func (e *Engine) renderClockEvents(w *expo) {
 			if !es.clockSeen {
 				return
 			}
-			for i, ce := range gpuevents.ClockEvents {
+			for i, ce := range eventnames.ClockEvents {
 				v := 0.0
 				if es.clockMask&ce.Bit != 0 {
 					v = 1
@@ -341,7 +341,7 @@ func (e *Engine) renderClockEvents(w *expo) {
 			if !es.clockSeen {
 				return
 			}
-			for i := range gpuevents.ClockEvents {
+			for i := range eventnames.ClockEvents {
 				w.sample("gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
 			}
 		})
@@ -359,7 +359,7 @@ func (e *Engine) renderClockEventsCount(w *expo, f *counters.Field, now int64) {
 	win := labelWindowSize + `="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
 	// The label tails are built once per render, not per GPU.
 	var tails [len(clockEventTails)]string
-	for i, ce := range gpuevents.ClockEvents {
+	for i, ce := range eventnames.ClockEvents {
 		tails[i] = `,` + labelClockEvent + `="` + ce.Name + `",` + win + `} `
 	}
 	zero := "," + win + "} "
@@ -443,7 +443,7 @@ func appendXIDSample(w *expo, name, labels string, v float64) {
 		code = uint64(v)
 	}
 	w.sample(name, labels, `,`+labelErrCode+`="`+strconv.FormatUint(code, 10)+`",`+
-		labelErrMsg+`="`+escapeLabel(gpuevents.XIDDescription(code))+`"} `, v)
+		labelErrMsg+`="`+escapeLabel(eventnames.XIDDescription(code))+`"} `, v)
 }
 
 func appendFloat(buf []byte, v float64) []byte {

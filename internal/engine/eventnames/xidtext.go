@@ -1,4 +1,4 @@
-package gpuevents
+package eventnames
 
 // xidText is the message dcgm-exporter puts in the err_msg label of
 // DCGM_FI_DEV_XID_ERRORS, indexed by XID code; codes past its end are

@@ -1,6 +1,6 @@
-// Package gpuevents names the GPU events gpuscope counts: XID error codes and
+// Package eventnames names the GPU events gpuscope counts: XID error codes and
 // the clock-event (throttle) reasons of DCGM_FI_DEV_CLOCKS_EVENT_REASONS.
-package gpuevents
+package eventnames
 
 import "strconv"
 
