@@ -1,7 +1,7 @@
-// Package slogrus sends log/slog records into logrus, so that libraries that
+// Package toolkitlog sends log/slog records into logrus, so that libraries that
 // log through slog (exporter-toolkit's web server) write with the same
 // format, level and output as the rest of gpuscope.
-package slogrus
+package toolkitlog
 
 import (
 	"context"
