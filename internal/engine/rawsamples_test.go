@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -46,7 +46,7 @@ func TestSamplesReturnEveryRingSampleInOrder(t *testing.T) {
 		clk.Add(100 * time.Millisecond)
 		collectAll(t, e)
 	}
-	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{1}})
+	res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{1}})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 1)
 	ent := res.Entities[0]
@@ -68,7 +68,7 @@ func TestSamplesReturnEveryRingSampleInOrder(t *testing.T) {
 	assert.Equal(t, int64(100*time.Millisecond), res.Fields[0].IntervalNS)
 
 	since := s.T[2]
-	res, err = e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: since})
+	res, err = e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: since})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 2, "no gpu parameter: every GPU")
 	for _, ent := range res.Entities {
@@ -91,8 +91,8 @@ func TestSamplesRefuseFieldsWithAReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
-			_, err := e.Samples(samples.Query{Fields: []string{tt.field}})
-			var fe *samples.FieldError
+			_, err := e.Samples(sampleapi.Query{Fields: []string{tt.field}})
+			var fe *sampleapi.FieldError
 			require.True(t, errors.As(err, &fe), "want a field error, got %v", err)
 			assert.Equal(t, tt.field, fe.Field)
 			assert.Contains(t, fe.Reason, tt.reason)
@@ -109,7 +109,7 @@ func TestSamplesGiveAFieldWithoutStatsARingOnDemand(t *testing.T) {
 	e := newTestEngine(t, samplesCSV, src, clk)
 	clk.Add(100 * time.Millisecond)
 	collectAll(t, e)
-	q := samples.Query{Fields: []string{"DCGM_FI_DEV_GPU_TEMP"}}
+	q := sampleapi.Query{Fields: []string{"DCGM_FI_DEV_GPU_TEMP"}}
 	res, err := e.Samples(q)
 	require.NoError(t, err)
 	assert.Empty(t, res.Entities, "no ring before the first request")
@@ -150,14 +150,14 @@ func TestSamplesFlagAGapWhenTheRingOverwroteTheCursor(t *testing.T) {
 			first = clk.Now().UnixNano()
 		}
 	}
-	key := samples.SeriesKey(e.order[0].key, "DCGM_FI_PROF_SM_ACTIVE")
-	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, After: map[string]int64{key: first}})
+	key := sampleapi.SeriesKey(e.order[0].key, "DCGM_FI_PROF_SM_ACTIVE")
+	res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, After: map[string]int64{key: first}})
 	require.NoError(t, err)
 	assert.True(t, res.Entities[0].Series[0].Missed, "a cursor 20 s back with a 10 s window has lost samples")
 	last := res.Entities[0].Series[0].T[len(res.Entities[0].Series[0].T)-1]
 	clk.Add(100 * time.Millisecond)
 	collectAll(t, e)
-	res, err = e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, After: map[string]int64{key: last}})
+	res, err = e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, After: map[string]int64{key: last}})
 	require.NoError(t, err)
 	assert.False(t, res.Entities[0].Series[0].Missed)
 	assert.Len(t, res.Entities[0].Series[0].T, 1)
@@ -174,7 +174,7 @@ func TestSamplesCarryPodLabels(t *testing.T) {
 	require.NoError(t, e.Open())
 	clk.Add(100 * time.Millisecond)
 	collectAll(t, e)
-	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 2)
 	assert.Equal(t, "train-0", res.Entities[0].Labels["pod"])
@@ -213,7 +213,7 @@ func TestSamplesShowTheLabelsMetricsShows(t *testing.T) {
 	e := newTestEngine(t, samplesCSV, src, clk)
 	clk.Add(100 * time.Millisecond)
 	collectAll(t, e)
-	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 1)
 	m := series(scrape(t, e), "DCGM_FI_PROF_SM_ACTIVE", nil)
@@ -225,7 +225,7 @@ func TestSamplesShowTheLabelsMetricsShows(t *testing.T) {
 	assert.Equal(t, want, res.Entities[0].Labels)
 	assert.Equal(t, "x\"y back\\slash new\nline", res.Entities[0].Labels["DCGM_FI_DRIVER_VERSION"])
 	res.Entities[0].Labels["gpu"] = "changed"
-	res, err = e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	res, err = e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 	require.NoError(t, err)
 	assert.Equal(t, "0", res.Entities[0].Labels["gpu"], "a caller's change stays its own")
 }

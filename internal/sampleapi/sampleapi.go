@@ -1,9 +1,9 @@
-// Package samples is the wire format of gpuscope's raw-sample API
+// Package sampleapi is the wire format of gpuscope's raw-sample API
 // (/api/v1/samples and the /api/v1/stream events): the query an HTTP request
 // carries, the answer the engine builds from its rings, and their JSON. The
 // server, `gpuscope top` and `gpuscope capture` share it, so the three cannot
 // drift apart.
-package samples
+package sampleapi
 
 import (
 	"bytes"

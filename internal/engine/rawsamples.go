@@ -5,7 +5,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // rawState is what the raw-sample API adds to the engine: the fields a
@@ -56,7 +56,7 @@ func (e *Engine) applyDemandLocked(p *plan) {
 
 // resolveLocked maps the query's field names to slots, or says why a field
 // cannot be answered. needRing is set when a field has no ring yet.
-func (e *Engine) resolveLocked(q *samples.Query) (slots []int, infos []counters.FieldInfo, needRing bool, err error) {
+func (e *Engine) resolveLocked(q *sampleapi.Query) (slots []int, infos []counters.FieldInfo, needRing bool, err error) {
 	p := e.plan
 	for _, name := range q.Fields {
 		info, ok := counters.Lookup(name)
@@ -65,17 +65,17 @@ func (e *Engine) resolveLocked(q *samples.Query) (slots []int, infos []counters.
 			if s := counters.Suggest(name); s != "" {
 				reason += "; did you mean " + s + "?"
 			}
-			return nil, nil, false, &samples.FieldError{Field: name, Reason: reason}
+			return nil, nil, false, &sampleapi.FieldError{Field: name, Reason: reason}
 		}
 		if info.Exporter() {
-			return nil, nil, false, &samples.FieldError{Field: name, Reason: "gpuscope computes it from events at scrape time; it has no samples"}
+			return nil, nil, false, &sampleapi.FieldError{Field: name, Reason: "gpuscope computes it from events at scrape time; it has no samples"}
 		}
 		if _, isText := p.textOf[info.ID]; isText || info.Type == counters.Label {
-			return nil, nil, false, &samples.FieldError{Field: name, Reason: "a label field has no samples; its value is in every entity's labels"}
+			return nil, nil, false, &sampleapi.FieldError{Field: name, Reason: "a label field has no samples; its value is in every entity's labels"}
 		}
 		si, ok := p.slotOf[info.ID]
 		if !ok {
-			return nil, nil, false, &samples.FieldError{Field: name, Reason: "not in the counters file " + p.set.File +
+			return nil, nil, false, &sampleapi.FieldError{Field: name, Reason: "not in the counters file " + p.set.File +
 				"; add a line for it (its WATCH INTERVAL column sets the sampling, e.g. 100ms)"}
 		}
 		if p.slots[si].ringCap == 0 {
@@ -91,8 +91,8 @@ func (e *Engine) resolveLocked(q *samples.Query) (slots []int, infos []counters.
 // counters file that asks for no window statistics has no ring: the first
 // request gives it one, sized by --window, so its answer fills from then
 // on. An unknown field, one outside the counters file, and a label field are
-// a *samples.FieldError.
-func (e *Engine) Samples(q samples.Query) (*samples.Result, error) {
+// a *sampleapi.FieldError.
+func (e *Engine) Samples(q sampleapi.Query) (*sampleapi.Result, error) {
 	e.mu.RLock()
 	_, _, needRing, err := e.resolveLocked(&q)
 	if err != nil || !needRing {
@@ -119,15 +119,15 @@ func (e *Engine) Samples(q samples.Query) (*samples.Result, error) {
 	return e.samplesLocked(&q)
 }
 
-func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
+func (e *Engine) samplesLocked(q *sampleapi.Query) (*sampleapi.Result, error) {
 	slots, infos, _, err := e.resolveLocked(q)
 	if err != nil {
 		return nil, err
 	}
 	p := e.plan
-	res := &samples.Result{Now: e.opts.Now().UnixNano(), Hostname: e.opts.Hostname, Entities: []samples.Entity{}}
+	res := &sampleapi.Result{Now: e.opts.Now().UnixNano(), Hostname: e.opts.Hostname, Entities: []sampleapi.Entity{}}
 	for i, si := range slots {
-		res.Fields = append(res.Fields, samples.Field{
+		res.Fields = append(res.Fields, sampleapi.Field{
 			Name: q.Fields[i], Unit: infos[i].Unit, IntervalNS: int64(p.slots[si].interval), Help: infos[i].Help,
 		})
 	}
@@ -136,7 +136,7 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 		if !q.WantsGPU(es.ent.GPU) {
 			continue
 		}
-		var series []samples.Series
+		var series []sampleapi.Series
 		for i, si := range slots {
 			r := es.vals[si].ring
 			if r == nil {
@@ -145,21 +145,21 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 				continue
 			}
 			since := q.Since
-			key := samples.SeriesKey(es.key, q.Fields[i])
+			key := sampleapi.SeriesKey(es.key, q.Fields[i])
 			if after, ok := q.After[key]; ok {
 				since = after
 			}
-			s := samples.Series{Field: q.Fields[i], T: []int64{}, V: samples.Values{}}
+			s := sampleapi.Series{Field: q.Fields[i], T: []int64{}, V: sampleapi.Values{}}
 			var vals []float64
 			s.T, vals = r.AppendSince(since, s.T, vals)
 			s.V = vals
 			// Past the bound the answer is refused anyway: stop copying
 			// before it holds more than one ring's worth past it.
 			if total += len(s.T); q.MaxSamples > 0 && total > q.MaxSamples {
-				return nil, &samples.TooLargeError{MaxSamples: q.MaxSamples}
+				return nil, &sampleapi.TooLargeError{MaxSamples: q.MaxSamples}
 			}
 			if s.V == nil {
-				s.V = samples.Values{}
+				s.V = sampleapi.Values{}
 			}
 			if oldest, ok := r.Oldest(); ok && since > 0 && r.Len() == r.Cap() {
 				// A full ring whose oldest sample is more than an interval
@@ -175,7 +175,7 @@ func (e *Engine) samplesLocked(q *samples.Query) (*samples.Result, error) {
 		}
 		// An entity exported in several copies (one per HPC job) shows the
 		// labels of its first.
-		res.Entities = append(res.Entities, samples.Entity{
+		res.Entities = append(res.Entities, sampleapi.Entity{
 			Key: es.key, Kind: es.ent.Kind.String(), GPU: es.ent.GPU, Labels: maps.Clone(es.labelMap), Series: series,
 		})
 	}

@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
 // TestSamplesStopAtMaxSamples: a query bounded to fewer samples than the
-// rings hold gets a *samples.TooLargeError, and one within the bound gets
+// rings hold gets a *sampleapi.TooLargeError, and one within the bound gets
 // every sample.
 func TestSamplesStopAtMaxSamples(t *testing.T) {
 	clk := newClock()
@@ -35,9 +35,9 @@ func TestSamplesStopAtMaxSamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, MaxSamples: tt.max})
+			res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, MaxSamples: tt.max})
 			if tt.tooLarge {
-				var tl *samples.TooLargeError
+				var tl *sampleapi.TooLargeError
 				require.True(t, errors.As(err, &tl), "got %v", err)
 				assert.Equal(t, tt.max, tl.MaxSamples)
 				return
