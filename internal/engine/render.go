@@ -93,7 +93,7 @@ func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 	e.renderValues(w, now)
 	e.renderWindows(w, s, sc, now)
 	e.renderEvents(w, now)
-	e.renderNvidiaSMI(w)
+	e.renderNvidiaGPUExporter(w)
 	e.renderHealthChecks(w, now)
 	e.renderP2P(w, now)
 	e.renderInsight(w, now)

@@ -12,15 +12,15 @@ const (
 	// LayoutDCGMExporter is dcgm-exporter's: gpu, UUID, pci_bus_id, device,
 	// modelName, Hostname, the label-type fields on every series.
 	LayoutDCGMExporter Layout = iota
-	// LayoutNvidiaSMI is nvidia_gpu_exporter's: per-GPU series carry only
+	// LayoutNvidiaGPUExporter is nvidia_gpu_exporter's: per-GPU series carry only
 	// uuid (lower case, without "GPU-"), MIG series uuid and
 	// gpu_instance_id, and the identity and label-type fields are labels of
 	// nvidia_smi_gpu_info alone.
-	LayoutNvidiaSMI
+	LayoutNvidiaGPUExporter
 )
 
 func (l Layout) String() string {
-	if l == LayoutNvidiaSMI {
+	if l == LayoutNvidiaGPUExporter {
 		return "nvidia_gpu_exporter"
 	}
 	return "dcgm-exporter"
@@ -159,10 +159,10 @@ var clockReasons = []struct {
 	{"hw_thermal_slowdown", 0x40}, {"hw_power_brake_slowdown", 0x80},
 }
 
-// nvidiaSMINames is the one table of nvidia_gpu_exporter's names that gpuscope
+// nvidiaGPUExporterNames is the one table of nvidia_gpu_exporter's names that gpuscope
 // serves: names, units and label layout as that exporter derives them from
 // nvidia-smi --query-gpu fields and NVML (its docs/METRICS.md).
-var nvidiaSMINames = func() []compatName {
+var nvidiaGPUExporterNames = func() []compatName {
 	t := []compatName{
 		role("nvidia_smi_gpu_info", "", Gauge, RoleInfo, "A metric with a constant '1' value labeled by gpu uuid, name, vbios_version, driver_version, pci_bus_id, serial, compute_cap, index, cuda_version."),
 		role("nvidia_smi_index", "", Gauge, RoleIndex, "index"),
@@ -258,11 +258,11 @@ var nvidiaSMINames = func() []compatName {
 	return t
 }()
 
-// compatByName indexes nvidiaSMINames.
+// compatByName indexes nvidiaGPUExporterNames.
 var compatByName = func() map[string]*compatName {
-	m := make(map[string]*compatName, len(nvidiaSMINames))
-	for i := range nvidiaSMINames {
-		m[nvidiaSMINames[i].name] = &nvidiaSMINames[i]
+	m := make(map[string]*compatName, len(nvidiaGPUExporterNames))
+	for i := range nvidiaGPUExporterNames {
+		m[nvidiaGPUExporterNames[i].name] = &nvidiaGPUExporterNames[i]
 	}
 	return m
 }()
@@ -277,11 +277,11 @@ type CompatInfo struct {
 	Help   string
 }
 
-// NvidiaSMINames lists the nvidia_gpu_exporter names gpuscope serves, in
+// NvidiaGPUExporterNames lists the nvidia_gpu_exporter names gpuscope serves, in
 // table order.
-func NvidiaSMINames() []CompatInfo {
-	out := make([]CompatInfo, len(nvidiaSMINames))
-	for i, c := range nvidiaSMINames {
+func NvidiaGPUExporterNames() []CompatInfo {
+	out := make([]CompatInfo, len(nvidiaGPUExporterNames))
+	for i, c := range nvidiaGPUExporterNames {
 		out[i] = CompatInfo{Name: c.name, Field: c.field, Type: c.typ, Export: c.x, Help: c.help}
 	}
 	return out

@@ -16,7 +16,7 @@ import (
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
-const nvsmiCSV = `nvidia_smi_gpu_info, gauge, info
+const nvgpuExporterCSV = `nvidia_smi_gpu_info, gauge, info
 nvidia_smi_index, gauge, index
 name, label, name
 cuda_version, label, cuda
@@ -43,7 +43,7 @@ func labelNames(m *dto.Metric) []string {
 // A counters file of nvidia_gpu_exporter names renders that exporter's
 // series: its names, units and labels, per GPU whether MIG or not, MIG
 // series per GPU instance, no host label.
-func TestNvidiaSMILayout(t *testing.T) {
+func TestNvidiaGPUExporterLayout(t *testing.T) {
 	clk := newClock()
 	src := migSource()
 	values := src.Values
@@ -59,7 +59,7 @@ func TestNvidiaSMILayout(t *testing.T) {
 		return values(e, f, ts)
 	}
 	src.Texts = map[uint16]string{fieldid.Name: "NVIDIA H100 80GB HBM3", fieldid.CUDADriverVersion: "12080"}
-	e := newTestEngine(t, nvsmiCSV, src, clk)
+	e := newTestEngine(t, nvgpuExporterCSV, src, clk)
 	src.XIDs = []sourcetest.XID{{Entity: src.Ents[1], Code: 79, At: clk.Now()}}
 	collectAll(t, e)
 	mfs := scrape(t, e)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestNvidiaSMINamesParse(t *testing.T) {
+func TestNvidiaGPUExporterNamesParse(t *testing.T) {
 	tests := []struct {
 		name    string
 		csv     string
@@ -19,11 +19,11 @@ func TestNvidiaSMINamesParse(t *testing.T) {
 		wantErr string
 	}{
 		{name: "scaled value", csv: "nvidia_smi_memory_used_bytes, gauge, memory.used [MiB]\n",
-			want: Export{Scale: 1 << 20}, layout: LayoutNvidiaSMI},
+			want: Export{Scale: 1 << 20}, layout: LayoutNvidiaGPUExporter},
 		{name: "one bit of the mask", csv: "nvidia_smi_clocks_event_reasons_hw_thermal_slowdown, gauge, x\n",
-			want: Export{Bit: 0x40}, layout: LayoutNvidiaSMI},
-		{name: "role", csv: "nvidia_smi_gpu_info, gauge, x\n", want: Export{Role: RoleInfo}, layout: LayoutNvidiaSMI},
-		{name: "info label", csv: "cuda_version, label, x\n", want: Export{Format: FormatCUDAVersion}, layout: LayoutNvidiaSMI},
+			want: Export{Bit: 0x40}, layout: LayoutNvidiaGPUExporter},
+		{name: "role", csv: "nvidia_smi_gpu_info, gauge, x\n", want: Export{Role: RoleInfo}, layout: LayoutNvidiaGPUExporter},
+		{name: "info label", csv: "cuda_version, label, x\n", want: Export{Format: FormatCUDAVersion}, layout: LayoutNvidiaGPUExporter},
 		{name: "dcgm-exporter file keeps its layout", csv: "DCGM_FI_DEV_GPU_UTIL, gauge, x\n", layout: LayoutDCGMExporter},
 		{name: "type differs from the exporter's", csv: "nvidia_smi_xid_errors_total, gauge, x\n",
 			wantErr: "f.csv:1: nvidia_smi_xid_errors_total is a counter in nvidia_gpu_exporter; write counter, not gauge"},
@@ -86,12 +86,12 @@ func TestShippedFileListsEveryName(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	set, err := Load(filepath.Join(filepath.Dir(file), "..", "etc", "nvidia-gpu-exporter.csv"))
 	require.NoError(t, err)
-	assert.Equal(t, LayoutNvidiaSMI, set.Layout)
+	assert.Equal(t, LayoutNvidiaGPUExporter, set.Layout)
 	listed := map[string]bool{}
 	for _, f := range set.Fields {
 		listed[f.Name] = true
 	}
-	for _, c := range NvidiaSMINames() {
+	for _, c := range NvidiaGPUExporterNames() {
 		assert.True(t, listed[c.Name], "%s is not in etc/nvidia-gpu-exporter.csv", c.Name)
 		if c.Field != "" {
 			_, ok := Lookup(c.Field)

@@ -12,32 +12,32 @@ import (
 )
 
 // This file renders the series of a counters file in nvidia_gpu_exporter's
-// layout (counters.LayoutNvidiaSMI): which entities carry which lines, the
+// layout (counters.LayoutNvidiaGPUExporter): which entities carry which lines, the
 // uuid identity, and the families that read no field of their own.
 
-// nvidiaSMIUUID is a GPU UUID as that exporter writes it in every label:
+// nvidiaGPUExporterUUID is a GPU UUID as that exporter writes it in every label:
 // lower case, without the "GPU-" prefix (internal/nvidiasmi, NormalizeUUID).
-func nvidiaSMIUUID(u string) string {
+func nvidiaGPUExporterUUID(u string) string {
 	return strings.TrimPrefix(strings.ToLower(strings.TrimSpace(u)), "gpu-")
 }
 
 var (
-	// nvidiaSMIUUIDLabel is uuid as that exporter writes it.
-	nvidiaSMIUUIDLabel = identityLabel{"uuid", func(e *source.Entity, _ *Options) string { return nvidiaSMIUUID(e.UUID) }}
-	nvidiaSMIGILabel   = identityLabel{"gpu_instance_id", giLabel.value}
-	nvidiaSMICILabel   = identityLabel{"compute_instance_id", ciLabel.value}
+	// nvidiaGPUExporterUUIDLabel is uuid as that exporter writes it.
+	nvidiaGPUExporterUUIDLabel = identityLabel{"uuid", func(e *source.Entity, _ *Options) string { return nvidiaGPUExporterUUID(e.UUID) }}
+	nvidiaGPUExporterGILabel   = identityLabel{"gpu_instance_id", giLabel.value}
+	nvidiaGPUExporterCILabel   = identityLabel{"compute_instance_id", ciLabel.value}
 )
 
-// nvidiaSMIIdentity is the identity of a GPU or MIG entity in that
+// nvidiaGPUExporterIdentity is the identity of a GPU or MIG entity in that
 // exporter's layout; nil for other kinds, which keep dcgm-exporter's.
-func nvidiaSMIIdentity(e *source.Entity) []identityLabel {
+func nvidiaGPUExporterIdentity(e *source.Entity) []identityLabel {
 	switch e.Kind {
 	case source.GPU:
-		return []identityLabel{nvidiaSMIUUIDLabel}
+		return []identityLabel{nvidiaGPUExporterUUIDLabel}
 	case source.GPUInstance:
-		return []identityLabel{nvidiaSMIUUIDLabel, nvidiaSMIGILabel}
+		return []identityLabel{nvidiaGPUExporterUUIDLabel, nvidiaGPUExporterGILabel}
 	case source.ComputeInstance:
-		return []identityLabel{nvidiaSMIUUIDLabel, nvidiaSMIGILabel, nvidiaSMICILabel}
+		return []identityLabel{nvidiaGPUExporterUUIDLabel, nvidiaGPUExporterGILabel, nvidiaGPUExporterCILabel}
 	}
 	return nil
 }
@@ -47,7 +47,7 @@ func nvidiaSMIIdentity(e *source.Entity) []identityLabel {
 // nvidia_gpu_exporter's, every GPU carries the per-GPU lines (MIG or not)
 // and the GPU instances carry the nvidia_smi_mig_* lines.
 func (m *metric) shows(es *entityState, layout counters.Layout) bool {
-	if layout != counters.LayoutNvidiaSMI {
+	if layout != counters.LayoutNvidiaGPUExporter {
 		return !es.migParent
 	}
 	if m.field.Export.MIG {
@@ -56,9 +56,9 @@ func (m *metric) shows(es *entityState, layout counters.Layout) bool {
 	return es.ent.Kind == source.GPU
 }
 
-// renderNvidiaSMI writes the lines of the file's roles: the info and index
+// renderNvidiaGPUExporter writes the lines of the file's roles: the info and index
 // series, the MIG inventory, the XID families and the collection status.
-func (e *Engine) renderNvidiaSMI(w *expo) {
+func (e *Engine) renderNvidiaGPUExporter(w *expo) {
 	p := e.plan
 	for i := range p.roles {
 		f := &p.roles[i]
@@ -116,7 +116,7 @@ func (e *Engine) renderNvidiaSMI(w *expo) {
 // form that exporter writes them.
 func gpuInfoLabels(es *entityState, p *plan) string {
 	set := make([]labelPair, 0, 3+len(p.labelFields))
-	set = append(set, labelPair{"uuid", nvidiaSMIUUID(es.ent.UUID)}, labelPair{"index", strconv.Itoa(es.ent.GPU)},
+	set = append(set, labelPair{"uuid", nvidiaGPUExporterUUID(es.ent.UUID)}, labelPair{"index", strconv.Itoa(es.ent.GPU)},
 		labelPair{"pci_bus_id", es.ent.PCIBusID})
 	for i, f := range p.labelFields {
 		if i < len(es.text) && es.text[i] != "" {
@@ -131,7 +131,7 @@ func gpuInfoLabels(es *entityState, p *plan) string {
 // the entity is a compute instance.
 func migInfoLabels(e *source.Entity) string {
 	var set []labelPair
-	for _, l := range nvidiaSMIIdentity(e) {
+	for _, l := range nvidiaGPUExporterIdentity(e) {
 		set = append(set, labelPair{l.name, l.value(e, nil)})
 	}
 	return renderLabels(append(set, labelPair{"mig_uuid", e.MIGUUID}, labelPair{"profile", e.GPUInstanceProfile}))
