@@ -73,7 +73,7 @@ func planHistograms(p *plan, on bool) {
 // series of the fields they are of, labelled the same. They exist only in
 // the protobuf exposition: the text format cannot carry them. The caller
 // holds the store's read lock.
-func (e *Engine) appendHistograms(w *expo, s *Snapshot, now int64) {
+func (e *Engine) appendHistograms(w *snapshotWriter, s *Snapshot, now int64) {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]

@@ -58,14 +58,14 @@ func (m *metric) shows(es *entityState, layout counters.Layout) bool {
 
 // renderNvidiaGPUExporter writes the lines of the file's roles: the info and index
 // series, the MIG inventory, the XID families and the collection status.
-func (e *Engine) renderNvidiaGPUExporter(w *expo) {
+func (e *Engine) renderNvidiaGPUExporter(w *snapshotWriter) {
 	p := e.plan
 	for i := range p.roles {
 		f := &p.roles[i]
 		typ := f.Type.String()
 		switch f.Export.Role {
 		case counters.RoleInfo:
-			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *snapshotWriter, es *entityState, labels string) {
 				// One series per GPU, whatever copies the enrichers ask
 				// for: dashboards join on(uuid) group_left against it.
 				if es.ent.Kind != source.GPU || labels != es.labels[0] {
@@ -74,14 +74,14 @@ func (e *Engine) renderNvidiaGPUExporter(w *expo) {
 				w.sample(f.Name, gpuInfoLabels(es, p), "} ", 1)
 			})
 		case counters.RoleIndex:
-			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *snapshotWriter, es *entityState, labels string) {
 				if es.ent.Kind != source.GPU {
 					return
 				}
 				w.sample(f.Name, labels, "} ", float64(es.ent.GPU))
 			})
 		case counters.RoleMIGInfo:
-			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *snapshotWriter, es *entityState, labels string) {
 				if es.ent.Kind != source.GPUInstance || labels != es.labels[0] {
 					return
 				}
@@ -89,7 +89,7 @@ func (e *Engine) renderNvidiaGPUExporter(w *expo) {
 			})
 		case counters.RoleXIDTotal, counters.RoleXIDLast:
 			last := f.Export.Role == counters.RoleXIDLast
-			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
+			appendFamily(w, e.order, f.Name, f.Help, typ, func(w *snapshotWriter, es *entityState, labels string) {
 				if es.ent.Kind != source.GPU {
 					return
 				}

@@ -130,10 +130,10 @@ func (l *recList) add(o *recList) {
 	l.recs = append(l.recs, o.recs...)
 }
 
-// expo is where a render writes its series: the families and samples of a
+// snapshotWriter is where a render writes its series: the families and samples of a
 // snapshot. A family is written with its first sample, so that a family
 // without any is left out, as the exposition formats want.
-type expo struct {
+type snapshotWriter struct {
 	s    *Snapshot
 	l    *recList
 	seen *strIndex
@@ -143,10 +143,10 @@ type expo struct {
 }
 
 // family opens a family.
-func (w *expo) family(name, help, typ string) { w.familyWith("", name, help, typ) }
+func (w *snapshotWriter) family(name, help, typ string) { w.familyWith("", name, help, typ) }
 
 // familyWith is family with the text header built beforehand.
-func (w *expo) familyWith(header, name, help, typ string) {
+func (w *snapshotWriter) familyWith(header, name, help, typ string) {
 	w.open = famRec{name: name, help: help, typ: typ, header: header}
 	w.pending = true
 }
@@ -155,7 +155,7 @@ func (w *expo) familyWith(header, name, help, typ string) {
 // is an entity's label set as rendered (an opening brace and its pairs),
 // tail the extra pairs and the closing "} ", or both empty for a series
 // without labels.
-func (w *expo) sample(_, labels, tail string, v float64) {
+func (w *snapshotWriter) sample(_, labels, tail string, v float64) {
 	if w.pending {
 		w.l.fams = append(w.l.fams, w.open)
 		w.pending = false
@@ -167,7 +167,7 @@ func (w *expo) sample(_, labels, tail string, v float64) {
 // histogram writes a native histogram series of the open family, which
 // the caller opened with histFamily: its labels, and its Histogram message,
 // hbuf[from:to] of the snapshot.
-func (w *expo) histogram(labels string, from, to int) {
+func (w *snapshotWriter) histogram(labels string, from, to int) {
 	if w.pending {
 		w.l.fams = append(w.l.fams, w.open)
 		w.pending = false
@@ -177,7 +177,7 @@ func (w *expo) histogram(labels string, from, to int) {
 }
 
 // histFamily opens a family of native histograms.
-func (w *expo) histFamily(name, help string) {
+func (w *snapshotWriter) histFamily(name, help string) {
 	w.open = famRec{name: name, help: help, typ: "histogram", hist: true}
 	w.pending = true
 }
