@@ -11,12 +11,12 @@ import "math"
 // pendingMax, not on the window.
 const pendingMax = 32
 
-// bag is the multiset of a window's values (no NaN) in ascending order,
+// multiset holds a window's values (no NaN) in ascending order,
 // each with the push number (seq) of its sample, so that the samples that
 // left the window are taken out by one pass that keeps the newer ones. The
 // samples held back are its caller's (the newest of the ring), handed to
 // merge and view.
-type bag struct {
+type multiset struct {
 	// nd is how many values del holds; every push reads it, so it comes
 	// first, beside the tracker's other fields.
 	nd int
@@ -41,14 +41,14 @@ func newer(a, b uint32) bool { return int32(a-b) > 0 }
 
 // left records the value of a merged sample that left the window; the
 // caller merges first when nd is pendingMax.
-func (b *bag) left(v float64) {
+func (b *multiset) left(v float64) {
 	b.del[b.nd] = v
 	b.nd++
 }
 
 // merge takes out the samples not newer than drop, which left the window,
 // and puts in add (reordered).
-func (b *bag) merge(add []entry, drop uint32) {
+func (b *multiset) merge(add []entry, drop uint32) {
 	if b.nd > 0 {
 		b.keepNewer(drop)
 		b.nd = 0
@@ -61,7 +61,7 @@ func (b *bag) merge(add []entry, drop uint32) {
 
 // keepNewer keeps the values whose samples are newer than drop, in order,
 // in one pass that writes every value back, without a branch on which go.
-func (b *bag) keepNewer(drop uint32) {
+func (b *multiset) keepNewer(drop uint32) {
 	vals := b.vals
 	seqs := b.seqs[:len(vals)]
 	w := 0
@@ -88,7 +88,7 @@ func sortEntries(a []entry) {
 // run of values above each value of add moves up once, by one copy, so only
 // the values above add's smallest move. The arrays grow to twice their
 // capacity at most, when they must.
-func (b *bag) insert(add []entry) {
+func (b *multiset) insert(add []entry) {
 	n := len(b.vals)
 	if cap(b.vals) < n+len(add) || cap(b.seqs) < n+len(add) {
 		c := max(2*cap(b.vals), n+len(add))
@@ -119,7 +119,7 @@ func (b *bag) insert(add []entry) {
 }
 
 // removeSeq takes out at once the value v of sample seq, if merged.
-func (b *bag) removeSeq(v float64, seq uint32) {
+func (b *multiset) removeSeq(v float64, seq uint32) {
 	for i := lowerBound(b.vals, v); i < len(b.vals) && b.vals[i] == v; i++ {
 		if b.seqs[i] == seq {
 			b.vals = append(b.vals[:i], b.vals[i+1:]...)
@@ -129,16 +129,16 @@ func (b *bag) removeSeq(v float64, seq uint32) {
 	}
 }
 
-// maxLeftOut bounds the values a read takes out of a bag: those of the
+// maxLeftOut bounds the values a read takes out of a multiset: those of the
 // samples that left it since the last merge, and those the read leaves out
 // itself.
 const maxLeftOut = pendingMax + maxExcluded
 
-// bagView reads the bag's values less some, plus the samples held back,
-// in rank order, without changing the bag: the sorted values with some
+// multisetView reads the multiset's values less some, plus the samples held back,
+// in rank order, without changing the multiset: the sorted values with some
 // positions skipped, merged with the held-back values. A read costs what
 // pendingMax and maxExcluded allow, whatever the number of values.
-type bagView struct {
+type multisetView struct {
 	vals []float64
 	// pos are the positions of vals left out, ascending.
 	pos  [maxLeftOut]int
@@ -152,7 +152,7 @@ type bagView struct {
 // the values of out (which b or add holds; at most maxExcluded). False when
 // b does not hold them all: its state is not what its caller kept, and the
 // caller reads the samples instead.
-func (b *bag) view(add, out []float64, v *bagView) bool {
+func (b *multiset) view(add, out []float64, v *multisetView) bool {
 	v.vals = b.vals
 	v.nadd = copy(v.add[:], add)
 	var del [maxLeftOut]float64
@@ -198,10 +198,10 @@ func cancel(a, d []float64) ([]float64, []float64) {
 }
 
 // size is the number of values the view reads.
-func (v *bagView) size() int { return len(v.vals) - v.npos + v.nadd }
+func (v *multisetView) size() int { return len(v.vals) - v.npos + v.nadd }
 
 // sorted is the value of rank k of the sorted values left in.
-func (v *bagView) sorted(k int) float64 {
+func (v *multisetView) sorted(k int) float64 {
 	for _, p := range v.pos[:v.npos] {
 		if p > k {
 			break
@@ -215,7 +215,7 @@ func (v *bagView) sorted(k int) float64 {
 // the first k+1 values of the merge, x come from the held-back values and
 // the rest from the sorted ones: x is the largest count for which the x-th
 // held-back value is at most the next sorted value, found by bisection.
-func (v *bagView) rank(k int) float64 {
+func (v *multisetView) rank(k int) float64 {
 	if v.nadd == 0 {
 		return v.sorted(k)
 	}
@@ -246,7 +246,7 @@ func (v *bagView) rank(k int) float64 {
 
 // quantile interpolates linearly between the two closest ranks of the
 // view's values, as quantileSelect does.
-func (v *bagView) quantile(q float64) float64 {
+func (v *multisetView) quantile(q float64) float64 {
 	n := v.size()
 	if n == 1 {
 		return v.rank(0)

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// bagDriver drives a bag as a ring does: samples held back up to
+// multisetDriver drives a multiset as a ring does: samples held back up to
 // pendingMax at a time, the oldest leaving first whether merged or not.
-type bagDriver struct {
-	b      bag
+type multisetDriver struct {
+	b      multiset
 	window []heldSample // oldest first
 	seq    uint32
 	drop   uint32
@@ -24,7 +24,7 @@ type heldSample struct {
 	merged bool
 }
 
-func (d *bagDriver) pending() []float64 {
+func (d *multisetDriver) pending() []float64 {
 	var vals []float64
 	for _, s := range d.window {
 		if !s.merged {
@@ -34,7 +34,7 @@ func (d *bagDriver) pending() []float64 {
 	return vals
 }
 
-func (d *bagDriver) merge() {
+func (d *multisetDriver) merge() {
 	var add []entry
 	for i, s := range d.window {
 		if !s.merged {
@@ -45,7 +45,7 @@ func (d *bagDriver) merge() {
 	d.b.merge(add, d.drop)
 }
 
-func (d *bagDriver) push(v float64) {
+func (d *multisetDriver) push(v float64) {
 	if len(d.pending()) == pendingMax {
 		d.merge()
 	}
@@ -53,7 +53,7 @@ func (d *bagDriver) push(v float64) {
 	d.window = append(d.window, heldSample{v: v, seq: d.seq})
 }
 
-func (d *bagDriver) leave() {
+func (d *multisetDriver) leave() {
 	old := d.window[0]
 	if old.merged {
 		if d.b.nd == pendingMax {
@@ -65,16 +65,16 @@ func (d *bagDriver) leave() {
 	d.window = d.window[1:]
 }
 
-// TestBagMatchesSortedReference checks every rank of a bag's view, with
+// TestMultisetMatchesSortedReference checks every rank of a multiset's view, with
 // up to maxExcluded of the oldest values left out, against sorting the
 // same values: random, repeated, monotone and mixed-size values, in
 // windows that grow, hold steady and shrink to nothing.
-func TestBagMatchesSortedReference(t *testing.T) {
+func TestMultisetMatchesSortedReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
 	tests := finiteValues(rng)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var d bagDriver
+			var d multisetDriver
 			for step := 0; step < 2500; step++ {
 				// The window's size swings between 0 and 200 samples.
 				size := max(0, int(90+110*math.Sin(float64(step)/120)))
@@ -91,9 +91,9 @@ func TestBagMatchesSortedReference(t *testing.T) {
 	}
 }
 
-// checkView compares the view of d's bag, less the values of its out
+// checkView compares the view of d's multiset, less the values of its out
 // oldest samples, with the sorted values of the rest.
-func checkView(t *testing.T, d *bagDriver, out, step int) {
+func checkView(t *testing.T, d *multisetDriver, out, step int) {
 	t.Helper()
 	var want, left []float64
 	for i, s := range d.window {
@@ -104,7 +104,7 @@ func checkView(t *testing.T, d *bagDriver, out, step int) {
 		}
 	}
 	slices.Sort(want)
-	var v bagView
+	var v multisetView
 	require.True(t, d.b.view(d.pending(), left, &v), "step %d", step)
 	require.Equal(t, len(want), v.size(), "step %d", step)
 	for k, w := range want {
@@ -112,14 +112,14 @@ func checkView(t *testing.T, d *bagDriver, out, step int) {
 	}
 }
 
-// TestBagViewRefusesValuesItLacks: a read that leaves out a value the bag
+// TestMultisetViewRefusesValuesItLacks: a read that leaves out a value the multiset
 // does not hold says so, and the ring reads its samples instead.
-func TestBagViewRefusesValuesItLacks(t *testing.T) {
-	var d bagDriver
+func TestMultisetViewRefusesValuesItLacks(t *testing.T) {
+	var d multisetDriver
 	for i := range 40 {
 		d.push(float64(i))
 	}
-	var v bagView
+	var v multisetView
 	require.True(t, d.b.view(d.pending(), []float64{3}, &v))
 	require.False(t, d.b.view(d.pending(), []float64{3.5}, &v))
 }
