@@ -1,14 +1,6 @@
 package config
 
-import (
-	"time"
-
-	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
-	"github.com/gpuscope/gpuscope/internal/serve/server"
-	"github.com/gpuscope/gpuscope/source/dcgm"
-	"github.com/gpuscope/gpuscope/source/sim"
-)
+import "time"
 
 // Input is the command line as given: each flag's value in the type its
 // flag declares, before parsing and checks. Build turns it into a Config.
@@ -83,48 +75,3 @@ const (
 // DCGMLogLevels are the values dcgm-exporter accepts for --dcgm-log-level
 // (pkg/cmd/const.go, DCGMDbgLvlValues).
 var DCGMLogLevels = []string{"NONE", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "VERB"}
-
-// Defaults is what each flag means when it is not given. Flag declarations
-// show these values; where a library has a default of its own, this is it.
-func Defaults() Input {
-	s := sim.DefaultConfig()
-	return Input{
-		Address:            ":9400",
-		CollectInterval:    "1s",
-		Source:             string(SourceAuto),
-		Window:             engine.DefaultWindow,
-		LogFormat:          string(LogText),
-		LogLevel:           "info",
-		HostnameLabel:      engine.DefaultHostnameLabel,
-		ReloadPoll:         5 * time.Second,
-		XIDWindow:          engine.DefaultEventWindow.String(),
-		ClockEventsWindow:  engine.DefaultEventWindow.String(),
-		DCGMMode:           string(dcgm.ModeEmbedded),
-		PodResourcesSocket: podattr.DefaultSocket,
-		ProcRoot:           podattr.DefaultProcRoot,
-		K8sRefresh:         podattr.DefaultRefreshInterval,
-		SimGPUs:            s.GPUs,
-		SimNVLinks:         -1,
-		SimModel:           s.Model,
-		SimWorkload:        sim.Mixed,
-		SimClock:           string(SimClockReal),
-		SimSeed:            1,
-		SimEventRate:       s.EventRate,
-		InsightWindow:      engine.DefaultInsightWindow,
-		NativeHistograms:   true,
-		MaxConnections:     server.DefaultMaxConnections,
-		APIMaxStreams:      server.DefaultMaxStreams,
-		APIMaxRequests:     server.DefaultMaxRequests,
-		APIMaxBytes:        server.DefaultMaxResponseBytes,
-		Devices:            "f",
-		SwitchDevices:      "f",
-		CPUDevices:         "f",
-		ConfigMapData:      UndefinedConfigMap,
-		GPUIDType:          string(GPUIDUID),
-		DCGMLogLevel:       DefaultDCGMLogLevel,
-		DumpDirectory:      "/tmp/dcgm-exporter-debug",
-		DumpRetention:      24,
-		DumpCompression:    true,
-		BindUnbindPoll:     DefaultBindUnbindPoll.String(),
-	}
-}
