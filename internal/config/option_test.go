@@ -1,0 +1,182 @@
+package config
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+)
+
+// TestEveryFlagKeepsItsVariables: the variables each serve flag answers
+// to, gpuscope's and dcgm-exporter's, in order, are the ones listed in
+// testdata/envvars.txt, so that no deployment's environment stops working
+// when a flag is redefined.
+func TestEveryFlagKeepsItsVariables(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "envvars.txt"))
+	require.NoError(t, err)
+	defer f.Close()
+	var want []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			want = append(want, line)
+		}
+	}
+	require.NoError(t, sc.Err())
+	var got []string
+	for _, o := range Options(&Input{}) {
+		got = append(got, o.Name+"\t"+strings.Join(o.EnvVars(), " "))
+	}
+	assert.Equal(t, want, got)
+}
+
+// TestEnvVarFollowsTheName: the rule that names every flag's variable.
+func TestEnvVarFollowsTheName(t *testing.T) {
+	for name, want := range map[string]string{
+		"collectors":                      "GPUSCOPE_COLLECTORS",
+		"web.config.file":                 "GPUSCOPE_WEB_CONFIG_FILE",
+		"kubernetes.pod-resources-socket": "GPUSCOPE_KUBERNETES_POD_RESOURCES_SOCKET",
+		"dcgm.remote-hostengine":          "GPUSCOPE_DCGM_REMOTE_HOSTENGINE",
+	} {
+		assert.Equal(t, want, EnvVar(name), name)
+	}
+}
+
+// TestFlagsStartFromDefaults: each flag shows and starts from the value
+// Defaults holds, and fills the field Defaults fills.
+func TestFlagsStartFromDefaults(t *testing.T) {
+	def := Defaults()
+	var in Input
+	set := flagSet(t, &in)
+	require.NoError(t, set.Parse(nil))
+	FillSlices(&in, func(string) []string { return nil })
+	assert.Equal(t, def, in)
+	assert.Equal(t, ":9400", def.Address)
+
+	in = Input{}
+	set = flagSet(t, &in)
+	require.NoError(t, set.Parse([]string{"--address", ":1", "--insight-window", "5s", "-k"}))
+	assert.Equal(t, ":1", in.Address)
+	assert.Equal(t, "5s", in.InsightWindow.String())
+	assert.True(t, in.Kubernetes)
+}
+
+func flagSet(t *testing.T, in *Input) *flagSetT {
+	t.Helper()
+	return &flagSetT{flags: Flags(in)}
+}
+
+// flagSetT parses a command line with the serve flags alone.
+type flagSetT struct{ flags []cli.Flag }
+
+func (s *flagSetT) Parse(args []string) error {
+	app := &cli.App{Name: "t", Flags: s.flags, Action: func(*cli.Context) error { return nil }}
+	return app.Run(append([]string{"t"}, args...))
+}
+
+// readmeRow is one row of README.md's flag table.
+type readmeRow struct {
+	line          int
+	names, vars   []string
+	defaultColumn string
+}
+
+var (
+	readmeName = regexp.MustCompile("--([a-z0-9.-]+)")
+	readmeVar  = regexp.MustCompile("`([A-Z0-9_]+)`")
+)
+
+// readmeFlags reads the table under "## Flags" in README.md.
+func readmeFlags(t *testing.T) []readmeRow {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	var rows []readmeRow
+	in := false
+	for i, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "## "):
+			in = line == "## Flags"
+		case in && strings.HasPrefix(line, "| `"):
+			// The flag and default columns hold no '|'; the meaning may.
+			cols := strings.Split(line, "|")
+			require.GreaterOrEqual(t, len(cols), 4, "README.md:%d", i+1)
+			flag, vars, _ := strings.Cut(cols[1], "[")
+			r := readmeRow{line: i + 1, defaultColumn: strings.TrimSpace(cols[2])}
+			for _, m := range readmeName.FindAllStringSubmatch(flag, -1) {
+				r.names = append(r.names, m[1])
+			}
+			for _, m := range readmeVar.FindAllStringSubmatch(vars, -1) {
+				r.vars = append(r.vars, m[1])
+			}
+			rows = append(rows, r)
+		}
+	}
+	require.NotEmpty(t, rows, "README.md has no flag table under ## Flags")
+	return rows
+}
+
+// TestREADMEFlagTableMatchesTheOptions: each flag of README.md's table is
+// an option, with its variables and its default as the flag declares them.
+func TestREADMEFlagTableMatchesTheOptions(t *testing.T) {
+	var in Input
+	byName := map[string]Option{}
+	flags := map[string]cli.DocGenerationFlag{}
+	for i, f := range Flags(&in) {
+		o := Options(&in)[i]
+		byName[o.Name], flags[o.Name] = o, f.(cli.DocGenerationFlag)
+	}
+	for _, r := range readmeFlags(t) {
+		if len(r.names) != 1 || strings.HasSuffix(r.names[0], "-") {
+			continue // a row about a group of flags
+		}
+		o, ok := byName[r.names[0]]
+		if !assert.True(t, ok, "README.md:%d: --%s is no flag", r.line, r.names[0]) {
+			continue
+		}
+		if assert.NotEmpty(t, r.vars, "README.md:%d: --%s has no variable in brackets", r.line, o.Name) {
+			assert.Equal(t, o.EnvVars()[:len(r.vars)], r.vars, "README.md:%d: variables of --%s", r.line, o.Name)
+		}
+		readmeDefault(t, r, flags[o.Name])
+	}
+}
+
+// readmeDefault checks the table's default column against the flag's:
+// on or off for a switch; for a value, the same value in backticks (a
+// duration may be written shorter, 5m for 5m0s). A flag without a default
+// may say in words what happens instead.
+func readmeDefault(t *testing.T, r readmeRow, f cli.DocGenerationFlag) {
+	t.Helper()
+	col := r.defaultColumn
+	if _, ok := f.(*cli.BoolFlag); ok {
+		want := map[string]string{"true": "on", "false": "off"}[f.GetDefaultText()]
+		assert.Equal(t, want, col, "README.md:%d: default of %s", r.line, r.names[0])
+		return
+	}
+	v := strings.Trim(f.GetValue(), `"`)
+	given, quoted := strings.CutPrefix(col, "`")
+	given, _ = strings.CutSuffix(given, "`")
+	quoted = quoted && !strings.Contains(given, "`")
+	if v == "" || v == "0s" || v == "0" {
+		assert.False(t, quoted, "README.md:%d: %s has no default, the table gives %s", r.line, r.names[0], col)
+		return
+	}
+	if !assert.True(t, quoted, "README.md:%d: default of %s is `%s`, the table says %q", r.line, r.names[0], v, col) {
+		return
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		g, err := time.ParseDuration(given)
+		if assert.NoError(t, err, "README.md:%d", r.line) {
+			assert.Equal(t, d, g, "README.md:%d: default of %s", r.line, r.names[0])
+		}
+		return
+	}
+	assert.Equal(t, v, given, "README.md:%d: default of %s", r.line, r.names[0])
+}
