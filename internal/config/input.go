@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuscope/gpuscope/internal/engine"
+)
 
 // Input is the command line as given: each flag's value in the type its
 // flag declares, before parsing and checks. Build turns it into a Config.
@@ -37,22 +41,26 @@ type Input struct {
 	APIMaxRequests, APIMaxBytes   int
 
 	// dcgm-exporter's flags.
-	Devices, SwitchDevices, CPUDevices      string
-	OldNamespace, NoHostname, ReplaceBlanks bool
-	ConfigMapData                           string
-	EnablePodLabels                         bool
-	PodLabelAllowlist                       []string
-	GPUIDType                               string
-	VirtualGPUs, DRA, FakeGPUs, Debug       bool
-	EnableDCGMLog                           bool
-	DCGMLogLevel                            string
-	DumpEnabled, DumpCompression            bool
-	DumpDirectory                           string
-	DumpRetention                           int
-	DisableStartupValidate                  bool
-	BindUnbindWatch                         bool
-	BindUnbindPoll                          string
-	Pprof, SystemdSocket, ComputeInstances  bool
+	Devices, SwitchDevices, CPUDevices     string
+	OldNamespace, NoHostname               bool
+	ConfigMapData                          string
+	EnablePodLabels                        bool
+	PodLabelAllowlist                      []string
+	GPUIDType                              string
+	VirtualGPUs, DRA, FakeGPUs, Debug      bool
+	EnableDCGMLog                          bool
+	DCGMLogLevel                           string
+	DumpEnabled, DumpCompression           bool
+	DumpDirectory                          string
+	DumpRetention                          int
+	DisableStartupValidate                 bool
+	BindUnbindWatch                        bool
+	BindUnbindPoll                         string
+	Pprof, SystemdSocket, ComputeInstances bool
+
+	// Engine holds the engine's options that flags set as they are
+	// (an option binds to its field); cmd/gpuscope adds the rest.
+	Engine engine.Options
 
 	// Given holds the flags given on the command line or through a
 	// variable, by first name, each with the name messages call it by:

@@ -107,7 +107,7 @@ func labelOptions(in *Input) []Option {
 			Value: Bool(&in.OldNamespace, false),
 			Usage: "dcgm-exporter 1.x label names: uuid, pod_name, pod_namespace, container_name (the 1.x metric names come from its counters file)"},
 		{Name: FlagReplaceBlanks, Aliases: []string{"rbmn"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"},
-			Value: Bool(&in.ReplaceBlanks, false),
+			Value: Bool(&in.Engine.ReplaceBlanksInModelName, false),
 			Usage: "write the modelName label with dashes for spaces (NVIDIA-H100-80GB-HBM3)"},
 	}
 }
