@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 // Help categories of the serve flags.
@@ -22,8 +20,8 @@ const (
 
 // Option is one serve flag, whole: its names, its variables, its default
 // and the field it fills (Value), its help and category, and its check.
-// Flags, Defaults and Validate are all derived from Options, so a flag is
-// defined in one place.
+// The command's flags (cmd/gpuscope), Defaults and Validate are all
+// derived from Options, so a flag is defined in one place.
 type Option struct {
 	// Name is gpuscope's name; EnvVar(Name) is its variable.
 	Name string
@@ -73,101 +71,56 @@ func (o Option) EnvVars() []string {
 // Value is an option's field and default. It is made by String, Bool,
 // Int, Int64, Float64, Duration or StringSlice.
 type Value interface {
+	// Field is the pointer to the field: *string, *bool, *int, *int64,
+	// *float64, *time.Duration or *[]string.
+	Field() any
+	// Default is the field's value when the flag is not given, of the
+	// field's type.
+	Default() any
 	// reset sets the field to the default.
 	reset()
-	// flag is the urfave/cli flag of o that fills the field.
-	flag(o Option) cli.Flag
 }
 
 type value[T any] struct {
-	p    *T
-	def  T
-	make func(o Option, p *T, def T) cli.Flag
+	p   *T
+	def T
 }
 
-func (v value[T]) reset()                 { *v.p = v.def }
-func (v value[T]) flag(o Option) cli.Flag { return v.make(o, v.p, v.def) }
+func (v value[T]) Field() any   { return v.p }
+func (v value[T]) Default() any { return v.def }
+func (v value[T]) reset()       { *v.p = v.def }
 
 // String binds a string flag to p, default def.
-func String(p *string, def string) Value {
-	return value[string]{p, def, func(o Option, p *string, def string) cli.Flag {
-		return &cli.StringFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func String(p *string, def string) Value { return value[string]{p, def} }
 
 // Bool binds a boolean flag to p, default def.
-func Bool(p *bool, def bool) Value {
-	return value[bool]{p, def, func(o Option, p *bool, def bool) cli.Flag {
-		return &cli.BoolFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func Bool(p *bool, def bool) Value { return value[bool]{p, def} }
 
 // Int binds an integer flag to p, default def.
-func Int(p *int, def int) Value {
-	return value[int]{p, def, func(o Option, p *int, def int) cli.Flag {
-		return &cli.IntFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func Int(p *int, def int) Value { return value[int]{p, def} }
 
 // Int64 binds a 64-bit integer flag to p, default def.
-func Int64(p *int64, def int64) Value {
-	return value[int64]{p, def, func(o Option, p *int64, def int64) cli.Flag {
-		return &cli.Int64Flag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func Int64(p *int64, def int64) Value { return value[int64]{p, def} }
 
 // Float64 binds a floating-point flag to p, default def.
-func Float64(p *float64, def float64) Value {
-	return value[float64]{p, def, func(o Option, p *float64, def float64) cli.Flag {
-		return &cli.Float64Flag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func Float64(p *float64, def float64) Value { return value[float64]{p, def} }
 
 // Duration binds a Go duration flag to p, default def.
-func Duration(p *time.Duration, def time.Duration) Value {
-	return value[time.Duration]{p, def, func(o Option, p *time.Duration, def time.Duration) cli.Flag {
-		return &cli.DurationFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage,
-			Value: def, Destination: p}
-	}}
-}
+func Duration(p *time.Duration, def time.Duration) Value { return value[time.Duration]{p, def} }
 
 // StringSlice binds a repeatable flag (or comma-separated variable) to p,
-// default def. urfave/cli cannot fill a []string through a destination:
-// the command reads it back with FillSlices after parsing.
-func StringSlice(p *[]string, def []string) Value {
-	return value[[]string]{p, def, func(o Option, _ *[]string, def []string) cli.Flag {
-		f := &cli.StringSliceFlag{Name: o.Name, Aliases: o.Aliases, EnvVars: o.EnvVars(), Category: o.Category, Usage: o.Usage}
-		if def != nil {
-			f.Value = cli.NewStringSlice(def...)
-		}
-		return f
-	}}
-}
+// default def. The command line library may not fill a []string through
+// a pointer: the command then reads it back with FillSlices after parsing.
+func StringSlice(p *[]string, def []string) Value { return value[[]string]{p, def} }
 
 // FillSlices copies the parsed values of the StringSlice options into in,
-// by reading each through get (cli.Context.StringSlice).
+// by reading each through get (cli.Context.StringSlice, say).
 func FillSlices(in *Input, get func(name string) []string) {
 	for _, o := range Options(in) {
 		if v, ok := o.Value.(value[[]string]); ok {
 			*v.p = get(o.Name)
 		}
 	}
-}
-
-// Flags are the serve flags of Options(in), each writing into in; they
-// show and start from the options' defaults, which Defaults also holds.
-func Flags(in *Input) []cli.Flag {
-	opts := Options(in)
-	out := make([]cli.Flag, len(opts))
-	for i, o := range opts {
-		out[i] = o.Value.flag(o)
-	}
-	return out
 }
 
 // Defaults is what each flag means when it is not given: the defaults of

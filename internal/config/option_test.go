@@ -2,6 +2,7 @@ package config
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/urfave/cli/v2"
 )
 
 // TestEveryFlagKeepsItsVariables: each flag listed in testdata/envvars.txt
@@ -55,38 +55,6 @@ func TestEnvVarFollowsTheName(t *testing.T) {
 	} {
 		assert.Equal(t, want, EnvVar(name), name)
 	}
-}
-
-// TestFlagsStartFromDefaults: each flag shows and starts from the value
-// Defaults holds, and fills the field Defaults fills.
-func TestFlagsStartFromDefaults(t *testing.T) {
-	def := Defaults()
-	var in Input
-	set := flagSet(t, &in)
-	require.NoError(t, set.Parse(nil))
-	FillSlices(&in, func(string) []string { return nil })
-	assert.Equal(t, def, in)
-	assert.Equal(t, ":9400", def.Address)
-
-	in = Input{}
-	set = flagSet(t, &in)
-	require.NoError(t, set.Parse([]string{"--address", ":1", "--insight-window", "5s", "-k"}))
-	assert.Equal(t, ":1", in.Address)
-	assert.Equal(t, "5s", in.InsightWindow.String())
-	assert.True(t, in.Kubernetes)
-}
-
-func flagSet(t *testing.T, in *Input) *flagSetT {
-	t.Helper()
-	return &flagSetT{flags: Flags(in)}
-}
-
-// flagSetT parses a command line with the serve flags alone.
-type flagSetT struct{ flags []cli.Flag }
-
-func (s *flagSetT) Parse(args []string) error {
-	app := &cli.App{Name: "t", Flags: s.flags, Action: func(*cli.Context) error { return nil }}
-	return app.Run(append([]string{"t"}, args...))
 }
 
 // readmeRow is one row of README.md's flag table.
@@ -134,12 +102,9 @@ func readmeFlags(t *testing.T) []readmeRow {
 // TestREADMEFlagTableMatchesTheOptions: each flag of README.md's table is
 // an option, with its variables and its default as the flag declares them.
 func TestREADMEFlagTableMatchesTheOptions(t *testing.T) {
-	var in Input
 	byName := map[string]Option{}
-	flags := map[string]cli.DocGenerationFlag{}
-	for i, f := range Flags(&in) {
-		o := Options(&in)[i]
-		byName[o.Name], flags[o.Name] = o, f.(cli.DocGenerationFlag)
+	for _, o := range Options(&Input{}) {
+		byName[o.Name] = o
 	}
 	for _, r := range readmeFlags(t) {
 		if len(r.names) != 1 || strings.HasSuffix(r.names[0], "-") {
@@ -152,39 +117,39 @@ func TestREADMEFlagTableMatchesTheOptions(t *testing.T) {
 		if assert.NotEmpty(t, r.vars, "README.md:%d: --%s has no variable in brackets", r.line, o.Name) {
 			assert.Equal(t, o.EnvVars()[:len(r.vars)], r.vars, "README.md:%d: variables of --%s", r.line, o.Name)
 		}
-		readmeDefault(t, r, flags[o.Name])
+		readmeDefault(t, r, o.Value.Default())
 	}
 }
 
-// readmeDefault checks the table's default column against the flag's:
-// on or off for a switch; for a value, the same value in backticks (a
-// duration may be written shorter, 5m for 5m0s). A flag without a default
-// may say in words what happens instead.
-func readmeDefault(t *testing.T, r readmeRow, f cli.DocGenerationFlag) {
+// readmeDefault checks the table's default column against the option's
+// default def: on or off for a switch; for a value, the same value in
+// backticks (a duration may be written shorter, 5m for 5m0s). An option
+// without a default may say in words what happens instead.
+func readmeDefault(t *testing.T, r readmeRow, def any) {
 	t.Helper()
 	col := r.defaultColumn
-	if _, ok := f.(*cli.BoolFlag); ok {
-		want := map[string]string{"true": "on", "false": "off"}[f.GetDefaultText()]
-		assert.Equal(t, want, col, "README.md:%d: default of %s", r.line, r.names[0])
+	if b, ok := def.(bool); ok {
+		want := map[bool]string{true: "on", false: "off"}[b]
+		assert.Equal(t, want, col, "README.md:%d: default of --%s", r.line, r.names[0])
 		return
 	}
-	v := strings.Trim(f.GetValue(), `"`)
+	v := fmt.Sprint(def)
 	given, quoted := strings.CutPrefix(col, "`")
 	given, _ = strings.CutSuffix(given, "`")
 	quoted = quoted && !strings.Contains(given, "`")
-	if v == "" || v == "0s" || v == "0" {
-		assert.False(t, quoted, "README.md:%d: %s has no default, the table gives %s", r.line, r.names[0], col)
+	if v == "" || v == "0s" || v == "0" || v == "[]" {
+		assert.False(t, quoted, "README.md:%d: --%s has no default, the table gives %s", r.line, r.names[0], col)
 		return
 	}
-	if !assert.True(t, quoted, "README.md:%d: default of %s is `%s`, the table says %q", r.line, r.names[0], v, col) {
+	if !assert.True(t, quoted, "README.md:%d: default of --%s is `%s`, the table says %q", r.line, r.names[0], v, col) {
 		return
 	}
 	if d, err := time.ParseDuration(v); err == nil {
 		g, err := time.ParseDuration(given)
 		if assert.NoError(t, err, "README.md:%d", r.line) {
-			assert.Equal(t, d, g, "README.md:%d: default of %s", r.line, r.names[0])
+			assert.Equal(t, d, g, "README.md:%d: default of --%s", r.line, r.names[0])
 		}
 		return
 	}
-	assert.Equal(t, v, given, "README.md:%d: default of %s", r.line, r.names[0])
+	assert.Equal(t, v, given, "README.md:%d: default of --%s", r.line, r.names[0])
 }
