@@ -191,13 +191,10 @@ func New(opts Options) (*Engine, error) {
 	if opts.InsightWindow <= 0 {
 		opts.InsightWindow = DefaultInsightWindow
 	}
-	if opts.Insight && opts.InsightWindow < MinInsightWindow {
-		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
-	}
-	if opts.Insight && opts.InsightWindow > MaxInsightWindow {
-		return nil, fmt.Errorf("engine: insight window %s needs %d samples of each insight field at %s, more than the %d a ring holds: "+
-			"no insight series would ever appear; the largest that fits is %s",
-			opts.InsightWindow, int(opts.InsightWindow/insightInterval)+2, insightInterval, window.MaxCapacity, MaxInsightWindow)
+	if opts.Insight {
+		if err := CheckInsightWindow(opts.InsightWindow); err != nil {
+			return nil, fmt.Errorf("engine: insight window %w", err)
+		}
 	}
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
