@@ -28,6 +28,7 @@ func Build(in Input) (*Config, error) {
 	b.sources()
 	b.counters()
 	b.collection()
+	b.processes()
 	b.labels()
 	b.logging()
 	b.dcgm()
@@ -176,6 +177,11 @@ func (b *builder) collection() {
 	if in.BindUnbindWatch {
 		c.Collection.BindUnbindPoll = poll
 	}
+}
+
+func (b *builder) processes() {
+	c, in := b.cfg, b.in
+	c.Processes = Processes{Enabled: in.Processes, MaxPerGPU: in.ProcessesMaxPerGPU}
 }
 
 func (b *builder) labels() {

@@ -57,6 +57,7 @@ type Config struct {
 	// HPCJobDir is the directory of job-ID files; empty: off.
 	HPCJobDir string
 	Insight   Insight
+	Processes Processes
 	Web       Web
 	Dump      Dump
 	// DisableStartupValidate is dcgm-exporter's switch for checks gpuscope
@@ -203,6 +204,13 @@ type PodLabels struct {
 type Insight struct {
 	Enabled bool
 	Window  time.Duration
+}
+
+// Processes is the per-process series.
+type Processes struct {
+	Enabled bool
+	// MaxPerGPU caps the processes exported per GPU.
+	MaxPerGPU int
 }
 
 // Web is the HTTP server.

@@ -39,6 +39,9 @@ type Input struct {
 
 	NativeHistograms bool
 
+	Processes          bool
+	ProcessesMaxPerGPU int
+
 	EnableProfilingAPI            bool
 	MaxConnections, APIMaxStreams int
 	DisableExporterMetrics        bool
@@ -112,6 +115,7 @@ func Defaults() Input {
 		SimEventRate:       s.EventRate,
 		InsightWindow:      engine.DefaultInsightWindow,
 		NativeHistograms:   true,
+		ProcessesMaxPerGPU: engine.DefaultMaxProcessesPerGPU,
 		MaxConnections:     server.DefaultMaxConnections,
 		APIMaxStreams:      server.DefaultMaxStreams,
 		APIMaxRequests:     server.DefaultMaxRequests,

@@ -46,6 +46,10 @@ func (c *Config) Validate() error {
 	check(FlagInsightWindow, c.Insight.Enabled && c.Insight.Window < engine.MinInsightWindow,
 		"%s: the insight window must be at least %s (%d samples at %s)", c.Insight.Window, engine.MinInsightWindow,
 		int(engine.MinInsightWindow/counters.MinInterval), counters.MinInterval)
+	check(FlagProcessesMax, c.Processes.MaxPerGPU < 0 || (c.Given(FlagProcessesMax) && c.Processes.MaxPerGPU < 1), "%d: keep at least 1 process per GPU (turn the per-process series off with %s=false)",
+		c.Processes.MaxPerGPU, c.Flag(FlagProcesses))
+	check(FlagProcessesMax, c.Given(FlagProcessesMax) && !c.Processes.Enabled, "only applies with %s (the per-process series are off)",
+		c.Flag(FlagProcesses))
 	check(FlagHostnameLabel, c.Labels.HostnameLabel != "Hostname" && c.Labels.HostnameLabel != "hostname",
 		"%q: want Hostname or hostname", c.Labels.HostnameLabel)
 	check(FlagDumpRetention, c.Dump.Enabled && c.Dump.Retention < 0, "%d: use 0 or more hours", int(c.Dump.Retention/time.Hour))
