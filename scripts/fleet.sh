@@ -118,10 +118,12 @@ for i in $(seq 1 "$NODES"); do
 	args=(--source=sim --sim-gpus="$GPUS" --sim-seed="$i" --hostname="node-$(printf %03d "$i")"
 		--address="127.0.0.1:$port" --collectors="$COUNTERS" --log-level=warn)
 	# Every fifth node in MIG mode, every other one with pods, every third
-	# one running HPC jobs.
+	# one running HPC jobs, every tenth with workload insight (step periods,
+	# which the energy-per-step and cross-model rules read).
 	[ $((i % 5)) = 0 ] && args+=(--sim-mig=all)
 	[ $((i % 2)) = 1 ] && args+=(--sim-pods)
 	[ $((i % 3)) = 0 ] && args+=(--hpc-job-mapping-dir="$OUT/jobs")
+	[ $((i % 10)) = 1 ] && args+=(--insight)
 	"$OUT/gpuscope" "${args[@]}" >"$OUT/logs/gpuscope-$i.log" 2>&1 &
 	PIDS+=($!)
 	GPUSCOPE_PIDS+=($!)
@@ -215,13 +217,19 @@ prom_started=$(date +%s)
 nap 60
 t0=$(date +%s) c0=$(cpu_ticks)
 rss_max=0
+# The machine's 1-minute load average, every 30 s: the figures are only as
+# good as the machine was quiet.
+loads=()
 while [ "$(date +%s)" -lt $((prom_started + DURATION)) ]; do
 	nap 30
 	kill -0 "$PROM_PID" 2>/dev/null || die "prometheus exited; see $OUT/logs/prometheus.log"
 	r=$(rss_kib)
 	[ "$r" -gt "$rss_max" ] && rss_max=$r
-	say "$(($(date +%s) - prom_started))s of ${DURATION}s; gpuscope RSS sum $((r / 1024)) MiB"
+	loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+	say "$(($(date +%s) - prom_started))s of ${DURATION}s; gpuscope RSS sum $((r / 1024)) MiB; load ${loads[-1]}"
 done
+load=$(printf '%s\n' "${loads[@]}" | awk 'NR == 1 {min = max = $1} {sum += $1; if ($1 < min) min = $1; if ($1 > max) max = $1}
+	END {if (NR) printf "%.1f to %.1f, mean %.1f (%d samples)", min, max, sum / NR, NR}')
 t1=$(date +%s) c1=$(cpu_ticks)
 hz=$(getconf CLK_TCK)
 cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s=$((t1 - t0)) 'BEGIN { printf "%.1f", 100 * d / hz / s }')
@@ -229,7 +237,7 @@ cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$hz" -v s=$((t1 - t0)) 'BEGIN { printf "%
 say "querying"
 report_args=(-prometheus "http://$PROM" -rules deploy/prometheus/gpuscope-recording.yml
 	-dashboard grafana/dashboards/gpuscope-cluster.json -small small -nodes "$NODES" -gpus "$GPUS"
-	-duration "${DURATION}s" -procs-cpu "$cpu_pct" -procs-rss-mib "$((rss_max / 1024))" -procs "$NODES")
+	-duration "${DURATION}s" -procs-cpu "$cpu_pct" -procs-rss-mib "$((rss_max / 1024))" -procs "$NODES" -load "$load")
 [ "$THANOS" = 1 ] && report_args+=(-thanos "http://$QUERY_HTTP")
 "$OUT/fleetreport" "${report_args[@]}" | tee "$OUT/table.md"
 

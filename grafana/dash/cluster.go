@@ -33,10 +33,10 @@ func bars(title, desc, unit string, w uint32, expr, legend string, links ...*das
 }
 
 func Cluster() (dashboard.Dashboard, error) {
-	toNode := link("Node ${__data.fields.Hostname}", NodeUID, "node", "${__data.fields.Hostname}")
+	toNode := link("Node ${__data.fields.node}", NodeUID, "node", "${__data.fields.node}")
 	toPod := link("Pod ${__data.fields.namespace}/${__data.fields.pod}", PodUID,
 		"namespace", "${__data.fields.namespace}", "pod", "${__data.fields.pod}")
-	toNodeSeries := link("Node ${__field.labels.Hostname}", NodeUID, "node", "${__field.labels.Hostname}")
+	toNodeSeries := link("Node ${__field.labels.node}", NodeUID, "node", "${__field.labels.node}")
 	toPodSeries := link("Pod ${__field.labels.namespace}/${__field.labels.pod}", PodUID,
 		"namespace", "${__field.labels.namespace}", "pod", "${__field.labels.pod}")
 
@@ -44,6 +44,7 @@ func Cluster() (dashboard.Dashboard, error) {
 		"Every GPU of the cluster: inventory, allocation against real activity, who uses the GPUs, power and health.").
 		// One series per cluster, rather than every GPU's.
 		WithVariable(labelVar("cluster", "Cluster", "cluster:gpuscope_gpus:count", "cluster", false)).
+		WithVariable(workloadVar()).
 		WithRow(dashboard.NewRowBuilder("Inventory")).
 		WithPanel(statPanel("GPUs", "GPUs reporting to Prometheus.", "none",
 			`sum(cluster:gpuscope_gpus:count{`+cl+`})`)).
@@ -55,13 +56,14 @@ func Cluster() (dashboard.Dashboard, error) {
 			`sum(cluster_allocated:DCGM_FI_PROF_SM_ACTIVE:sum{`+cl+`}) / sum(cluster:gpuscope_gpus_allocated:count{`+cl+`})`)).
 		WithPanel(statPanel("Power", "Power drawn by all GPUs.", "watt",
 			`sum(cluster:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`})`)).
-		WithPanel(statPanel("Energy in range", "Energy used by all GPUs over the dashboard's time range.", "kwatth",
-			`sum(avg_over_time(cluster:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:rate5m_watts{`+cl+`}[$__range])) * $__range_s / 3600 / 1000`)).
+		WithPanel(statPanel("Energy in range", "Energy used by all GPUs over the dashboard's time range, from their energy counters.", "kwatth",
+			`sum(sum_over_time(cluster:gpuscope_energy_joules:increase1m{`+cl+`}[$__range])) / `+joulesPerKWh)).
 		WithPanel(tablePanel("GPUs by model and node",
 			"Click a node to open its dashboard.", 12, 9).
-			WithTarget(instantTable(`node_model:gpuscope_gpus:count{` + cl + `}`)).
+			WithTarget(instantTable(withNode(`node_model:gpuscope_gpus:count{` + cl + `}`))).
 			DataLinks(asLinkBuilders([]*dashboard.DashboardLinkBuilder{toNode})).
-			WithTransformation(organize(map[string]bool{"Time": true}, map[string]string{"Value": "GPUs", "Hostname": "Node", "modelName": "Model"}))).
+			WithTransformation(organize(map[string]bool{"Time": true, "Hostname": true, "hostname": true},
+				map[string]string{"Value": "GPUs", "node": "Node", "modelName": "Model"}))).
 		WithPanel(bars("GPUs by model", "", "none", 12,
 			`sum by (modelName) (model:gpuscope_gpus:count{`+cl+`})`, "{{modelName}}")).
 		WithRow(dashboard.NewRowBuilder("Allocation versus activity")).
@@ -100,15 +102,16 @@ func Cluster() (dashboard.Dashboard, error) {
 		WithPanel(bars("Median SM activity by pod", "p50 of every 100 ms sample of the pod's GPUs over the last 5 minutes (native histograms). Click a pod to open it.", "percentunit", 12,
 			`topk(10, namespace_pod:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`, "{{namespace}}/{{pod}}", toPodSeries)).
 		WithPanel(bars("Nodes with the lowest median SM activity", "p50 of every 100 ms sample of the node's GPUs over the last 5 minutes (native histograms): the least busy nodes. Click a node to open it.", "percentunit", 12,
-			`bottomk(10, node:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`, "{{Hostname}}", toNodeSeries)).
+			withNode(`bottomk(10, node:DCGM_FI_PROF_SM_ACTIVE:p50_5m{`+cl+`})`), "{{node}}", toNodeSeries)).
 		WithRow(dashboard.NewRowBuilder("HPC jobs")).
 		WithPanel(bars("GPUs by HPC job", "GPUs whose --hpc-job-mapping-dir file names the job.", "none", 8,
 			`topk(10, hpc_job:gpuscope_gpus:count{`+cl+`})`, "{{hpc_job}}")).
 		WithPanel(bars("Busy GPUs by HPC job", "Sum of SM activity of each job's GPUs.", "none", 8,
 			`topk(10, hpc_job:DCGM_FI_PROF_SM_ACTIVE:sum{`+cl+`})`, "{{hpc_job}}")).
 		WithPanel(bars("Power by HPC job", "", "watt", 8,
-			`topk(10, hpc_job:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`})`, "{{hpc_job}}")).
-		WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
+			`topk(10, hpc_job:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`})`, "{{hpc_job}}"))
+	b = useAndCost(b, toPodSeries)
+	b.WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
 		WithPanel(tablePanel("Top stalled jobs",
 			"Pods whose GPUs stall most between steps (mean stall ratio over their GPUs). Click to open the pod.", 12, 8).Unit("percentunit").
 			WithTarget(instantTable(`topk(10, namespace_pod:gpuscope_gpu_stall_ratio:avg{` + cl + `})`)).
@@ -119,23 +122,24 @@ func Cluster() (dashboard.Dashboard, error) {
 		WithPanel(bars("Step period by pod", "Mean over the pod's GPUs. Click a pod to open it.", "s", 12,
 			`topk(10, namespace_pod:gpuscope_gpu_step_period_seconds:avg{`+cl+`})`, "{{namespace}}/{{pod}}", toPodSeries)).
 		WithPanel(bars("Top stalled HPC jobs", "Mean stall ratio over the GPUs of each HPC job (--hpc-job-mapping-dir).", "percentunit", 12,
-			`topk(10, hpc_job:gpuscope_gpu_stall_ratio:avg{`+cl+`})`, "job {{hpc_job}}")).
-		WithRow(dashboard.NewRowBuilder("Power and energy")).
+			`topk(10, hpc_job:gpuscope_gpu_stall_ratio:avg{`+cl+`})`, "job {{hpc_job}}"))
+	b = acrossModels(b)
+	b.WithRow(dashboard.NewRowBuilder("Power and energy")).
 		WithPanel(timeSeries("Power by node", "Click a node to open it.", "watt", 12, 8,
-			q(`node:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`}`, "{{Hostname}}")).
+			q(withNode(`node:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`}`), "{{node}}")).
 			DataLinks(asLinkBuilders([]*dashboard.DashboardLinkBuilder{toNodeSeries}))).
 		WithPanel(timeSeries("Power by model, against the limits", "", "watt", 12, 8,
 			q(`model:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`}`, "{{modelName}}"),
 			q(`sum(cluster:DCGM_FI_DEV_POWER_MGMT_LIMIT:sum{`+cl+`})`, "sum of power limits"))).
 		WithRow(dashboard.NewRowBuilder("Health")).
 		WithPanel(bars("GPUs whose last XID is not 0, by node", "From DCGM_FI_DEV_XID_ERRORS; 0 on a healthy node.", "none", 6,
-			`node:gpuscope_gpus_last_xid_nonzero:count{`+cl+`}`, "{{Hostname}}", toNodeSeries)).
+			withNode(`node:gpuscope_gpus_last_xid_nonzero:count{`+cl+`}`), "{{node}}", toNodeSeries)).
 		WithPanel(bars("Uncorrectable ECC errors by node", "Volatile double-bit errors since the last driver load.", "none", 6,
-			`node:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL:sum{`+cl+`}`, "{{Hostname}}", toNodeSeries)).
+			withNode(`node:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL:sum{`+cl+`}`), "{{node}}", toNodeSeries)).
 		WithPanel(timeSeries("GPUs throttled, by reason", "GPUs with each clock-event reason set.", "none", 6, 8,
 			q(`sum by (clock_event) (cluster_clock_event:gpuscope_clock_event_active:sum{`+cl+`, clock_event!="gpu_idle"})`, "{{clock_event}}"))).
 		WithPanel(bars("Hottest GPU per node", "", "celsius", 6,
-			`node:DCGM_FI_DEV_GPU_TEMP:max{`+cl+`}`, "{{Hostname}}", toNodeSeries))
+			withNode(`node:DCGM_FI_DEV_GPU_TEMP:max{`+cl+`}`), "{{node}}", toNodeSeries))
 	return b.Build()
 }
 

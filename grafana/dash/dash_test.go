@@ -121,7 +121,7 @@ var varRef = regexp.MustCompile(`\$(\w+)`)
 // runs datasource, cluster, node, gpu and datasource, cluster, namespace, pod.
 func TestVariablesChain(t *testing.T) {
 	want := map[string][]string{
-		"gpuscope-cluster.json": {"cluster"},
+		"gpuscope-cluster.json": {"cluster", "workload"},
 		"gpuscope-node.json":    {"cluster", "node", "gpu"},
 		"gpuscope-pod.json":     {"cluster", "namespace", "pod"},
 	}
@@ -203,4 +203,30 @@ func TestConfigMapCarriesSidecarLabel(t *testing.T) {
 	assert.Contains(t, cm, "grafana_dashboard: \"1\"")
 	assert.Less(t, strings.Index(cm, "a.json"), strings.Index(cm, "b.json"), "entries are sorted")
 	assert.Contains(t, cm, "  b.json: |\n    {\n      \"x\": 1\n    }\n")
+}
+
+// Every query and variable reads the host label in either spelling:
+// `Hostname`, as dcgm-exporter's releases write it, and `hostname`, as its
+// main branch does. A query names both as often (a matcher of each in the
+// two halves of an `or`, both in a label_replace or a grouping), and no
+// legend, column or link reads `Hostname` alone.
+func TestEveryQueryReadsEitherHostLabel(t *testing.T) {
+	for name, raw := range generated(t) {
+		qs, vs, err := Extract(raw)
+		require.NoError(t, err)
+		exprs := map[string]string{}
+		for _, q := range qs {
+			exprs["panel "+q.Panel+" "+q.RefID] = q.Expr
+		}
+		for _, v := range vs {
+			exprs["variable "+v.Name] = v.Query
+		}
+		for where, expr := range exprs {
+			assert.Equal(t, strings.Count(expr, "Hostname"), strings.Count(expr, "hostname"),
+				"%s: %s reads one spelling of the host label: %s", name, where, expr)
+		}
+		for _, one := range []string{"{{Hostname}}", "fields.Hostname", "labels.Hostname"} {
+			assert.NotContains(t, string(raw), one, "%s: a legend, column or link reads Hostname alone", name)
+		}
+	}
 }

@@ -7,24 +7,54 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/statushistory"
 )
 
+// The host label is `Hostname` as dcgm-exporter's releases and gpuscope by
+// default write it, or `hostname` as dcgm-exporter's main branch does: a
+// selector cannot match either, so every query is the union of one per
+// spelling (a series carries one of them, so nothing is counted twice).
 const (
-	nodeSel = `cluster=~"$cluster", Hostname=~"$node", gpu=~"$gpu"`
-	nodeAll = `cluster=~"$cluster", Hostname=~"$node"`
+	nodeSelUpper = `cluster=~"$cluster", Hostname=~"$node", gpu=~"$gpu"`
+	nodeSelLower = `cluster=~"$cluster", hostname=~"$node", gpu=~"$gpu"`
 )
+
+// eitherHost is expr written once per spelling of the host label, joined.
+func eitherHost(expr func(sel string) string) string {
+	return expr(nodeSelUpper) + " or " + expr(nodeSelLower)
+}
 
 // ng is a node-dashboard query over the selected GPUs, legend-ready.
 func ng(metric, extra string) string {
-	sel := nodeSel
-	if extra != "" {
-		sel += ", " + extra
-	}
-	return shortUUID(metric + "{" + sel + "}")
+	return shortUUID(eitherHost(func(sel string) string {
+		if extra != "" {
+			sel += ", " + extra
+		}
+		return metric + "{" + sel + "}"
+	}))
 }
 
 // ngRate is the per-second rate of a counter over the selected GPUs;
 // label_replace goes outside, as a range needs a plain selector.
 func ngRate(metric string) string {
-	return shortUUID("rate(" + metric + "{" + nodeSel + "}[$__rate_interval])")
+	return shortUUID(eitherHost(func(sel string) string { return "rate(" + metric + "{" + sel + "}[$__rate_interval])" }))
+}
+
+// hostVar lists the nodes whichever host label they carry: label_values
+// reads one label, so it is a query_result whose regex takes the value of
+// either.
+func hostVar() *dashboard.QueryVariableBuilder {
+	expr := `query_result(group by (Hostname, hostname) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster"}))`
+	return dashboard.NewQueryVariableBuilder("node").Label("Node").
+		Query(dashboard.StringOrMap{String: ptr(expr)}).Definition(expr).Regex(`/[Hh]ostname="([^"]+)"/`).
+		Datasource(ds).Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortNaturalAsc).Multi(false).IncludeAll(false)
+}
+
+// gpuVar lists the GPUs of the node, whichever host label it carries.
+func gpuVar() *dashboard.QueryVariableBuilder {
+	expr := `query_result(group by (gpu) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", Hostname=~"$node"} or DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", hostname=~"$node"}))`
+	return dashboard.NewQueryVariableBuilder("gpu").Label("GPU").
+		Query(dashboard.StringOrMap{String: ptr(expr)}).Definition(expr).Regex(`/gpu="([^"]+)"/`).
+		Datasource(ds).Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortNaturalAsc).Multi(true).IncludeAll(true).AllValue(".*")
 }
 
 // heat is a status-history grid: one row per GPU, one cell per interval,
@@ -56,20 +86,22 @@ func Node() (dashboard.Dashboard, error) {
 	b := base(NodeUID, "gpuscope / Node",
 		"The GPUs of one node: a row per GPU with activity, memory, temperature, power, clocks and traffic; clock events and errors.").
 		WithVariable(clusterVar()).
-		WithVariable(labelVar("node", "Node", `DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster"}`, "Hostname", false).IncludeAll(false)).
-		WithVariable(labelVar("gpu", "GPU", `DCGM_FI_DEV_GPU_TEMP{`+nodeAll+`}`, "gpu", true)).
+		WithVariable(hostVar()).
+		WithVariable(gpuVar()).
 		WithRow(dashboard.NewRowBuilder("GPUs of $node")).
 		WithPanel(tablePanel("GPUs",
 			"Every GPU of the node and the pod holding it. Click a pod to open it.", 24, 7).
-			WithTarget(instantTable(`DCGM_FI_DEV_GPU_UTIL{` + nodeSel + `}`)).
+			WithTarget(instantTable(eitherHost(func(sel string) string { return `DCGM_FI_DEV_GPU_UTIL{` + sel + `}` }))).
 			DataLinks([]cogLink{toPod}).
 			WithTransformation(organize(
-				map[string]bool{"Time": true, "__name__": true, "instance": true, "job": true, "Hostname": true, "cluster": true},
+				map[string]bool{"Time": true, "__name__": true, "instance": true, "job": true, "Hostname": true, "hostname": true, "cluster": true},
 				map[string]string{"Value": "GPU util %", "gpu": "GPU", "modelName": "Model"}))).
 		WithPanel(heat("Temperature across GPUs", "", "celsius", ng("DCGM_FI_DEV_GPU_TEMP", ""),
 			[]dashboard.Threshold{step(nil, "blue"), step(ptr(50.0), "green"), step(ptr(75.0), "yellow"), step(ptr(85.0), "orange"), step(ptr(95.0), "red")})).
 		WithPanel(heat("Memory used across GPUs", "", "percentunit",
-			shortUUID(`DCGM_FI_DEV_FB_USED{`+nodeSel+`} / (DCGM_FI_DEV_FB_USED{`+nodeSel+`} + DCGM_FI_DEV_FB_FREE{`+nodeSel+`})`),
+			shortUUID(eitherHost(func(sel string) string {
+				return `DCGM_FI_DEV_FB_USED{` + sel + `} / (DCGM_FI_DEV_FB_USED{` + sel + `} + DCGM_FI_DEV_FB_FREE{` + sel + `})`
+			})),
 			[]dashboard.Threshold{step(nil, "blue"), step(ptr(0.25), "green"), step(ptr(0.75), "yellow"), step(ptr(0.9), "red")})).
 		// One row per GPU: Grafana repeats the row and the panels under it
 		// for every value of $gpu.

@@ -13,7 +13,8 @@ type Query struct {
 	Instant bool
 }
 
-// Variable is one query variable of a dashboard.
+// Variable is one query variable of a dashboard; Regex, when set, picks
+// each value out of a query_result line, as Grafana does.
 type Variable struct {
 	Name  string
 	Query string
@@ -21,6 +22,7 @@ type Variable struct {
 	// none: Grafana selects it when the query finds no value (a single
 	// cluster whose series carry no cluster label).
 	AllValue string
+	Regex    string
 }
 
 type rawDashboard struct {
@@ -40,6 +42,7 @@ type rawDashboard struct {
 			Query      any    `json:"query"`
 			IncludeAll bool   `json:"includeAll"`
 			AllValue   string `json:"allValue"`
+			Regex      string `json:"regex"`
 		} `json:"list"`
 	} `json:"templating"`
 }
@@ -73,7 +76,7 @@ func Extract(raw []byte) ([]Query, []Variable, error) {
 		if v.IncludeAll {
 			all = v.AllValue
 		}
-		vs = append(vs, Variable{Name: v.Name, Query: s, AllValue: all})
+		vs = append(vs, Variable{Name: v.Name, Query: s, AllValue: all, Regex: v.Regex})
 	}
 	return qs, vs, nil
 }

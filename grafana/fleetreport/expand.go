@@ -42,6 +42,52 @@ func readRules(path string) (map[string]string, error) {
 	return out, nil
 }
 
+// readRuleGroups returns the group of every recording rule of a rules file.
+func readRuleGroups(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rf struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rf); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]string{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				out[r.Record] = g.Name
+			}
+		}
+	}
+	return out, nil
+}
+
+// noRawGroups are the rule groups whose series have no raw-series version
+// worth timing, with the reason the report gives.
+var noRawGroups = map[string]string{
+	"gpuscope.accounting": "none: per-minute accounts (each minute against the value before it, up to an hour back)",
+}
+
+// noRaw says why a query that reads a rule of noRawGroups has no raw-series
+// version, or "" when it has one.
+func noRaw(expr string, groups map[string]string) string {
+	for _, m := range recordedSelector.FindAllStringSubmatch(expr, -1) {
+		name, _, _ := strings.Cut(m[0], "{")
+		if why, ok := noRawGroups[groups[name]]; ok {
+			return why
+		}
+	}
+	return ""
+}
+
 // recordedSelector matches a selector of a recorded series (its name holds
 // a colon, which no raw series, label or function name does), with its
 // matchers.

@@ -28,11 +28,11 @@ import (
 const runs = 5
 
 type config struct {
-	prometheus, thanos, rules, dashboard, small string
-	nodes, gpus, procs                          int
-	duration                                    time.Duration
-	procsCPU                                    float64
-	procsRSSMiB                                 int
+	prometheus, thanos, rules, dashboard, small, load string
+	nodes, gpus, procs                                int
+	duration                                          time.Duration
+	procsCPU                                          float64
+	procsRSSMiB                                       int
 }
 
 func main() {
@@ -40,6 +40,7 @@ func main() {
 	flag.StringVar(&c.prometheus, "prometheus", "", "Prometheus base URL (loopback)")
 	flag.StringVar(&c.thanos, "thanos", "", "Thanos Query base URL (loopback); empty: no Thanos column")
 	flag.StringVar(&c.rules, "rules", "deploy/prometheus/gpuscope-recording.yml", "recording rules file")
+	flag.StringVar(&c.load, "load", "", "the machine's load average during the run, as the script measured it")
 	flag.StringVar(&c.dashboard, "dashboard", "grafana/dashboards/gpuscope-cluster.json", "cluster dashboard JSON")
 	flag.StringVar(&c.small, "small", "small", "value of the cluster label of the tenth of the fleet")
 	flag.IntVar(&c.nodes, "nodes", 0, "nodes of the fleet")
@@ -67,17 +68,24 @@ func run(c config, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	groups, err := readRuleGroups(c.rules)
+	if err != nil {
+		return err
+	}
 	qs, err := readDashboard(c.dashboard)
 	if err != nil {
 		return err
 	}
 	// Evaluate everything at one instant a minute back, so that the remote
 	// write into Thanos has caught up with it.
-	r := &queryReport{c: c, rules: rules, prom: client{base: c.prometheus}, at: time.Now().Add(-time.Minute).Truncate(15 * time.Second), t: &table{}}
+	r := &queryReport{c: c, rules: rules, groups: groups, prom: client{base: c.prometheus}, at: time.Now().Add(-time.Minute).Truncate(15 * time.Second), t: &table{}}
 	if c.thanos != "" {
 		r.thanos = &client{base: c.thanos, drop: []string{"receive", "tenant_id"}}
 	}
 	r.fleetFigures()
+	if err := r.groupFigures(); err != nil {
+		return err
+	}
 	for _, q := range qs {
 		if err := r.query(q); err != nil {
 			return err
@@ -97,6 +105,7 @@ func run(c config, w io.Writer) error {
 type queryReport struct {
 	c                    config
 	rules                map[string]string
+	groups               map[string]string
 	prom                 client
 	thanos               *client
 	at                   time.Time
@@ -121,6 +130,9 @@ func (r *queryReport) fleetFigures() {
 	}
 	t.add(fmt.Sprintf("gpuscope processes (%d): CPU, summed", c.procs), "", fmt.Sprintf("%.1f%% of one core", c.procsCPU), "", "")
 	t.add(fmt.Sprintf("gpuscope processes (%d): RSS, summed (max)", c.procs), "", fmt.Sprintf("%d MiB", c.procsRSSMiB), "", "")
+	if c.load != "" {
+		t.add("the machine's load average during the run (1-minute, sampled every 30 s)", "", c.load, "", "")
+	}
 }
 
 // query times one dashboard query and adds its row, keeping the slowest
@@ -134,6 +146,7 @@ func (r *queryReport) query(q dash.Query) error {
 	if err != nil {
 		return fmt.Errorf("panel %q: %w", q.Panel, err)
 	}
+	whyNoRaw := noRaw(all, r.groups)
 	ts, _, err := r.prom.timed(small, q.Instant, r.at, c.duration)
 	if err != nil {
 		return fmt.Errorf("panel %q, %s: %w", q.Panel, small, err)
@@ -143,7 +156,10 @@ func (r *queryReport) query(q dash.Query) error {
 		return fmt.Errorf("panel %q, %s: %w", q.Panel, all, err)
 	}
 	cellRaw := "same query"
-	if rawExpr != all {
+	switch {
+	case whyNoRaw != "":
+		cellRaw = whyNoRaw
+	case rawExpr != all:
 		tr, _, err := r.prom.timed(rawExpr, q.Instant, r.at, c.duration)
 		if err != nil {
 			return fmt.Errorf("panel %q, raw %s: %w", q.Panel, rawExpr, err)
@@ -229,7 +245,7 @@ var figures = []figure{
 func substitute(expr, cluster string, rng time.Duration) string {
 	secs := strconv.Itoa(int(rng.Seconds()))
 	return strings.NewReplacer(
-		"${cluster}", cluster, "$cluster", cluster,
+		"${cluster}", cluster, "$cluster", cluster, "$workload", ".*",
 		"$__range_s", secs, "$__range", secs+"s",
 		"$__rate_interval", "1m", "$__interval", "15s",
 	).Replace(expr)
@@ -259,6 +275,7 @@ type client struct {
 // series is one series of a query answer.
 type series struct {
 	labels string
+	metric map[string]string
 	values []float64
 }
 
@@ -344,7 +361,7 @@ func (c client) query(expr string, instant bool, at time.Time, rng time.Duration
 		for _, d := range c.drop {
 			delete(r.Metric, d)
 		}
-		s := series{labels: labelString(r.Metric)}
+		s := series{labels: labelString(r.Metric), metric: r.Metric}
 		points := r.Values
 		if body.Data.ResultType == "vector" {
 			points = [][2]any{r.Value}

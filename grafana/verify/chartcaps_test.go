@@ -248,7 +248,7 @@ func TestChartWithoutCapabilities(t *testing.T) {
 	assert.Equal(t, lostGroups, doc.groups, "the rule groups docs/kubernetes.md names as losing recording rules")
 
 	exporter := startExporter(t, r)
-	lc := liveCheck{c: startPrometheus(t, srv, rules, exporter, nil), srv: srv, rules: rules, dashboards: dashboards,
+	lc := liveCheck{c: startPrometheus(t, srv, rules, scrapeTarget{addr: exporter}), srv: srv, rules: rules, dashboards: dashboards,
 		allowedRule: func(name string) string {
 			if why := allowChartEmptyRule(name); why != "" {
 				return why
@@ -270,7 +270,7 @@ func TestChartWithoutCapabilities(t *testing.T) {
 	// Every other rule and query has data; then each listed panel must
 	// still lack some (a panel may lose one series of several), and each
 	// rule the analysis calls lost must have recorded nothing.
-	lc.untilClean(t, 120*time.Second)
+	lc.untilClean(t, 150*time.Second)
 	checkPanelsLackData(t, lc, doc.panels)
 	for name := range lostRecords {
 		res, err := lc.c.query(name)

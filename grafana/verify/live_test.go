@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpuscope/gpuscope/grafana/dash"
 )
 
 // repoRoot is the main module, two levels above this package.
@@ -280,6 +283,50 @@ func substitute(expr string, vars map[string]string) string {
 		pairs = append(pairs, "${"+n+"}", vars[n], "$"+n, vars[n])
 	}
 	return strings.NewReplacer(pairs...).Replace(expr)
+}
+
+// variableValues evaluates a query variable as Grafana does: label_values,
+// or query_result with the variable's regex.
+func (c promClient) variableValues(v dash.Variable, q string) ([]string, error) {
+	if inner, ok := strings.CutPrefix(q, "query_result("); ok {
+		return c.queryResult(strings.TrimSuffix(inner, ")"), v.Regex)
+	}
+	return c.labelValues(q)
+}
+
+// queryResult evaluates query_result(expr) with a /regex/ as Grafana does:
+// each series as `name{label="value", ...}`, the regex's first group of
+// each that matches.
+func (c promClient) queryResult(expr, regex string) ([]string, error) {
+	re, err := regexp.Compile(strings.TrimSuffix(strings.TrimPrefix(regex, "/"), "/"))
+	if err != nil {
+		return nil, fmt.Errorf("variable regex %q: %w", regex, err)
+	}
+	res, err := c.query(expr)
+	if err != nil {
+		return nil, err
+	}
+	var vals []string
+	for _, s := range res {
+		names := make([]string, 0, len(s.Metric))
+		for n := range s.Metric {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var line strings.Builder
+		line.WriteString(s.Metric["__name__"] + "{")
+		for _, n := range names {
+			if n != "__name__" {
+				fmt.Fprintf(&line, "%s=%q, ", n, s.Metric[n])
+			}
+		}
+		line.WriteString("}")
+		if m := re.FindStringSubmatch(line.String()); len(m) > 1 && m[1] != "" {
+			vals = append(vals, m[1])
+		}
+	}
+	sort.Strings(vals)
+	return vals, nil
 }
 
 // labelValues evaluates label_values(selector, label) as Grafana does.

@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,7 +177,11 @@ func TestClusterDashboardReadsOnlyRecordingRules(t *testing.T) {
 		if strings.HasPrefix(where, "variable ") {
 			// label_values(selector, label): the selector may be bare.
 			inner := strings.TrimSuffix(strings.TrimPrefix(expr, "label_values("), ")")
-			names = append(names, []string{"", strings.TrimSpace(inner[:strings.LastIndex(inner, ",")])})
+			sel := strings.TrimSpace(inner[:strings.LastIndex(inner, ",")])
+			if j := strings.IndexByte(sel, '{'); j >= 0 {
+				sel = sel[:j]
+			}
+			names = append(names, []string{"", sel})
 		}
 		require.NotEmpty(t, names, "%s: no selector found in %s", where, expr)
 		for _, m := range names {
@@ -186,4 +192,60 @@ func TestClusterDashboardReadsOnlyRecordingRules(t *testing.T) {
 			assert.True(t, rules[name], "%s reads %s, which no recording rule records: %s", where, name, expr)
 		}
 	}
+}
+
+// rangeOffset matches a range selector and the offset after it.
+var rangeOffset = regexp.MustCompile(`\[((?:[0-9]+(?:ms|[smhdwy]))+)\](?:\s+offset\s+((?:[0-9]+(?:ms|[smhdwy]))+))?`)
+
+// The gpuscope.accounting group accounts for one minute per evaluation: each
+// sample must cover exactly the time since the one before, or minutes are
+// counted twice or lost. So every range of the group spans its interval and
+// ends a millisecond before the evaluation, every look back for the value
+// before the minute starts where that minute starts, and every sum over
+// the group's own per-minute series spans the hour less half an interval
+// (sixty samples on Prometheus 2, which keeps both ends of a range, as on 3).
+func TestUsageGroupWindowsMatchItsInterval(t *testing.T) {
+	var rf struct {
+		Groups []struct {
+			Name     string `yaml:"name"`
+			Interval string `yaml:"interval"`
+			Rules    []struct {
+				Record string `yaml:"record"`
+				Expr   string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	readYAML(t, filepath.Join(repoRoot, "deploy/prometheus/gpuscope-recording.yml"), &rf)
+	ms := time.Millisecond
+	for _, g := range rf.Groups {
+		if g.Name != "gpuscope.accounting" {
+			continue
+		}
+		interval, err := time.ParseDuration(g.Interval)
+		require.NoError(t, err, "gpuscope.accounting: interval %q", g.Interval)
+		ok := map[string]bool{
+			fmt.Sprint(interval, " ", ms):                        true, // the minute: [1m] offset 1ms
+			fmt.Sprint(time.Hour, " ", interval+ms):              true, // the value before it: [1h] offset 1m1ms
+			fmt.Sprint(time.Hour-interval/2, " ", 0*time.Second): true, // the hour of the group's own minutes
+		}
+		var ranges int
+		for _, r := range g.Rules {
+			for _, m := range rangeOffset.FindAllStringSubmatch(r.Expr, -1) {
+				rng, err := time.ParseDuration(m[1])
+				require.NoError(t, err, "%s: range %q", r.Record, m[1])
+				var off time.Duration
+				if m[2] != "" {
+					off, err = time.ParseDuration(m[2])
+					require.NoError(t, err, "%s: offset %q", r.Record, m[2])
+				}
+				assert.True(t, ok[fmt.Sprint(rng, " ", off)], "%s: [%s] offset %q does not tile the group's %s minutes", r.Record, m[1], m[2], g.Interval)
+				ranges++
+			}
+			assert.Equal(t, strings.Count(r.Expr, "offset"), len(rangeOffset.FindAllStringSubmatch(r.Expr, -1))-strings.Count(r.Expr, "[59m30s]"),
+				"%s: an offset outside a range", r.Record)
+		}
+		assert.NotZero(t, ranges)
+		return
+	}
+	t.Fatal("gpuscope-recording.yml has no group gpuscope.accounting")
 }

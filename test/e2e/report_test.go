@@ -149,18 +149,37 @@ func expectFor(t *testing.T, prom, sel string, start, end time.Time, scrape time
 	for _, j := range perDevice {
 		e.energyJ += j / 1000
 	}
-	busy := map[string]bool{}
-	for _, s := range raw("DCGM_FI_DEV_GPU_UTIL", "") {
-		for _, v := range s.vals {
-			busy[device(s.labels)] = busy[device(s.labels)] || v >= 1
-		}
-	}
+	activity := rawActivity(raw)
 	for d := range held {
-		if !busy[d] {
+		if v, ok := activity[d]; ok && v < report.IdleBelow {
 			e.idle++
 		}
 	}
 	return e
+}
+
+// rawActivity is each device's activity as the gpuscope.activity rules
+// define it, from every raw sample: the largest sample of the first of
+// GR_ENGINE_ACTIVE, GPU_UTIL / 100 and SM_ACTIVE that the device has.
+func rawActivity(raw func(metric, extra string) []rawSeries) map[string]float64 {
+	out := map[string]float64{}
+	for _, f := range []struct {
+		metric string
+		div    float64
+	}{{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1}, {"DCGM_FI_DEV_GPU_UTIL", 100}, {"DCGM_FI_PROF_SM_ACTIVE", 1}} {
+		this := map[string]float64{}
+		for _, s := range raw(f.metric, `,GPU_CI_ID=""`) {
+			for _, v := range s.vals {
+				this[device(s.labels)] = math.Max(this[device(s.labels)], v/f.div)
+			}
+		}
+		for d, v := range this {
+			if _, ok := out[d]; !ok {
+				out[d] = v
+			}
+		}
+	}
+	return out
 }
 
 // runReport runs `gpuscope report` and returns its output and exit status.
@@ -183,10 +202,11 @@ func runReport(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
-// reportNode is a simulated node under a real Prometheus: pods (a training
-// job on GPUs 0-3, a notebook on 4-5 that leaves GPU 5 idle), HPC job 4242
-// on GPUs 0 and 1, insight on; and a range of at least 15 scrapes, whose
-// ends fall midway between two scrapes.
+// reportNode is a simulated node under a real Prometheus that loads the
+// shipped recording rules: pods (a training job on GPUs 0-3, a notebook on
+// 4-5 that leaves GPU 5 idle), HPC job 4242 on GPUs 0 and 1, insight on;
+// and a range of at least 15 scrapes, whose ends fall midway between two
+// scrapes.
 type reportNode struct {
 	target, prom string
 	start, end   time.Time
@@ -203,7 +223,8 @@ func startReportNode(t *testing.T) reportNode {
 	}
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", filepath.Join(root, "etc", "dcp-metrics.csv"),
 		"--sim-seed", "7", "--sim-pods", "--insight", "--insight-window", "4s", "--hpc-job-mapping-dir", jobs)
-	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")})
+	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")},
+		filepath.Join(root, "deploy", "prometheus", "gpuscope-recording.yml"))
 	e2etest.Eventually(t, prom, `count_over_time(gpuscope_gpu_stall_ratio{gpu="0",hpc_job="4242"}[1m])`, 90*time.Second,
 		func(s []e2etest.Sample) error {
 			if len(s) != 1 || s[0].Value < 15 {
@@ -231,6 +252,50 @@ func TestReport(t *testing.T) {
 	t.Run("agrees with what Prometheus holds", func(t *testing.T) { reportAgrees(t, n) })
 	t.Run("table and chunked reads", func(t *testing.T) { reportTableAndChunks(t, n) })
 	t.Run("errors", func(t *testing.T) { reportErrors(t, n) })
+	t.Run("idle from the recorded activity", func(t *testing.T) { reportReadsRecordedIdle(t, n) })
+}
+
+// reportReadsRecordedIdle: over a range longer than the rules' 2-minute
+// window, the report judges idleness from the gpu:gpuscope_engine_active:max2m
+// the shipped rules record, and finds the idle GPUs the test finds from
+// the raw samples by the same definition.
+func reportReadsRecordedIdle(t *testing.T, n reportNode) {
+	// 145 scrapes of GPU 5: the range from n.start spans 2 minutes and more.
+	e2etest.Eventually(t, n.prom, `count_over_time(DCGM_FI_DEV_FB_USED{namespace="research",gpu="5"}[10m])`, 4*time.Minute,
+		func(s []e2etest.Sample) error {
+			if len(s) != 1 || s[0].Value < 145 {
+				return fmt.Errorf("want 145 scrapes of GPU 5, have %v", s)
+			}
+			return nil
+		})
+	end := time.Now()
+	require.Greater(t, end.Sub(n.start), 2*time.Minute)
+	base, err := report.ParseURL(n.prom)
+	require.NoError(t, err)
+	sel := `namespace="research"`
+	got, err := report.Build(context.Background(), &report.Client{Base: base},
+		report.Options{Selection: report.Selection{Namespace: "research"}, Start: n.start, End: end})
+	require.NoError(t, err)
+	assert.Equal(t, "the recorded gpu:gpuscope_engine_active:max2m", got.IdleFrom)
+	rng := strconv.FormatInt(end.Sub(n.start).Milliseconds(), 10) + "ms"
+	activity := rawActivity(func(metric, extra string) []rawSeries {
+		return rawQuery(t, n.prom, metric+"{"+sel+extra+"}["+rng+"]", end, n.start)
+	})
+	var idle []string
+	for d, v := range activity {
+		if v < report.IdleBelow {
+			idle = append(idle, d)
+		}
+	}
+	assert.Equal(t, []string{"e2e-node/5/"}, idle, "idle by the test's own reading of the raw samples: %v", activity)
+	assert.Equal(t, len(idle), got.Idle)
+	assert.Equal(t, []string{"e2e-node GPU 5"}, got.IdleDevices)
+	assert.Equal(t, 2, got.GPUs)
+
+	out, errOut, code := runReport(t, "--prometheus.url", n.prom, "--namespace", "research", "--format", "table",
+		"--start", fmt.Sprintf("%.3f", float64(n.start.UnixMilli())/1000), "--end", fmt.Sprintf("%.3f", float64(end.UnixMilli())/1000))
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "1 of 2: e2e-node GPU 5; idle: activity under 5% throughout, from the recorded gpu:gpuscope_engine_active:max2m")
 }
 
 // reportAgrees: the report on a simulated pod, a namespace and an HPC job

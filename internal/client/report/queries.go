@@ -197,52 +197,6 @@ func (b *builder) energy(ctx context.Context, s *Summary, _ map[string]*device) 
 	return nil
 }
 
-// idle counts the devices whose activity never reached IdleBelow in the
-// range, reading each device's preferred activity field.
-func (b *builder) idle(ctx context.Context, s *Summary, devs map[string]*device) error {
-	maxOf := map[string]map[string]float64{}
-	for _, f := range []struct {
-		metric string
-		scale  float64
-	}{{gpuUtil, 100}, {grActive, 1}, {smActive, 1}} {
-		res, err := b.q(ctx, fmt.Sprintf(`max by (%s) (max_over_time(%s{%s}[%s]))`, b.by(), f.metric, b.sel, b.rng))
-		if err != nil {
-			return err
-		}
-		m := map[string]float64{}
-		for _, r := range res {
-			if len(r.samples) == 1 {
-				m[deviceKey(r.labels)] = r.samples[0].v / f.scale
-			}
-		}
-		maxOf[f.metric] = m
-	}
-	for key, d := range devs {
-		prefer := []string{gpuUtil, grActive, smActive}
-		if d.mig {
-			// DCGM gives no GPU_UTIL on an instance; a value there would
-			// be the board's, not the instance's.
-			prefer = prefer[1:]
-		}
-		known := false
-		for _, f := range prefer {
-			if v, ok := maxOf[f][key]; ok {
-				known = true
-				if v < IdleBelow {
-					s.Idle++
-					s.IdleDevices = append(s.IdleDevices, d.name)
-				}
-				break
-			}
-		}
-		if !known {
-			s.IdleUnknown++
-		}
-	}
-	sort.Strings(s.IdleDevices)
-	return nil
-}
-
 // stream hands every raw sample of metric for the selection in the range
 // to each, series by series in time order, reading at most ChunkSamples
 // samples per query: the range is split into equal chunks by the count of

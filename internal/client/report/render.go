@@ -114,5 +114,8 @@ func idle(s *Summary) string {
 	if s.IdleUnknown > 0 {
 		out += fmt.Sprintf(" (%d without an activity field)", s.IdleUnknown)
 	}
+	if s.IdleFrom != "" {
+		out += fmt.Sprintf("; idle: activity under %g%% throughout, from %s", IdleBelow*100, s.IdleFrom)
+	}
 	return out
 }

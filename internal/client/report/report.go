@@ -15,15 +15,6 @@ import (
 	"time"
 )
 
-// IdleBelow is gpuscope's one definition of an idle GPU: a GPU or MIG
-// instance whose compute activity stays below this share of the time.
-// Activity is DCGM_FI_DEV_GPU_UTIL / 100 on a whole GPU that has it, else
-// DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_PROF_SM_ACTIVE; on a MIG
-// instance, where DCGM gives no DCGM_FI_DEV_GPU_UTIL, the profiling fields
-// alone. GPU_UTIL is whole percent, so on it this is "0%", as in the
-// alert rules (docs/report.md#idle).
-const IdleBelow = 0.01
-
 // SchemaVersion is the "v" of the JSON summary; it changes only when a
 // field changes meaning or goes away.
 const SchemaVersion = 1
@@ -144,10 +135,12 @@ type Summary struct {
 	EnergyExcluded int      `json:"energy_excl,omitempty"`
 	// Idle counts the GPUs and instances whose activity stayed below
 	// IdleBelow the whole range; IdleUnknown those without an activity
-	// field. IdleDevices names the idle ones (table only).
+	// field. IdleDevices names the idle ones, and IdleFrom says what the
+	// activity was read from (table only).
 	Idle        int      `json:"idle"`
 	IdleUnknown int      `json:"idle_unknown,omitempty"`
 	IdleDevices []string `json:"-"`
+	IdleFrom    string   `json:"-"`
 }
 
 // jsonSel is the selection in the JSON form: only what was asked.

@@ -207,7 +207,8 @@ func TestTable(t *testing.T) {
 	s := &Summary{Selection: Selection{Namespace: "ml", Pod: "train-0"}, From: 1_750_000_000, To: 1_750_003_600,
 		GPUs: 4, MIG: 1, GPUHours: 3.9987, SM: &Stat{Mean: 0.609, P99: 0.949}, Tensor: &Stat{Mean: 0.342, P99: 0.739},
 		Bound: map[string]float64{"compute": 0.42, "memory": 0.25, "communication": 0.191, "input": 0.139, "idle": 0},
-		Stall: &stall, MemPeakBytes: 30 << 30, EnergyJoules: &energy, EnergyExcluded: 1, Idle: 1, IdleDevices: []string{"node-7 GPU 5"}}
+		Stall: &stall, MemPeakBytes: 30 << 30, EnergyJoules: &energy, EnergyExcluded: 1, Idle: 1, IdleDevices: []string{"node-7 GPU 5"},
+		IdleFrom: idleFromRules}
 	var b strings.Builder
 	require.NoError(t, s.WriteTable(&b))
 	for _, want := range []string{
@@ -215,7 +216,7 @@ func TestTable(t *testing.T) {
 		"4 (1 MIG instances)", "GPU-hours        4.00", "mean 60.9%, p99 94.9%",
 		"compute 42.0%, memory 25.0%, communication 19.1%, input 13.9%, idle 0.0%",
 		"12.6% of the busy time", "30.0 GiB on one GPU", "58.1 kJ (0.0161 kWh); 1 MIG instances or shared GPUs left out",
-		"1 of 4: node-7 GPU 5",
+		"1 of 4: node-7 GPU 5; idle: activity under 5% throughout, from the recorded gpu:gpuscope_engine_active:max2m",
 	} {
 		assert.Contains(t, b.String(), want)
 	}
