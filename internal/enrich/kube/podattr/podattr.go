@@ -179,15 +179,6 @@ func (c *Config) setDefaults() {
 // kubelet call.
 const MinRefreshInterval = 100 * time.Millisecond
 
-// CheckResourceName refuses a resource name that matches nothing: empty, or
-// with a wildcard other than a trailing '*'.
-func CheckResourceName(n string) error {
-	if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
-		return fmt.Errorf("%q is not a resource name (a trailing '*' is the only wildcard)", n)
-	}
-	return nil
-}
-
 func (c *Config) validate() error {
 	for _, n := range c.ResourceNames {
 		if err := CheckResourceName(n); err != nil {
