@@ -50,6 +50,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	for _, w := range set.Warnings {
 		log.WithField("file", set.File).Warn(w)
 	}
+	noteProcessRoles(cfg, set, log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -86,6 +87,22 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	startReload(ctx, cfg, eng, reg, log)
 	return listenAndServe(ctx, cfg, eng, src, set, gatherers{reg, sampled}, log, manual)
+}
+
+// noteProcessRoles says once that the counters file's per-process lines
+// (nvidia_gpu_exporter's nvidia_smi_compute_app*) stay empty until
+// --processes turns the per-process series on.
+func noteProcessRoles(cfg *config.Config, set *counters.Set, log *logrus.Entry) {
+	if cfg.Engine.Processes.Enabled {
+		return
+	}
+	for _, f := range set.Fields {
+		if f.Export.Role.PerProcess() {
+			log.WithFields(logrus.Fields{"file": set.File, "line": f.Line, "field": f.Name}).
+				Info("The counters file lists per-process families; they are served with " + cfg.Flag(config.FlagProcesses))
+			return
+		}
+	}
 }
 
 func newLogger(cfg config.Log) *logrus.Entry {

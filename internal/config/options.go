@@ -76,6 +76,20 @@ func collectionOptions(in *Input) []Option {
 		{Name: FlagNativeHistograms, Category: CatCollection,
 			Value: Bool(&in.NativeHistograms, true),
 			Usage: "serve a native histogram of every field with window statistics (<FIELD>_distribution) to scrapers that negotiate protobuf, as Prometheus does with native histograms on; --native-histograms=false turns them off, as nohist does for one line of the counters file"},
+		{Name: FlagProcesses, Category: CatCollection,
+			Value: Bool(&in.Engine.Processes.Enabled, false),
+			Usage: "export a series per GPU process (PID, name, memory, SM share, its pod when known), and nvidia_gpu_exporter's nvidia_smi_compute_app* with its counters file; costs series per process (docs/metrics.md)"},
+		{Name: FlagProcessesMax, Category: CatCollection,
+			Value: Int(&in.Engine.Processes.MaxPerGPU, engine.DefaultMaxProcessesPerGPU),
+			Usage: "with --processes, the most processes exported per GPU (its MIG instances' together); the others are counted in gpuscope_processes_dropped_total",
+			Check: func(c *Config) error {
+				p := c.Engine.Processes
+				if err := problem(p.MaxPerGPU < 0 || (c.Given(FlagProcessesMax) && p.MaxPerGPU < 1),
+					"%d: keep at least 1 process per GPU (turn the per-process series off with %s=false)", p.MaxPerGPU, c.Flag(FlagProcesses)); err != nil {
+					return err
+				}
+				return problem(c.Given(FlagProcessesMax) && !p.Enabled, "only applies with %s (the per-process series are off)", c.Flag(FlagProcesses))
+			}},
 		{Name: FlagInsightWindow, Category: CatCollection,
 			Value: Duration(&in.InsightWindow, engine.DefaultInsightWindow),
 			Usage: "span the insight metrics are computed over (at least 2s); the longest step period found is half of it",
