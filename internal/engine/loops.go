@@ -81,15 +81,18 @@ func (e *Engine) Reload(set *counters.Set) error {
 }
 
 // Loops is how many background loops wait on Options.Clock between their
-// runs once Start has returned: one per field group, and the insight loop
-// when insight is on. Each arms exactly one timer while it waits, so a
-// driver of a fake clock that finds this many timers armed knows that every
-// loop has finished what its last move of the clock started.
+// runs once Start has returned: one per field group, the insight loop when
+// insight is on, the process loop when per-process series are. Each arms
+// one timer while it waits, so a driver of a fake clock that finds this many
+// armed knows that every loop has finished what its last move started.
 func (e *Engine) Loops() int {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	n := len(e.plan.groups)
 	if e.plan.insight.on {
+		n++
+	}
+	if e.opts.Processes.Enabled {
 		n++
 	}
 	return n
@@ -109,6 +112,7 @@ func (e *Engine) startLoops() {
 		e.loops.Add(1)
 		go e.runInsight(ctx, ins.every)
 	}
+	e.startProcesses(ctx)
 }
 
 func (e *Engine) stopLoops() {

@@ -101,6 +101,8 @@ func (e *Engine) renderNvidiaGPUExporter(w *snapshotWriter) {
 					w.sample(f.Name, labels, `,`+labelXID+`="`+eventnames.XIDLabel(x.code)+`"} `, v)
 				}
 			})
+		case counters.RoleComputeAppInfo, counters.RoleComputeAppMemory, counters.RoleComputeApps, counters.RoleComputeAppsSuccess:
+			e.renderComputeApps(w, f)
 		default:
 			if v, ok := e.col.value(f.Export.Role, len(p.groups)); ok {
 				// Exporter-wide: no labels, as there.

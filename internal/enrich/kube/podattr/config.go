@@ -2,7 +2,6 @@ package podattr
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -165,15 +164,6 @@ func (c *Config) setDefaults() {
 // MinRefreshInterval is the shortest refresh interval: each refresh is a
 // kubelet call.
 const MinRefreshInterval = 100 * time.Millisecond
-
-// CheckResourceName refuses a resource name that matches nothing: empty, or
-// with a wildcard other than a trailing '*'.
-func CheckResourceName(n string) error {
-	if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
-		return fmt.Errorf("%q is not a resource name (a trailing '*' is the only wildcard)", n)
-	}
-	return nil
-}
 
 func (c *Config) validate() error {
 	for _, n := range c.ResourceNames {

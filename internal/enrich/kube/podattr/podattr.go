@@ -57,6 +57,10 @@ type snapshot struct {
 	malformed    int
 	unattributed int
 	usage        []podUsage
+	// procPods are the pods of the GPU processes mapped through their
+	// cgroup, by PID, for the per-process series (ProcessPod); at most
+	// maxPodUsage of them.
+	procPods map[uint32]podRef
 	// alloc holds every holder of every GPU and MIG instance, shared ones
 	// included, for gpuscope_pod_gpu_allocation.
 	alloc []allocation
