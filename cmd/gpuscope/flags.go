@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/config"
+	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
@@ -107,7 +108,7 @@ func labelFlags(in *config.Input) []cli.Flag {
 func sourceFlags(in *config.Input) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: config.FlagSource, Value: in.Source, Category: catSources, Destination: &in.Source, EnvVars: env("GPUSCOPE_SOURCE"),
-			Usage: "where GPU data comes from: auto (DCGM, else NVML), dcgm, nvml, or sim (simulated GPUs)"},
+			Usage: "where GPU data comes from: " + source.Usage()},
 		&cli.BoolFlag{Name: config.FlagFakeGPUs, Category: catSources, Destination: &in.FakeGPUs, EnvVars: env("GPUSCOPE_FAKE_GPUS", "DCGM_EXPORTER_USE_FAKE_GPUS"),
 			Usage: "serve simulated GPUs: the same as --source=sim"},
 		&cli.StringFlag{Name: config.FlagDCGMMode, Value: in.DCGMMode, Category: catSources, Destination: &in.DCGMMode, EnvVars: env("GPUSCOPE_DCGM_MODE"),
