@@ -22,7 +22,13 @@ func TestEveryRegisteredSourceIsWired(t *testing.T) {
 	kinds := source.Kinds()
 	require.NotEmpty(t, kinds)
 	var in config.Input
-	help := sourceFlags(&in)[0].(interface{ GetUsage() string }).GetUsage()
+	help := ""
+	for _, o := range config.Options(&in) {
+		if o.Name == config.FlagSource {
+			help = o.Usage
+		}
+	}
+	require.NotEmpty(t, help, "--source has help")
 	supports := map[string]bool{}
 	for _, s := range sourceSupport() {
 		supports[s.Source] = true
