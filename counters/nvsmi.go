@@ -51,7 +51,19 @@ const (
 	RoleCollectTimestamp
 	RoleCollectDuration
 	RoleCollectFailures
+	// The per-process roles are that exporter's --collect.compute-apps
+	// families, written while gpuscope's per-process series are on
+	// (--processes): 1 per process labelled uuid, pid and process_name;
+	// the process's memory under the same labels; the processes of each
+	// GPU; and whether the last listing worked.
+	RoleComputeAppInfo
+	RoleComputeAppMemory
+	RoleComputeApps
+	RoleComputeAppsSuccess
 )
+
+// PerProcess says whether the role is one of the per-process families.
+func (r Role) PerProcess() bool { return r >= RoleComputeAppInfo && r <= RoleComputeAppsSuccess }
 
 // LabelFormat turns a label-type field's text into the form that exporter
 // writes.
@@ -246,6 +258,13 @@ var nvidiaSMINames = func() []compatName {
 		role("nvidia_smi_last_collect_success_timestamp_seconds", "", Gauge, RoleCollectTimestamp, "Unix timestamp of the most recent successful collection"),
 		role("nvidia_smi_last_collect_duration_seconds", "", Gauge, RoleCollectDuration, "Duration of the most recent collection"),
 		role("nvidia_smi_failed_scrapes_total", "", Counter, RoleCollectFailures, "Number of failed collections"),
+
+		// Its --collect.compute-apps families (internal/exporter/exporter.go,
+		// newComputeAppDescs), written with --processes.
+		role("nvidia_smi_compute_app_info", "", Gauge, RoleComputeAppInfo, "A metric with a constant '1' value labeled by the identity of a process with a compute context on a GPU."),
+		role("nvidia_smi_compute_app_used_memory_bytes", "", Gauge, RoleComputeAppMemory, "GPU memory used by the process. Absent when the driver cannot report it (e.g. Windows WDDM)."),
+		role("nvidia_smi_compute_apps", "", Gauge, RoleComputeApps, "Number of processes with a compute context on the GPU."),
+		role("nvidia_smi_compute_apps_last_collect_success", "", Gauge, RoleComputeAppsSuccess, "Whether the most recent per-process collection succeeded (1) or not (0)"),
 	}
 	// Drivers before R535 name the reasons clocks_throttle_reasons.*, and
 	// dashboards and rules read both names.

@@ -298,6 +298,12 @@ type Process struct {
 	// sampling period, or -1 when the driver gives none (always inside a
 	// MIG instance).
 	SMUtil float64
+	// Name is the process's name as the driver gives it
+	// (nvmlSystemGetProcessName: its executable, at most 255 bytes), or,
+	// when the driver cannot read it, nvidia-smi's token for why
+	// ("[Insufficient Permissions]", "[N/A]", "[Unknown Error]"). It
+	// comes from the process itself: any bytes, any length.
+	Name string
 }
 
 // ProcessLister is implemented by sources that can list GPU processes.

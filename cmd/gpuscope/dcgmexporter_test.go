@@ -113,7 +113,7 @@ func flagCases() map[string]flagCase {
 		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.DCGM.AcceptFakeGPUs }), want: "true"},
 		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},
 		"xid-count-window-size":          {value: "60000", want: "1m0s", got: get(func(c *config.Config) any { return c.Collection.XIDWindow })},
-		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Labels.ReplaceBlanksInModelName }), want: "true"},
+		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Engine.ReplaceBlanksInModelName }), want: "true"},
 		"debug":                          {value: "true", got: get(func(c *config.Config) any { return c.Log.Level }), want: "debug"},
 		"clock-events-count-window-size": {value: "120000", want: "2m0s", got: get(func(c *config.Config) any { return c.Collection.ClockEventsWindow })},
 		"enable-dcgm-log":                {value: "true", want: "NONE", got: get(func(c *config.Config) any { return c.DCGM.HostEngineLogLevel })},

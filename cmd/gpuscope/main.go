@@ -101,8 +101,7 @@ func newAppWith(action func(context.Context, *config.Config) error) *cli.App {
 // buildConfig completes in with the values Destination cannot hold and the
 // names the flags were given by, and builds the configuration.
 func buildConfig(c *cli.Context, in *config.Input) (*config.Config, error) {
-	in.ResourceNames = c.StringSlice(config.FlagResourceNames)
-	in.PodLabelAllowlist = c.StringSlice(config.FlagPodLabelAllowlist)
+	config.FillSlices(in, c.StringSlice)
 	args, _ := c.App.Metadata[argsKey].([]string)
 	in.Given = map[string]string{}
 	for _, f := range c.App.Flags {

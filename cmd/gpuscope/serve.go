@@ -50,6 +50,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	for _, w := range set.Warnings {
 		log.WithField("file", set.File).Warn(w)
 	}
+	noteProcessRoles(cfg, set, log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -86,6 +87,22 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	startReload(ctx, cfg, eng, reg, log)
 	return listenAndServe(ctx, cfg, eng, src, set, gatherers{reg, sampled}, log, manual)
+}
+
+// noteProcessRoles says once that the counters file's per-process lines
+// (nvidia_gpu_exporter's nvidia_smi_compute_app*) stay empty until
+// --processes turns the per-process series on.
+func noteProcessRoles(cfg *config.Config, set *counters.Set, log *logrus.Entry) {
+	if cfg.Engine.Processes.Enabled {
+		return
+	}
+	for _, f := range set.Fields {
+		if f.Export.Role.PerProcess() {
+			log.WithFields(logrus.Fields{"file": set.File, "line": f.Line, "field": f.Name}).
+				Info("The counters file lists per-process families; they are served with " + cfg.Flag(config.FlagProcesses))
+			return
+		}
+	}
 }
 
 func newLogger(cfg config.Log) *logrus.Entry {
@@ -147,32 +164,31 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	if manual != nil {
 		clk, now = manual.Clock(), manual.Now
 	}
-	eng, err := engine.New(engine.Options{
-		Clock:                   clk,
-		Now:                     now,
-		Source:                  src,
-		Counters:                set,
-		DefaultInterval:         col.DefaultInterval,
-		Window:                  col.Window,
-		XIDWindow:               col.XIDWindow,
-		ClockEventsWindow:       col.ClockEventsWindow,
-		ClockEventsPeriod:       col.ClockEventsPeriod,
-		WindowOption:            cfg.Flag(config.FlagWindow),
-		ClockEventsWindowOption: cfg.Flag(config.FlagClockWindow),
-		Hostname:                lab.Hostname,
-		HostnameLabel:           lab.HostnameLabel,
-		Enrichers:               enrichers,
-		LabelOptions:            labelOptions(cfg),
-		Log:                     log.WithField("component", "engine"),
-		Select:                  selectEntities(col.Devices, log),
-		ComputeInstances:        col.ComputeInstances,
-
-		OldNamespace:             lab.OldNamespace,
-		ReplaceBlanksInModelName: lab.ReplaceBlanksInModelName,
-		Insight:                  cfg.Insight.Enabled,
-		InsightWindow:            cfg.Insight.Window,
-		NoNativeHistograms:       !col.NativeHistograms,
-	})
+	// The options flags set as they are come with the configuration.
+	opts := cfg.Engine
+	opts.Clock = clk
+	opts.Now = now
+	opts.Source = src
+	opts.Counters = set
+	opts.DefaultInterval = col.DefaultInterval
+	opts.Window = col.Window
+	opts.XIDWindow = col.XIDWindow
+	opts.ClockEventsWindow = col.ClockEventsWindow
+	opts.ClockEventsPeriod = col.ClockEventsPeriod
+	opts.WindowOption = cfg.Flag(config.FlagWindow)
+	opts.ClockEventsWindowOption = cfg.Flag(config.FlagClockWindow)
+	opts.Hostname = lab.Hostname
+	opts.HostnameLabel = lab.HostnameLabel
+	opts.Enrichers = enrichers
+	opts.LabelOptions = labelOptions(cfg)
+	opts.Log = log.WithField("component", "engine")
+	opts.Select = selectEntities(col.Devices, log)
+	opts.ComputeInstances = col.ComputeInstances
+	opts.OldNamespace = lab.OldNamespace
+	opts.Insight = cfg.Insight.Enabled
+	opts.InsightWindow = cfg.Insight.Window
+	opts.NoNativeHistograms = !col.NativeHistograms
+	eng, err := engine.New(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func openNVML(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
 func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
 	c := dcgm.Config{Mode: cfg.DCGM.Mode, RemoteHostengine: cfg.DCGM.RemoteHostengine, Window: cfg.Collection.Window,
 		Log: log.WithField("source", "dcgm"), BindUnbindPoll: cfg.Collection.BindUnbindPoll}
-	if k := cfg.Kubernetes; k.Enabled && (k.SharedGPUAttribution || k.VirtualGPUs) {
+	if k := cfg.Kubernetes; cfg.Engine.Processes.Enabled || (k.Enabled && (k.SharedGPUAttribution || k.VirtualGPUs)) {
 		// DCGM lists no processes; NVML beside it does (docs/dcgm.md).
 		c.Processes.Open = func() (dcgm.ProcessReader, error) {
 			r, err := nvml.OpenProcessReader(nvml.ReaderConfig{Logger: log.WithField("source", "dcgm")})

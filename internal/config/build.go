@@ -181,7 +181,7 @@ func (b *builder) collection() {
 func (b *builder) labels() {
 	c, in := b.cfg, b.in
 	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != "", HostnameLabel: in.HostnameLabel,
-		OldNamespace: in.OldNamespace, ReplaceBlanksInModelName: in.ReplaceBlanks}
+		OldNamespace: in.OldNamespace}
 	if in.NoHostname {
 		// dcgm-exporter reads -n into its config and has used it nowhere
 		// since 4.0.0 (pkg/cmd/app.go; internal/pkg/hostname): every
@@ -408,6 +408,7 @@ func allowlistExpr(patterns []string) (string, error) {
 func (b *builder) serving() {
 	c, in := b.cfg, b.in
 	c.HPCJobDir = in.HPCJobDir
+	c.Engine = in.Engine
 	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
 	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
 		MaxRequests: in.APIMaxRequests, MaxResponseBytes: in.APIMaxBytes,

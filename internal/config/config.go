@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/engine/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/source/dcgm"
@@ -59,6 +60,10 @@ type Config struct {
 	Insight   Insight
 	Web       Web
 	Dump      Dump
+	// Engine is the engine's options that flags set as they are, each
+	// bound to its field by its Option; the runtime ones (source, counters,
+	// clock, log) are added when the engine starts.
+	Engine engine.Options
 	// DisableStartupValidate is dcgm-exporter's switch for checks gpuscope
 	// does not run; it only earns a warning.
 	DisableStartupValidate bool
@@ -115,11 +120,10 @@ type Labels struct {
 	// Hostname is the Hostname label's value: the one given, else the
 	// remote host engine's host outside Kubernetes, else the host name.
 	// HostnameGiven says it was given (the node name in Kubernetes).
-	Hostname                 string
-	HostnameGiven            bool
-	HostnameLabel            string
-	OldNamespace             bool
-	ReplaceBlanksInModelName bool
+	Hostname      string
+	HostnameGiven bool
+	HostnameLabel string
+	OldNamespace  bool
 }
 
 // Log is the logging setup.

@@ -61,6 +61,15 @@ func TestBuild(t *testing.T) {
 				assert.Equal(t, 30*time.Second, c.Collection.DefaultInterval)
 				assert.Equal(t, time.Minute, c.Collection.XIDWindow)
 			}},
+		{"per-process series off by default, 64 per GPU when on", func(*Input) {},
+			func(t *testing.T, c *Config) {
+				assert.Equal(t, engine.ProcessOptions{MaxPerGPU: 64}, c.Engine.Processes)
+			}},
+		{"per-process series with a cap", func(in *Input) {
+			in.Engine.Processes.Enabled, in.Engine.Processes.MaxPerGPU, in.Given = true, 8, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
+		}, func(t *testing.T, c *Config) {
+			assert.Equal(t, engine.ProcessOptions{Enabled: true, MaxPerGPU: 8}, c.Engine.Processes)
+		}},
 		{"an address alone means remote mode", func(in *Input) { in.DCGMRemote = "10.0.0.2:5555" },
 			func(t *testing.T, c *Config) { assert.Equal(t, dcgm.ModeRemote, c.DCGM.Mode) }},
 		// dcgm-exporter's --fake-gpus (pkg/cmd/app.go, deviceinfo's
@@ -231,6 +240,12 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"streams", func(in *Input) { in.APIMaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
 		{"insight window", func(in *Input) { in.Insight, in.InsightWindow = true, time.Second },
 			"--insight-window 1s: the insight window must be at least 2s (20 samples at 100ms)"},
+		{"no process per GPU", func(in *Input) {
+			in.Engine.Processes.Enabled, in.Engine.Processes.MaxPerGPU, in.Given = true, 0, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
+		}, "--processes-max-per-gpu 0: keep at least 1 process per GPU (turn the per-process series off with --processes=false)"},
+		{"a cap without the per-process series", func(in *Input) {
+			in.Engine.Processes.MaxPerGPU, in.Given = 8, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
+		}, "--processes-max-per-gpu only applies with --processes (the per-process series are off)"},
 		{"dcgm mode", func(in *Input) { in.DCGMMode = "bogus" }, `--dcgm.mode "bogus": want one of embedded, remote, start`},
 		{"remote without an address", func(in *Input) { in.DCGMMode = "remote" },
 			"--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)"},

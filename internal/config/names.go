@@ -46,6 +46,8 @@ const (
 	FlagInsight            = "insight"
 	FlagInsightWindow      = "insight-window"
 	FlagNativeHistograms   = "native-histograms"
+	FlagProcesses          = "processes"
+	FlagProcessesMax       = "processes-max-per-gpu"
 	FlagEnableProfilingAPI = "web.enable-profiling-api"
 	FlagMaxConnections     = "web.max-connections"
 	FlagAPIMaxStreams      = "api-max-streams"

@@ -3,27 +3,17 @@ package config
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 )
 
-// MinReloadPoll is the shortest --collectors-poll-interval: a poll reads
-// and hashes the file, which changes at human speed; at 1ns it would spin
-// a core.
-const MinReloadPoll = 100 * time.Millisecond
-
-// MinAPIMaxBytes is the smallest --api-max-bytes: one GPU's window of one
-// field must fit.
-const MinAPIMaxBytes = 64 << 10
-
 // Validate reports every problem of the configuration at once, one per
-// line, each naming its flag as the user gave it.
+// line, each naming its flag as the user gave it: the checks that read
+// several flags, and each Option's own Check.
 func (c *Config) Validate() error {
 	var errs []error
 	check := func(flag string, bad bool, format string, args ...any) {
@@ -33,22 +23,14 @@ func (c *Config) Validate() error {
 	}
 	col := c.Collection
 	check(FlagCollectInterval, col.DefaultInterval < counters.MinInterval, "%s: below the minimum %s", col.DefaultInterval, counters.MinInterval)
-	check(FlagWindow, col.Window < counters.MinInterval, "%s: the window must be at least %s", col.Window, counters.MinInterval)
-	poll := c.Counters.ReloadPoll
-	check(FlagReloadPoll, poll < 0 || (poll > 0 && poll < MinReloadPoll), "%s: below the minimum %s (0 turns polling off)", poll, MinReloadPoll)
-	check(FlagMaxConnections, c.Web.MaxConnections < 1, "%d: at least 1", c.Web.MaxConnections)
-	check(FlagAPIMaxStreams, c.Web.MaxStreams < 1, "%d: allow at least 1 stream", c.Web.MaxStreams)
-	check(FlagAPIMaxRequests, c.Web.MaxRequests < 1, "%d: allow at least 1 request", c.Web.MaxRequests)
-	check(FlagAPIMaxBytes, c.Web.MaxResponseBytes < MinAPIMaxBytes, "%d: at least %d", c.Web.MaxResponseBytes, MinAPIMaxBytes)
-	check(FlagInsightWindow, c.Insight.Enabled && c.Insight.Window > engine.MaxInsightWindow,
-		"%s: longer than the rings hold; the largest that fits is %s (%d samples at %s)", c.Insight.Window, engine.MaxInsightWindow,
-		int(engine.MaxInsightWindow/counters.MinInterval), counters.MinInterval)
-	check(FlagInsightWindow, c.Insight.Enabled && c.Insight.Window < engine.MinInsightWindow,
-		"%s: the insight window must be at least %s (%d samples at %s)", c.Insight.Window, engine.MinInsightWindow,
-		int(engine.MinInsightWindow/counters.MinInterval), counters.MinInterval)
-	check(FlagHostnameLabel, c.Labels.HostnameLabel != "Hostname" && c.Labels.HostnameLabel != "hostname",
-		"%q: want Hostname or hostname", c.Labels.HostnameLabel)
-	check(FlagDumpRetention, c.Dump.Enabled && c.Dump.Retention < 0, "%d: use 0 or more hours", int(c.Dump.Retention/time.Hour))
+	for _, o := range Options(&Input{}) {
+		if o.Check == nil || c.bad[o.Name] {
+			continue
+		}
+		if err := o.Check(c); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", c.Flag(o.Name), err))
+		}
+	}
 	// Both label the GPUs with pods, and both serve gpuscope_kubernetes_up.
 	check(FlagSimPods, c.Sim.Pods && c.Kubernetes.Enabled, "and %s both label GPUs with pods (simulated, or the kubelet's); give one",
 		c.Flag(FlagKubernetes))

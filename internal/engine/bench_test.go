@@ -22,6 +22,7 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
+	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -36,6 +37,9 @@ type benchSize struct {
 	gpus    int
 	mig     string
 	perLink bool
+	// procs, when set, turns the per-process series on with that many
+	// processes on each GPU.
+	procs int
 }
 
 var benchSizes = []benchSize{
@@ -83,9 +87,13 @@ func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *sourcetest.Clock) {
 	cfg.Now = clk.Now
 	src, err := sim.New(cfg)
 	require.NoError(tb, err)
+	var from source.Source = src
+	if sz.procs > 0 {
+		from = withProcesses(src, sz.procs)
+	}
 	e, err := New(Options{
-		Source: src, Counters: benchCounters(tb, sz.perLink), DefaultInterval: time.Second, Window: 15 * time.Second,
-		Hostname: "node-1", Now: clk.Now, Log: quietLog(),
+		Source: from, Counters: benchCounters(tb, sz.perLink), DefaultInterval: time.Second, Window: 15 * time.Second,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Processes: ProcessOptions{Enabled: sz.procs > 0},
 	})
 	require.NoError(tb, err)
 	require.NoError(tb, src.Watch(e.plan.groups))
@@ -100,7 +108,43 @@ func newBenchEngine(tb testing.TB, sz benchSize) (*Engine, *sourcetest.Clock) {
 		}
 		clk.Add(100 * time.Millisecond)
 	}
+	if sz.procs > 0 {
+		e.refreshProcesses()
+	}
 	return e, clk
+}
+
+// manyProcesses is a sim node whose GPUs each run n processes.
+type manyProcesses struct {
+	*sim.Source
+	list []source.Process
+}
+
+func (m *manyProcesses) Processes() []source.Process { return m.list }
+
+func withProcesses(src *sim.Source, n int) *manyProcesses {
+	m := &manyProcesses{Source: src}
+	for _, ent := range src.Entities() {
+		if ent.Kind != source.GPU {
+			continue
+		}
+		for i := range n {
+			m.list = append(m.list, source.Process{PID: uint32(1000*(ent.GPU+1) + i), UUID: ent.UUID, GPUInstanceID: -1,
+				UsedMemoryBytes: uint64(i+1) << 28, SMUtil: float64(i % 100), Name: "/usr/bin/python3"})
+		}
+	}
+	return m
+}
+
+// BenchmarkRenderProcesses is the cost the per-process series add to a
+// scrape: eight GPUs without them, and with 64 processes (the default cap)
+// on each. Run side by side:
+//
+//	go test -run '^$' -bench RenderProcesses -benchmem -count 5 ./internal/engine/
+func BenchmarkRenderProcesses(b *testing.B) {
+	for _, sz := range []benchSize{{name: "8gpu_off"}, {name: "8gpu_64procs", procs: DefaultMaxProcessesPerGPU}} {
+		b.Run(sz.name, func(b *testing.B) { benchRender(b, sz) })
+	}
 }
 
 // families parses the engine's own exposition into the metric families that

@@ -19,7 +19,6 @@ import (
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine/insight"
 	"github.com/gpuscope/gpuscope/internal/engine/nhist"
-	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -86,6 +85,8 @@ type Options struct {
 	// NoNativeHistograms leaves out the native histogram of every field
 	// with window statistics (NativeHistograms returns none).
 	NoNativeHistograms bool
+	// Processes exports a series per GPU process (procs.go).
+	Processes ProcessOptions
 }
 
 // oldNamespaceLabels are dcgm-exporter 1.x's names of the pod labels
@@ -141,6 +142,9 @@ type Engine struct {
 	healthPtr   map[*source.Entity]*entityState
 	healthOrder []*entityState
 
+	// proc is the state of the process list (procs.go).
+	proc procState
+
 	// insMu serialises insight computations; the scratch below is theirs.
 	insMu       sync.Mutex
 	insWork     []*insightWork
@@ -191,16 +195,16 @@ func New(opts Options) (*Engine, error) {
 	if opts.InsightWindow <= 0 {
 		opts.InsightWindow = DefaultInsightWindow
 	}
-	if opts.Insight && opts.InsightWindow < MinInsightWindow {
-		return nil, fmt.Errorf("engine: insight window %s is too short: it must hold at least 20 samples at %s", opts.InsightWindow, insightInterval)
-	}
-	if opts.Insight && opts.InsightWindow > MaxInsightWindow {
-		return nil, fmt.Errorf("engine: insight window %s needs %d samples of each insight field at %s, more than the %d a ring holds: "+
-			"no insight series would ever appear; the largest that fits is %s",
-			opts.InsightWindow, int(opts.InsightWindow/insightInterval)+2, insightInterval, window.MaxCapacity, MaxInsightWindow)
+	if opts.Insight {
+		if err := CheckInsightWindow(opts.InsightWindow); err != nil {
+			return nil, fmt.Errorf("engine: insight window %w", err)
+		}
 	}
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
+	}
+	if err := opts.Processes.check(); err != nil {
+		return nil, err
 	}
 	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
@@ -242,45 +246,6 @@ func New(opts Options) (*Engine, error) {
 // labels than a remote store accepts, naming the counters file.
 func (e *Engine) checkLabelBudget(p *plan) error {
 	return shapeOf(&e.opts, p.set, e.enr).Check()
-}
-
-// checkWindow refuses a window that a ring cannot hold: a field's window
-// ring keeps at most window.MaxCapacity samples, so --window 24h at 100 ms
-// would cover 409.4 s while the HELP text says 24h. The clock-event samples
-// that DCGM_EXP_CLOCK_EVENTS_COUNT counts are bounded the same way, and its
-// window_size_in_ms label would overstate the span just as HELP would. The
-// error names the option, the field, its line and the largest window that
-// fits.
-func checkWindow(p *plan, o *Options) error {
-	for _, m := range p.metrics {
-		if m.windowHeader == "" {
-			continue
-		}
-		if err := windowFits(p, m.field, o.WindowOption, o.Window, p.slots[m.slot].interval, window.MaxCapacity, "series"); err != nil {
-			return err
-		}
-	}
-	if f := p.expClock; f != nil {
-		// The samples counted are those of the clock-event reasons field,
-		// watched at the shortest interval any line asks of it.
-		iv := p.slots[p.slotOf[fieldid.ClocksEventReasons]].interval
-		if err := windowFits(p, *f, o.ClockEventsWindowOption, o.ClockEventsWindow, iv, maxClockSamples, "GPU"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// windowFits is checkWindow's test for one field: a window of win at a watch
-// interval of iv needs window.SamplesFor samples (the ring's sizing), at
-// most capacity.
-func windowFits(p *plan, f counters.Field, option string, win, iv time.Duration, capacity int, per string) error {
-	if need := window.SamplesFor(win, iv); need > capacity {
-		fits := window.SpanOf(capacity, iv)
-		return fmt.Errorf("%s:%d: %s: a %s of %s at its %s watch interval needs %d samples per %s, more than the %d a window holds; use %s %s or less, or a longer watch interval for this field",
-			p.set.File, f.Line, f.Name, option, win, iv, need, per, capacity, option, fits)
-	}
-	return nil
 }
 
 // Start watches the fields and starts one sampling loop per interval. A
@@ -352,15 +317,18 @@ func (e *Engine) Reload(set *counters.Set) error {
 }
 
 // Loops is how many background loops wait on Options.Clock between their
-// runs once Start has returned: one per field group, and the insight loop
-// when insight is on. Each arms exactly one timer while it waits, so a
-// driver of a fake clock that finds this many timers armed knows that every
-// loop has finished what its last move of the clock started.
+// runs once Start has returned: one per field group, the insight loop when
+// insight is on, the process loop when per-process series are. Each arms
+// one timer while it waits, so a driver of a fake clock that finds this many
+// armed knows that every loop has finished what its last move started.
 func (e *Engine) Loops() int {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	n := len(e.plan.groups)
 	if e.plan.insight.on {
+		n++
+	}
+	if e.opts.Processes.Enabled {
 		n++
 	}
 	return n
@@ -380,6 +348,7 @@ func (e *Engine) startLoops() {
 		e.loops.Add(1)
 		go e.runInsight(ctx, ins.every)
 	}
+	e.startProcesses(ctx)
 }
 
 func (e *Engine) stopLoops() {

@@ -32,6 +32,7 @@ type protoShape struct {
 	mig       string
 	events    float64
 	insight   bool
+	processes bool
 	enrichers func() []enrich.Enricher
 }
 
@@ -58,7 +59,8 @@ func newShapeEngineClock(t *testing.T, sh protoShape) (*Engine, *sourcetest.Cloc
 	src, err := sim.New(cfg)
 	require.NoError(t, err)
 	opts := Options{Source: src, Counters: parseSet(t, sh.csv(t)), DefaultInterval: time.Second, Window: 2 * time.Second,
-		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: sh.insight, InsightWindow: 2 * time.Second}
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: sh.insight, InsightWindow: 2 * time.Second,
+		Processes: ProcessOptions{Enabled: sh.processes}}
 	if sh.enrichers != nil {
 		opts.Enrichers = sh.enrichers()
 	}
@@ -76,6 +78,9 @@ func newShapeEngineClock(t *testing.T, sh protoShape) (*Engine, *sourcetest.Cloc
 		}
 		clk.Add(100 * time.Millisecond)
 	}
+	if sh.processes {
+		e.refreshProcesses()
+	}
 	return e, clk
 }
 
@@ -84,7 +89,8 @@ func newShapeEngineClock(t *testing.T, sh protoShape) (*Engine, *sourcetest.Cloc
 // holds every family of the text exposition with the same HELP,
 // TYPE, series, label sets and values, and the native histograms besides;
 // for engines with MIG, per-link NVLink fields, pod and label-field
-// labels, window statistics, the event families and the insight families.
+// labels, window statistics, the event families, the insight families and
+// the per-process families in both layouts.
 func TestFamiliesMatchTheText(t *testing.T) {
 	pods := func() []enrich.Enricher {
 		return []enrich.Enricher{&podEnricher{Collector: prometheus.NewGauge(prometheus.GaugeOpts{Name: "x", Help: "x"}), gen: 1}}
@@ -93,12 +99,12 @@ func TestFamiliesMatchTheText(t *testing.T) {
 	tests := []protoShape{
 		{name: "window stats, MIG, insight", csv: dcp, mig: "7x1g.10gb", insight: true},
 		{name: "per-link NVLink, MIG", csv: func(tb testing.TB) string { return dcp(tb) + perLinkCSV(tb) }, mig: "7x1g.10gb"},
-		{name: "dcgm-exporter defaults, events, pods, label fields", events: 200, enrichers: pods,
+		{name: "dcgm-exporter defaults, events, pods, label fields, processes", events: 200, enrichers: pods, processes: true,
 			csv: func(tb testing.TB) string {
 				return readCSV(tb, etc.DefaultCounters(), "DCGM_FI_PROF_SM_ACTIVE, gauge, a (ratio), 100ms, min max avg p50 p90 p99\n"+
 					"DCGM_EXP_GPU_HEALTH_STATUS, gauge, h\nDCGM_EXP_P2P_STATUS, gauge, p\n")
 			}},
-		{name: "nvidia_gpu_exporter roles, MIG, events", csv: func(tb testing.TB) string {
+		{name: "nvidia_gpu_exporter roles, MIG, events, processes", processes: true, csv: func(tb testing.TB) string {
 			f, err := os.Open(filepath.Join("..", "..", "etc", "nvidia-gpu-exporter.csv"))
 			require.NoError(tb, err)
 			defer f.Close()
@@ -146,6 +152,11 @@ func TestFamiliesMatchTheText(t *testing.T) {
 				}
 			}
 			assert.Equal(t, windowed, hists, "a native histogram for every field with window statistics")
+			if sh.processes {
+				_, own := want[procInfoName]
+				_, nvsmi := want["nvidia_smi_compute_app_info"]
+				assert.True(t, own || nvsmi, "the per-process families are among those compared")
+			}
 			assert.Greater(t, len(want), 10, "families in the text")
 		})
 	}

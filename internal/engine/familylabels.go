@@ -15,7 +15,8 @@ func familyLabel(name string) string {
 
 // The labels families add: the window statistics, the XID, clock-event,
 // health and P2P families, dcgm-exporter's XID labels on
-// DCGM_FI_DEV_XID_ERRORS, and insight's bound class.
+// DCGM_FI_DEV_XID_ERRORS, insight's bound class, and the per-process
+// families' process.
 var (
 	labelStat            = familyLabel("stat")
 	labelXID             = familyLabel("xid")
@@ -29,4 +30,6 @@ var (
 	labelPeerGPU         = familyLabel("peer_gpu")
 	labelLinkStatus      = familyLabel("link_status")
 	labelBound           = familyLabel("bound")
+	labelPID             = familyLabel("pid")
+	labelProcessName     = familyLabel("process_name")
 )

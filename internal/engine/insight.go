@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -67,6 +68,21 @@ const insightInterval = counters.MinInterval
 
 // MinInsightWindow is the shortest insight window: 20 samples.
 const MinInsightWindow = 20 * insightInterval
+
+// CheckInsightWindow says why an insight window cannot be used: too short
+// for 20 samples, or longer than the rings hold, when no insight series
+// would ever appear. The error starts with the window.
+func CheckInsightWindow(d time.Duration) error {
+	if d > MaxInsightWindow {
+		return fmt.Errorf("%s: longer than the rings hold; the largest that fits is %s (%d samples at %s)", d, MaxInsightWindow,
+			int(MaxInsightWindow/insightInterval), insightInterval)
+	}
+	if d < MinInsightWindow {
+		return fmt.Errorf("%s: the insight window must be at least %s (%d samples at %s)", d, MinInsightWindow,
+			int(MinInsightWindow/insightInterval), insightInterval)
+	}
+	return nil
+}
 
 // insightPlan is the plan's part for the insight metrics.
 type insightPlan struct {

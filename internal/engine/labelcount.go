@@ -21,8 +21,8 @@ type SeriesShape struct {
 	// time (enrich.ExtraLabeler.MaxExtraLabels: the pod labels).
 	ExtraLabels int
 	// ComputeInstances, OldNamespace and Insight are the Options of the
-	// same names.
-	ComputeInstances, OldNamespace, Insight bool
+	// same names; Processes is Options.Processes.Enabled.
+	ComputeInstances, OldNamespace, Insight, Processes bool
 	// HostnameLabel names the host label; "" when none is written.
 	HostnameLabel string
 	// Options names, by label name, the option that adds it
@@ -33,7 +33,7 @@ type SeriesShape struct {
 // shapeOf is the shape of an engine's series under opts and enrichers.
 func shapeOf(opts *Options, set *counters.Set, enr []enricherLabels) SeriesShape {
 	s := SeriesShape{Counters: set, ComputeInstances: opts.ComputeInstances, OldNamespace: opts.OldNamespace,
-		Insight: opts.Insight, Options: opts.LabelOptions}
+		Insight: opts.Insight, Processes: opts.Processes.Enabled, Options: opts.LabelOptions}
 	if writesHostname(opts, layoutOf(set)) {
 		s.HostnameLabel = opts.HostnameLabel
 	}
@@ -153,7 +153,10 @@ func layoutOf(set *counters.Set) counters.Layout {
 // their MIG instances two (err_code and err_msg on the XID field, xid and
 // xid_description on gpuscope's XID counts, clock_event or xid with
 // window_size_in_ms on dcgm-exporter's window counts, health_watch and
-// health_error_code, peer_gpu and link_status) or one (clock_event, bound).
+// health_error_code, peer_gpu and link_status, pid and process_name on the
+// per-process families) or one (clock_event, bound). A process's series
+// carry its pod's labels, which are among the enricher labels counted,
+// and none of the device's other enricher labels.
 func (s SeriesShape) familyLabels(e *source.Entity) int {
 	n := 0
 	if s.Counters == nil {
@@ -171,6 +174,9 @@ func (s SeriesShape) familyLabels(e *source.Entity) int {
 	}
 	if has[fieldid.XIDErrors] || has[fieldid.ExpXIDErrorsCount] || has[fieldid.ExpClockEventsCount] ||
 		has[fieldid.ExpGPUHealthStatus] || has[fieldid.ExpP2PStatus] {
+		return 2
+	}
+	if s.Processes && e.Kind != source.ComputeInstance {
 		return 2
 	}
 	if has[fieldid.ClocksEventReasons] || s.Insight {

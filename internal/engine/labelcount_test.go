@@ -32,7 +32,12 @@ func (p *everyEntityEnricher) Values(*source.Entity) []string {
 	}
 	return v
 }
-func (p *everyEntityEnricher) Generation() uint64  { return 1 }
+func (p *everyEntityEnricher) Generation() uint64 { return 1 }
+
+// ProcessPod gives every process a pod, container included.
+func (p *everyEntityEnricher) ProcessPod(*source.Entity, uint32) (string, string, string, bool) {
+	return "p", "n", "c", true
+}
 func (p *everyEntityEnricher) MaxExtraLabels() int { return p.extra }
 func (p *everyEntityEnricher) ExtraLabels(*source.Entity) []enrich.Label {
 	out := make([]enrich.Label, p.extra)
@@ -82,6 +87,9 @@ func widestRendered(t *testing.T, csv string, enr *everyEntityEnricher, opts Opt
 	swLink.Kind, swLink.Link = source.NVLink, 7
 	cpu, core := source.NewCPU(0, -1), source.NewCPU(0, 5)
 	src.Ents = append(src.Ents, &gi, &ci, &link, &sw, &swLink, &cpu, &core)
+	// A process on the GPU and one in the MIG instance, named.
+	src.Procs = []source.Process{{PID: 1, UUID: src.Ents[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 1, SMUtil: 1, Name: "a"},
+		{PID: 2, UUID: gi.UUID, GPUInstanceID: gi.GPUInstanceID, UsedMemoryBytes: 1, SMUtil: -1, Name: "b"}}
 	// DCGM's XID field is read per compute instance, so MIG instances get
 	// XIDs of their own.
 	for _, ent := range []*source.Entity{src.Ents[0], &gi, &ci} {
@@ -96,6 +104,10 @@ func widestRendered(t *testing.T, csv string, enr *everyEntityEnricher, opts Opt
 	for range 3 {
 		clk.Add(time.Second)
 		collectAll(t, e)
+	}
+	if opts.Processes.Enabled {
+		e.refreshProcesses()
+		require.Contains(t, scrape(t, e), procInfoName)
 	}
 	widest := map[string]int{}
 	for _, mf := range scrape(t, e) {
@@ -119,30 +131,44 @@ func TestLabelCountEqualsTheRenderedLabelsOfEveryKind(t *testing.T) {
 	pods := []string{"pod", "namespace", "container", "vgpu"}
 	tests := []struct {
 		name string
+		csv  string
 		opts Options
 		enr  *everyEntityEnricher
 		// want is the stored count per kind, __name__ and Prometheus'
 		// labels included.
 		want map[string]int
 	}{
-		{"kubernetes with virtual GPUs and pod labels, compute instances",
+		{"kubernetes with virtual GPUs and pod labels, compute instances", "",
 			Options{Hostname: "node-1", ComputeInstances: true},
 			&everyEntityEnricher{names: pods, extra: 3},
 			map[string]int{"GPU": 6 + 1 + 4 + 3 + 2 + 4, "MIG GPU instance": 8 + 1 + 4 + 3 + 2 + 4, "MIG compute instance": 9 + 1 + 4 + 3 + 2 + 4,
 				"GPU NVLink": 7 + 1 + 4 + 3 + 1 + 4, "NvSwitch link": 3 + 1 + 4 + 3 + 1 + 4, "NvSwitch": 2 + 1 + 4 + 3 + 1 + 4,
 				"CPU": 2 + 1 + 4 + 3 + 1 + 4, "CPU core": 3 + 1 + 4 + 3 + 1 + 4}},
-		{"no hostname, old namespace, no enricher labels",
+		{"no hostname, old namespace, no enricher labels", "",
 			Options{Hostname: "node-1", NoHostname: true, OldNamespace: true, ComputeInstances: true},
 			&everyEntityEnricher{},
 			map[string]int{"GPU": 5 + 1 + 2 + 4, "MIG GPU instance": 7 + 1 + 2 + 4, "MIG compute instance": 8 + 1 + 2 + 4,
 				"GPU NVLink": 6 + 1 + 1 + 4, "NvSwitch link": 2 + 1 + 1 + 4, "NvSwitch": 1 + 1 + 1 + 4, "CPU": 1 + 1 + 1 + 4, "CPU core": 2 + 1 + 1 + 4}},
+		// A process's series carry pid, process_name and its pod's three
+		// labels beside the device's: two family labels over a device
+		// series with the pod labels and no family label of its own.
+		{"per-process series, pod labels, no other family label", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DRIVER_VERSION, label, d\n",
+			Options{Hostname: "node-1", ComputeInstances: true, Processes: ProcessOptions{Enabled: true}},
+			&everyEntityEnricher{names: pods[:3]},
+			map[string]int{"GPU": 6 + 1 + 3 + 2 + 4, "MIG GPU instance": 8 + 1 + 3 + 2 + 4, "MIG compute instance": 9 + 1 + 3 + 4,
+				"GPU NVLink": 7 + 1 + 3 + 4, "NvSwitch link": 3 + 1 + 3 + 4, "NvSwitch": 2 + 1 + 3 + 4,
+				"CPU": 2 + 1 + 3 + 4, "CPU core": 3 + 1 + 3 + 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rendered := widestRendered(t, csv, tt.enr, tt.opts)
+			file := csv
+			if tt.csv != "" {
+				file = tt.csv
+			}
+			rendered := widestRendered(t, file, tt.enr, tt.opts)
 			opts := tt.opts
 			opts.HostnameLabel = DefaultHostnameLabel
-			shape := shapeOf(&opts, parseSet(t, csv), []enricherLabels{{e: tt.enr, names: tt.enr.names}})
+			shape := shapeOf(&opts, parseSet(t, file), []enricherLabels{{e: tt.enr, names: tt.enr.names}})
 			kinds := shape.Kinds()
 			require.Len(t, kinds, len(tt.want), "every kind is counted")
 			for _, k := range kinds {

@@ -27,7 +27,8 @@ func (e *Engine) Open() error {
 }
 
 // CollectAll collects every field group once, in interval order, and
-// refreshes the polled source status, as the background loops would.
+// refreshes the polled source status and, when per-process series are on,
+// the process list, as the background loops would.
 func (e *Engine) CollectAll(ctx context.Context) error {
 	e.mu.RLock()
 	n := len(e.plan.groups)
@@ -39,5 +40,8 @@ func (e *Engine) CollectAll(ctx context.Context) error {
 		}
 	}
 	e.pollStatus()
+	if e.opts.Processes.Enabled {
+		e.refreshProcesses()
+	}
 	return nil
 }

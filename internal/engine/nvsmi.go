@@ -101,6 +101,8 @@ func (e *Engine) renderNvidiaSMI(w *expo) {
 					w.sample(f.Name, labels, `,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, v)
 				}
 			})
+		case counters.RoleComputeAppInfo, counters.RoleComputeAppMemory, counters.RoleComputeApps, counters.RoleComputeAppsSuccess:
+			e.renderComputeApps(w, f)
 		default:
 			if v, ok := e.col.value(f.Export.Role, len(p.groups)); ok {
 				// Exporter-wide: no labels, as there.

@@ -97,6 +97,7 @@ func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 	e.renderHealthChecks(w, now)
 	e.renderP2P(w, now)
 	e.renderInsight(w, now)
+	e.renderProcesses(w)
 	e.renderHealth(w)
 }
 

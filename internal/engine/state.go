@@ -173,6 +173,8 @@ type entityState struct {
 	p2p   []source.P2PLink
 	p2pTS int64
 	ins   insightState
+	// proc holds the per-process series of the processes on the entity.
+	proc procEntity
 }
 
 // newRing makes the window ring of slot s, keeping the window statistics up

@@ -70,3 +70,15 @@ type RowSplitter interface {
 	// enricher's last refresh; nil when it has none.
 	SplitValues(e *source.Entity, field uint16) []float64
 }
+
+// ProcessOwner is implemented by enrichers that know which pod a GPU process
+// belongs to (podattr, through the process's cgroup; the simulated pods,
+// from the simulated layout), for the per-process series. Like Values, it
+// answers from memory.
+type ProcessOwner interface {
+	// ProcessPod returns the pod, namespace and container of process pid,
+	// which runs on e (a GPU or a MIG GPU instance), as of the enricher's
+	// last refresh; ok is false when the enricher does not know it. The
+	// container is empty when the pod is certain and its container is not.
+	ProcessPod(e *source.Entity, pid uint32) (pod, namespace, container string, ok bool)
+}

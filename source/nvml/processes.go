@@ -24,17 +24,60 @@ type procCursor struct {
 	// read asks only for newer ones.
 	lastTS   uint64
 	disabled bool
+	// names are the names of the processes of the last read, by PID, so
+	// that a process is named once rather than at every read; it holds
+	// the last read's processes only.
+	names map[uint32]string
+}
+
+// Tokens nvidia-smi prints for a process name it cannot read
+// (nvidia_gpu_exporter's internal/nvmlnative/format.go writes the same
+// for its nvml backend, internal/nvmlnative/backend_nvml.go: tok).
+const (
+	nameNotAvailable  = "[N/A]"
+	nameNoPermission  = "[Insufficient Permissions]"
+	nameUnknownError  = "[Unknown Error]"
+	nameNotFoundInLib = "[Function Not Found]"
+)
+
+// processName is the name of a process as nvmlSystemGetProcessName gives
+// it, or nvidia-smi's token for why it cannot be read.
+func processName(lib gonvml.Interface, pid uint32) string {
+	name, ret := lib.SystemGetProcessName(int(pid))
+	switch ret {
+	case gonvml.SUCCESS:
+		return name
+	case gonvml.ERROR_NOT_SUPPORTED:
+		return nameNotAvailable
+	case gonvml.ERROR_NO_PERMISSION:
+		return nameNoPermission
+	case gonvml.ERROR_FUNCTION_NOT_FOUND:
+		return nameNotFoundInLib
+	}
+	return nameUnknownError
+}
+
+// nameOf is the name of process pid: the last read's, or the driver's for
+// a process not seen then. It records the name for the next read in next.
+func (cur *procCursor) nameOf(lib gonvml.Interface, pid uint32, next map[uint32]string) string {
+	name, ok := cur.names[pid]
+	if !ok {
+		name = processName(lib, pid)
+	}
+	next[pid] = name
+	return name
 }
 
 // listProcesses reads the compute processes of one GPU
-// (nvmlDeviceGetComputeRunningProcesses: PID, memory, GPU instance) and
-// their SM utilisation (nvmlDeviceGetProcessUtilization, the samples newer
-// than the cursor's). The NVML source and the process reader beside DCGM
+// (nvmlDeviceGetComputeRunningProcesses: PID, memory, GPU instance), their
+// SM utilisation (nvmlDeviceGetProcessUtilization, the samples newer
+// than the cursor's) and their names (nvmlSystemGetProcessName, once per
+// process). The NVML source and the process reader beside DCGM
 // both read through it, so the two backends list processes alike. At most
 // maxN processes are kept. On a MIG-enabled GPU each process carries its
 // GPU instance, and NVML gives no per-process utilisation there: SMUtil
 // is -1, as it is for a process the driver sampled none of.
-func listProcesses(h gonvml.Device, uuid string, mig bool, cur *procCursor, maxN int) ([]source.Process, error) {
+func listProcesses(lib gonvml.Interface, h gonvml.Device, uuid string, mig bool, cur *procCursor, maxN int) ([]source.Process, error) {
 	if cur.disabled {
 		return nil, errNoProcessList
 	}
@@ -62,6 +105,7 @@ func listProcesses(h gonvml.Device, uuid string, mig bool, cur *procCursor, maxN
 	}
 	n := min(len(infos), maxN)
 	procs := make([]source.Process, 0, n)
+	names := make(map[uint32]string, n)
 	for _, p := range infos[:n] {
 		gi := -1
 		if mig && p.GpuInstanceId != noInstance {
@@ -72,8 +116,9 @@ func listProcesses(h gonvml.Device, uuid string, mig bool, cur *procCursor, maxN
 			util = -1
 		}
 		procs = append(procs, source.Process{PID: p.Pid, UUID: uuid, GPUInstanceID: gi,
-			UsedMemoryBytes: p.UsedGpuMemory, SMUtil: util})
+			UsedMemoryBytes: p.UsedGpuMemory, SMUtil: util, Name: cur.nameOf(lib, p.Pid, names)})
 	}
+	cur.names = names
 	return procs, nil
 }
 
@@ -98,7 +143,7 @@ func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
 	}
 	d.lastProcRefresh = now
 	log := s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid})
-	procs, err := listProcesses(h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
+	procs, err := listProcesses(s.lib, h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
 	switch {
 	case errors.Is(err, errNoProcessList):
 		log.Info("GPU cannot list its compute processes; process list disabled for it")

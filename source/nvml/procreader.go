@@ -84,7 +84,7 @@ func (r *ProcessReader) GPUProcesses(uuid string) ([]source.Process, error) {
 	}
 	mode, _, ret := g.h.GetMigMode()
 	mig := ret == gonvml.SUCCESS && mode == gonvml.DEVICE_MIG_ENABLE
-	procs, err := listProcesses(g.h, uuid, mig, &g.cur, r.max)
+	procs, err := listProcesses(r.lib, g.h, uuid, mig, &g.cur, r.max)
 	if err != nil {
 		if isLost(err) {
 			delete(r.gpus, uuid)

@@ -31,14 +31,15 @@ func TestProcessReaderListsAGPUsProcessesByUUID(t *testing.T) {
 		}
 		g.R.ProcUtil = []gonvml.ProcessUtilizationSample{{Pid: 100, TimeStamp: 10, SmUtil: 30}, {Pid: 100, TimeStamp: 20, SmUtil: 70}}
 	})
+	f.SetProcessName(100, "/usr/bin/python3")
 	r := openReader(t, f)
 	uuid := f.GPUs[3].UUID
 	got, err := r.GPUProcesses(uuid)
 	require.NoError(t, err)
 	assert.Equal(t, []source.Process{
-		{PID: 100, UUID: uuid, GPUInstanceID: -1, UsedMemoryBytes: 2 << 30, SMUtil: 70},
-		{PID: 200, UUID: uuid, GPUInstanceID: -1, UsedMemoryBytes: 1 << 30, SMUtil: -1},
-	}, got)
+		{PID: 100, UUID: uuid, GPUInstanceID: -1, UsedMemoryBytes: 2 << 30, SMUtil: 70, Name: "/usr/bin/python3"},
+		{PID: 200, UUID: uuid, GPUInstanceID: -1, UsedMemoryBytes: 1 << 30, SMUtil: -1, Name: "[Unknown Error]"},
+	}, got, "a process the driver cannot name has nvidia-smi's token")
 
 	// The next read asks only for newer utilisation samples: a process that
 	// ran nothing since has no SM utilisation.
@@ -67,13 +68,15 @@ func TestProcessReaderGivesMIGProcessesTheirInstance(t *testing.T) {
 		}
 		g.R.ProcUtil = []gonvml.ProcessUtilizationSample{{Pid: 10, TimeStamp: 5, SmUtil: 40}}
 	})
+	f.SetProcessName(10, "infer")
+	f.SetProcessName(11, "train")
 	r := openReader(t, f)
 	uuid := f.GPUs[1].UUID
 	got, err := r.GPUProcesses(uuid)
 	require.NoError(t, err)
 	assert.Equal(t, []source.Process{
-		{PID: 10, UUID: uuid, GPUInstanceID: int(gi0), UsedMemoryBytes: 4 << 30, SMUtil: -1},
-		{PID: 11, UUID: uuid, GPUInstanceID: int(gi1), UsedMemoryBytes: 6 << 30, SMUtil: -1},
+		{PID: 10, UUID: uuid, GPUInstanceID: int(gi0), UsedMemoryBytes: 4 << 30, SMUtil: -1, Name: "infer"},
+		{PID: 11, UUID: uuid, GPUInstanceID: int(gi1), UsedMemoryBytes: 6 << 30, SMUtil: -1, Name: "train"},
 	}, got)
 }
 

@@ -432,13 +432,15 @@ func TestProcessesFromSnapshot(t *testing.T) {
 		}
 		g.R.ProcUtil = []gonvml.ProcessUtilizationSample{{Pid: 100, TimeStamp: 10, SmUtil: 30}, {Pid: 100, TimeStamp: 20, SmUtil: 70}}
 	})
+	f.SetProcessName(100, "/usr/bin/python3")
+	f.SetProcessName(200, "python")
 	s := open(t, f, time.Second, fieldid.GPUTemp)
 	require.Empty(t, s.Processes(), "nothing before the first collection")
 	require.NoError(t, s.Collect(context.Background(), 0, newSink()))
 	got := s.Processes()
 	require.Len(t, got, 2)
-	assert.Equal(t, source.Process{PID: 100, UUID: f.GPUs[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 2 << 30, SMUtil: 70}, got[0])
-	assert.Equal(t, source.Process{PID: 200, UUID: f.GPUs[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 1 << 30, SMUtil: -1}, got[1])
+	assert.Equal(t, source.Process{PID: 100, UUID: f.GPUs[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 2 << 30, SMUtil: 70, Name: "/usr/bin/python3"}, got[0])
+	assert.Equal(t, source.Process{PID: 200, UUID: f.GPUs[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 1 << 30, SMUtil: -1, Name: "python"}, got[1])
 }
 
 func TestCollectRejectsUnknownGroup(t *testing.T) {

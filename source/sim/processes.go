@@ -22,6 +22,26 @@ func (s *Source) Truth(gpu int) (Truth, bool) {
 	return Truth{}, false
 }
 
+// Process names the sim gives its processes, as nvmlSystemGetProcessName
+// gives a process's executable: the training jobs' interpreter, the
+// notebook's kernel, and a leftover process that no pod owns.
+const (
+	trainingProcess = "/usr/bin/python3"
+	notebookProcess = "/opt/conda/bin/python3.11"
+	orphanProcess   = "/usr/local/bin/stale-inference-server"
+)
+
+// processName is the name of the processes of GPU g.
+func processName(g *gpuSim) string {
+	switch {
+	case g.plan != nil && g.plan.orphan:
+		return orphanProcess
+	case g.light || g.idle:
+		return notebookProcess
+	}
+	return trainingProcess
+}
+
 // Processes lists one training process per GPU or MIG instance, two on each
 // shared GPU. Their memory adds up to the framebuffer in use.
 func (s *Source) Processes() []source.Process {
@@ -47,7 +67,7 @@ func (s *Source) Processes() []source.Process {
 			// instance, and the sim says no more than the driver would.
 			for _, gi := range g.gis {
 				out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
-					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1})
+					UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1, Name: trainingProcess})
 			}
 			continue
 		}
@@ -61,14 +81,15 @@ func (s *Source) Processes() []source.Process {
 		if g.light {
 			util = math.Round(lightActivity.sm * 100)
 		}
+		name := processName(g)
 		if g.idx < s.cfg.SharedGPUs {
 			first := used * 55 / 100
 			out = append(out,
-				source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(first) * mib, SMUtil: math.Round(util * 0.6)},
-				source.Process{PID: g.pids[1], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used-first) * mib, SMUtil: util - math.Round(util*0.6)})
+				source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(first) * mib, SMUtil: math.Round(util * 0.6), Name: name},
+				source.Process{PID: g.pids[1], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used-first) * mib, SMUtil: util - math.Round(util*0.6), Name: name})
 			continue
 		}
-		out = append(out, source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used) * mib, SMUtil: util})
+		out = append(out, source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1, UsedMemoryBytes: uint64(used) * mib, SMUtil: util, Name: name})
 	}
 	return out
 }

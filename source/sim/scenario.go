@@ -42,7 +42,7 @@ func Scenarios() []Scenario {
 		{Name: "idle-pod", Summary: "a notebook pod holds 60 GiB of an H100 and runs nothing, for hours", plan: planIdlePod},
 		{Name: "zombie", Summary: "a process no pod owns holds 20 GiB of a GPU and runs nothing", plan: planZombie},
 		{Name: "leak", Summary: "an inference server's memory grows by 2.4 GiB an hour, handing a little back every ten minutes or so", plan: planLeak},
-		{Name: "fan-stopped", Summary: "the fan of one air-cooled card stops after 40 minutes; at the same power its temperature climbs by over 20 °C, to about 75 °C, and stays there", plan: planFanStopped},
+		{Name: "fan-stopped", Summary: "the fan of one air-cooled card stops after 40 minutes; at the same power its temperature climbs by over 20 °C, to the mid-70s °C, and stays there", plan: planFanStopped},
 		{Name: "ecc-rising", Summary: "one GPU starts counting corrected ECC errors after 40 minutes, faster and faster", plan: planECCRising},
 		{Name: "collective-hang", Summary: "a 4-GPU training job's collective hangs after 90 minutes: GPU_UTIL stays at 100 while SM, tensor and NVLink activity and power fall flat", plan: planCollectiveHang},
 		{Name: "mig-idle", Summary: "a pod holds an H100 MIG instance (2g.20gb) with 12 GiB of memory and runs nothing; the other instances and the GPU beside it, not in MIG mode, work", plan: planMIGIdle},

@@ -118,7 +118,7 @@ func (s *Source) appendPlanProcesses(out []source.Process, g *gpuSim, tsec float
 			return out
 		}
 		return append(out, source.Process{PID: g.pids[0], UUID: g.ent.UUID, GPUInstanceID: -1,
-			UsedMemoryBytes: uint64(used) * mib, SMUtil: math.Round(a.sm * 100)})
+			UsedMemoryBytes: uint64(used) * mib, SMUtil: math.Round(a.sm * 100), Name: processName(g)})
 	}
 	// No per-process SM share inside a MIG instance, as with NVML.
 	for _, gi := range g.gis {
@@ -126,7 +126,7 @@ func (s *Source) appendPlanProcesses(out []source.Process, g *gpuSim, tsec float
 			continue
 		}
 		out = append(out, source.Process{PID: gi.pid, UUID: g.ent.UUID, GPUInstanceID: gi.ent.GPUInstanceID,
-			UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1})
+			UsedMemoryBytes: uint64(gi.fbUsed) * mib, SMUtil: -1, Name: trainingProcess})
 	}
 	return out
 }

@@ -160,6 +160,7 @@ func TestTroublesShowTheirShape(t *testing.T) {
 			}
 			require.Len(t, onGPU2, 1, "NVML lists the zombie process")
 			assert.Equal(t, uint64(20<<30), onGPU2[0].UsedMemoryBytes)
+			assert.Equal(t, "/usr/local/bin/stale-inference-server", onGPU2[0].Name, "the leftover names itself apart from the training jobs")
 		}},
 		{"leak", func(t *testing.T, p *played) {
 			grew := p.at(t, 2, -1, fieldid.FBUsed, 150*min) - p.at(t, 2, -1, fieldid.FBUsed, 90*min)

@@ -454,6 +454,7 @@ func TestProcesses(t *testing.T) {
 		assert.False(t, pids[p.PID], "PID %d repeated", p.PID)
 		pids[p.PID] = true
 		assert.Equal(t, -1, p.GPUInstanceID)
+		assert.Contains(t, []string{"/usr/bin/python3", "/opt/conda/bin/python3.11"}, p.Name, "a training job's or a notebook's interpreter")
 	}
 	for i, e := range gpuEntities(s) {
 		ps := perGPU[e.UUID]

@@ -46,6 +46,11 @@ type Source struct {
 	WatchErr error
 	// ChangeEntities makes the next Collect return ErrEntitiesChanged.
 	ChangeEntities bool
+	// Procs is what Processes lists; nil says the source cannot list
+	// processes now (source.ProcessLister).
+	Procs []source.Process
+	// ProcessCalls counts the calls of Processes.
+	ProcessCalls int
 
 	groups   []source.Group
 	Watches  int
@@ -174,6 +179,17 @@ func (s *Source) Status() source.Status {
 }
 
 func (s *Source) Close() error { return nil }
+
+// Processes implements source.ProcessLister with a copy of Procs.
+func (s *Source) Processes() []source.Process {
+	s.Lock()
+	defer s.Unlock()
+	s.ProcessCalls++
+	if s.Procs == nil {
+		return nil
+	}
+	return append([]source.Process{}, s.Procs...)
+}
 
 // Clock is a settable clock for tests that drive sampling by hand.
 type Clock = clock.Fake

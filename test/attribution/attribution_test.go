@@ -47,6 +47,7 @@ type proc struct {
 	pid       uint32
 	mem       uint64
 	sm        float64 // -1: the driver gives none
+	name      string
 }
 
 // holder is a pod holding one device: a whole GPU (inst -1, replica -1),
@@ -92,7 +93,7 @@ func fromSim(t *testing.T, name string, cfg sim.Config) scenario {
 		if p.GPUInstanceID >= 0 {
 			ord = inst[gpu][p.GPUInstanceID]
 		}
-		sc.procs = append(sc.procs, proc{gpu: gpu, inst: ord, pid: p.PID, mem: p.UsedMemoryBytes, sm: p.SMUtil})
+		sc.procs = append(sc.procs, proc{gpu: gpu, inst: ord, pid: p.PID, mem: p.UsedMemoryBytes, sm: p.SMUtil, name: p.Name})
 	}
 	perDevice := map[[2]int][]proc{}
 	for _, p := range sc.procs {
@@ -185,31 +186,17 @@ func newNode(t *testing.T, sc scenario) node {
 type backendSource struct {
 	src       source.Source
 	processes func() []source.Process
+	// resample, where set, gives every process a utilisation sample newer
+	// than those read, as a driver does between two reads.
+	resample func()
 }
 
 // attribute runs pod attribution over a backend's source and reads what
 // it gives each pod.
 func attribute(t *testing.T, sc scenario, n node, b backendSource) map[string]podShare {
 	t.Helper()
+	pa := podAttribution(t, sc, n, b)
 	ents := b.src.Entities()
-	inst := instanceOrder(ents)
-	var pods []kubelettest.Pod
-	for _, h := range sc.pods {
-		pods = append(pods, kubelettest.Pod{Name: h.pod, Namespace: "ml", Containers: []kubelettest.Container{{
-			Name: "main", Devices: []kubelettest.Device{deviceOf(t, ents, inst, h)}}}})
-	}
-	dir, err := os.MkdirTemp("", "kubelet")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	srv, err := kubelettest.Start(filepath.Join(dir, "kubelet.sock"), pods)
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	l, _ := test.NewNullLogger()
-	pa, err := podattr.New(podattr.Config{Socket: srv.Socket(), SharedGPUAttribution: true, VirtualGPUs: true,
-		ProcRoot: n.proc, LogRoot: n.logs, Processes: b.processes, Entities: b.src.Entities, Logger: l})
-	require.NoError(t, err)
-	require.NoError(t, pa.Refresh(context.Background()))
-
 	out := map[string]podShare{}
 	for _, m := range gather(t, pa, "gpuscope_pod_gpu_memory_used_bytes") {
 		ps := out[m.labels["pod"]]
@@ -231,6 +218,32 @@ func attribute(t *testing.T, sc scenario, n node, b backendSource) map[string]po
 		}
 	}
 	return out
+}
+
+// podAttribution is pod attribution over a backend's source, through a
+// kubelet that gives each pod its device and the node's cgroups, refreshed
+// once.
+func podAttribution(t *testing.T, sc scenario, n node, b backendSource) *podattr.Enricher {
+	t.Helper()
+	ents := b.src.Entities()
+	inst := instanceOrder(ents)
+	var pods []kubelettest.Pod
+	for _, h := range sc.pods {
+		pods = append(pods, kubelettest.Pod{Name: h.pod, Namespace: "ml", Containers: []kubelettest.Container{{
+			Name: "main", Devices: []kubelettest.Device{deviceOf(t, ents, inst, h)}}}})
+	}
+	dir, err := os.MkdirTemp("", "kubelet")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	srv, err := kubelettest.Start(filepath.Join(dir, "kubelet.sock"), pods)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	l, _ := test.NewNullLogger()
+	pa, err := podattr.New(podattr.Config{Socket: srv.Socket(), SharedGPUAttribution: true, VirtualGPUs: true,
+		ProcRoot: n.proc, LogRoot: n.logs, Processes: b.processes, Entities: b.src.Entities, Logger: l})
+	require.NoError(t, err)
+	require.NoError(t, pa.Refresh(context.Background()))
+	return pa
 }
 
 // deviceOf is the kubelet's device ID of what a pod holds on a backend:

@@ -95,6 +95,7 @@ func scriptNVML(t *testing.T, sc scenario) *nvmlfake.Fake {
 				gi = ids[g][p.inst]
 			}
 			infos = append(infos, gonvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.mem, GpuInstanceId: gi})
+			f.SetProcessName(p.pid, p.name)
 			if p.sm >= 0 {
 				util = append(util, gonvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: 1000, SmUtil: uint32(p.sm)})
 			}
@@ -116,7 +117,16 @@ func openNVML(t *testing.T, sc scenario, _ sim.Config) backendSource {
 	firstProcesses(t, "nvml", s.Processes, len(sc.procs), func() {
 		require.NoError(t, s.Collect(context.Background(), 0, discard{}))
 	})
-	return backendSource{src: s, processes: s.Processes}
+	resample := func() {
+		for g := 0; g < sc.gpus; g++ {
+			f.Update(g, func(gpu *nvmlfake.GPU) {
+				for i := range gpu.R.ProcUtil {
+					gpu.R.ProcUtil[i].TimeStamp += 1000
+				}
+			})
+		}
+	}
+	return backendSource{src: s, processes: s.Processes, resample: resample}
 }
 
 // openDCGM is the DCGM source over the fake host engine, whose GPUs and

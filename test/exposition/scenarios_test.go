@@ -84,9 +84,12 @@ func scenarios(t *testing.T) []scenario {
 			out = append(out, simScenario(t, "sim -f "+rel, set, sim.Config{}, engine.Options{}, 3*time.Second))
 			continue
 		}
-		// Insight's families, and the MIG labels, in each label layout.
-		out = append(out, simScenario(t, "sim --insight -f "+rel, set, sim.Config{}, engine.Options{Insight: true}, 40*time.Second),
-			simScenario(t, "sim --mig-compute-instances MIG -f "+rel, set, sim.Config{MIG: "all"}, engine.Options{ComputeInstances: true}, 3*time.Second))
+		// Insight's families, the MIG labels, and the per-process families
+		// of whole GPUs and MIG instances, in each label layout.
+		procs := engine.ProcessOptions{Enabled: true}
+		out = append(out, simScenario(t, "sim --insight --processes -f "+rel, set, sim.Config{}, engine.Options{Insight: true, Processes: procs}, 40*time.Second),
+			simScenario(t, "sim --mig-compute-instances --processes MIG -f "+rel, set, sim.Config{MIG: "all"},
+				engine.Options{ComputeInstances: true, Processes: procs}, 3*time.Second))
 	}
 	entities, err := counters.Parse("entity counters", strings.NewReader(entityCounters))
 	require.NoError(t, err)

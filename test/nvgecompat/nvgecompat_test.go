@@ -26,28 +26,21 @@ import (
 
 const fixture = "testdata/nvidia_gpu_exporter"
 
-const (
-	noFan     = "the simulated H100s are passively cooled data-center GPUs, which report no fan speed (nor do they in that exporter's own H100 captures)"
-	noProcess = "per-process series: gpuscope uses the GPU's processes to attribute it to pods and exports no per-process series"
-)
+const noFan = "the simulated H100s are passively cooled data-center GPUs, which report no fan speed (nor do they in that exporter's own H100 captures)"
 
 // notServed are the metrics gpuscope does not serve on the sim, with the
-// reason docs/migrating-from-nvidia-gpu-exporter.md gives.
+// reason docs/migrating-from-nvidia-gpu-exporter.md gives. The per-process
+// families are served: the test runs gpuscope with --processes, as a user
+// of that exporter's process panels would.
 var notServed = map[string]string{
-	"nvidia_smi_fan_speed_ratio":                   noFan,
-	"nvidia_smi_compute_app_info":                  noProcess,
-	"nvidia_smi_compute_app_used_memory_bytes":     noProcess,
-	"nvidia_smi_compute_apps_last_collect_success": noProcess,
+	"nvidia_smi_fan_speed_ratio": noFan,
 }
 
 // emptyPanels are the dashboard panels that stay empty on the sim, and why;
 // every other query of both dashboards must answer with data.
 var emptyPanels = map[string]string{
-	"dashboard.json: Fan Speed %":              noFan,
-	"dashboard-overview.json: Fan Speed %":     noFan,
-	"dashboard.json: GPU Processes":            noProcess,
-	"dashboard.json: Process Memory Over Time": noProcess,
-	"dashboard.json: Process Collection":       noProcess,
+	"dashboard.json: Fan Speed %":          noFan,
+	"dashboard-overview.json: Fan Speed %": noFan,
 }
 
 // nameRE finds metric names in PromQL. A name inside a __name__ regex
@@ -128,7 +121,7 @@ func TestDashboardsAndRulesAnswerFromTheSim(t *testing.T) {
 	// GPU 0 without MIG, GPU 1 in MIG mode; rare events at a rate that
 	// gives each GPU an XID within the first half minute.
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", csv, "--sim-gpus", "2",
-		"--sim-mig", "3g.40gb,2x2g.20gb", "--sim-mig-gpus", "1", "--sim-event-rate", "3000", "--sim-seed", "3")
+		"--sim-mig", "3g.40gb,2x2g.20gb", "--sim-mig-gpus", "1", "--sim-event-rate", "3000", "--sim-seed", "3", "--processes")
 	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")}, rules)
 
 	// The variables, from the dashboards' own variable queries.
@@ -157,6 +150,12 @@ func TestDashboardsAndRulesAnswerFromTheSim(t *testing.T) {
 		{`nvidia_smi_clocks_max_graphics_clock_hz`, []string{"__name__", "instance", "job", "uuid"}, 1.98e9, 1.98e9},
 		{`nvidia_smi_utilization_gpu_ratio`, []string{"__name__", "instance", "job", "uuid"}, 0, 1},
 		{`nvidia_smi_mig_memory_used_bytes`, []string{"__name__", "gpu_instance_id", "instance", "job", "uuid"}, 1, 80 << 30},
+		// Its --collect.compute-apps families (internal/exporter/exporter.go:
+		// computeAppLabels), memory in whole MiB as bytes.
+		{`nvidia_smi_compute_app_info`, []string{"__name__", "instance", "job", "uuid", "pid", "process_name"}, 1, 1},
+		{`nvidia_smi_compute_app_used_memory_bytes % 1048576`, []string{"instance", "job", "uuid", "pid", "process_name"}, 0, 0},
+		{`nvidia_smi_compute_apps`, []string{"__name__", "instance", "job", "uuid"}, 1, 8},
+		{`nvidia_smi_compute_apps_last_collect_success`, []string{"__name__", "instance", "job"}, 1, 1},
 	} {
 		for _, s := range e2etest.Eventually(t, prom, c.expr, 10*time.Second, nonEmpty) {
 			assert.ElementsMatch(t, c.labels, keys(s.Metric), c.expr)

@@ -120,6 +120,25 @@ type Fake struct {
 	mu      sync.Mutex
 	samples map[*mock.GpmSample]*sampleState
 	events  chan gonvml.EventData
+	// names answer SystemGetProcessName by PID; nameCalls counts the
+	// calls. A PID without a name is NOT_FOUND, as for a process that
+	// ended or that another PID namespace holds.
+	names     map[uint32]string
+	nameCalls int
+}
+
+// SetProcessName names a process for SystemGetProcessName.
+func (f *Fake) SetProcessName(pid uint32, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.names[pid] = name
+}
+
+// ProcessNameCalls is how often SystemGetProcessName was called.
+func (f *Fake) ProcessNameCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nameCalls
 }
 
 // New builds a fake DGX with plausible readings on every GPU.
@@ -134,7 +153,7 @@ func New(model Model) *Fake {
 	default:
 		panic(fmt.Sprintf("nvmlfake: unknown model %d", model))
 	}
-	f := &Fake{Server: s, samples: map[*mock.GpmSample]*sampleState{}, events: make(chan gonvml.EventData, 1024)}
+	f := &Fake{Server: s, samples: map[*mock.GpmSample]*sampleState{}, events: make(chan gonvml.EventData, 1024), names: map[uint32]string{}}
 	for i, d := range s.Devices {
 		g := &GPU{Device: d.(*server.Device), f: f, GPMSupported: gpm, Errs: map[string]gonvml.Return{}}
 		g.R = defaultReadings(i, g.Device.MemoryInfo.Total)
@@ -581,6 +600,16 @@ func (f *Fake) takeSample(g *GPU, gi int, smp gonvml.GpmSample) gonvml.Return {
 
 func (f *Fake) installServer() {
 	s := f.Server
+	s.SystemGetProcessNameFunc = func(pid int) (string, gonvml.Return) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.nameCalls++
+		name, ok := f.names[uint32(pid)]
+		if !ok {
+			return "", gonvml.ERROR_NOT_FOUND
+		}
+		return name, gonvml.SUCCESS
+	}
 	s.GpmSampleAllocFunc = func() (gonvml.GpmSample, gonvml.Return) {
 		smp := &mock.GpmSample{}
 		smp.FreeFunc = func() gonvml.Return {

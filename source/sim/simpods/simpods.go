@@ -145,6 +145,17 @@ func (e *Enricher) Values(ent *source.Entity) []string {
 
 func (e *Enricher) Generation() uint64 { return 1 }
 
+// ProcessPod implements enrich.ProcessOwner: a process of the simulated
+// node belongs to the pod that holds its GPU or MIG instance, and a
+// process on a device no pod holds (a scenario's orphan) to none.
+func (e *Enricher) ProcessPod(ent *source.Entity, _ uint32) (pod, namespace, container string, ok bool) {
+	v := e.Values(ent)
+	if len(v) < 3 {
+		return "", "", "", false
+	}
+	return v[0], v[1], v[2], true
+}
+
 func (e *Enricher) Describe(ch chan<- *prometheus.Desc) { e.up.Describe(ch) }
 
 func (e *Enricher) Collect(ch chan<- prometheus.Metric) { e.up.Collect(ch) }

@@ -46,4 +46,23 @@ func TestLayoutOfPodsOnGPUsAndMIGInstances(t *testing.T) {
 	assert.Equal(t, []string{"nb-1", "research", "jupyter"}, e.Values(inst(0, 2)))
 	assert.Nil(t, e.Values(inst(0, 1)), "an instance nobody holds")
 	assert.Nil(t, e.Values(gpu(5)), "a GPU beyond the layout")
+
+	// A process belongs to the pod that holds its GPU or MIG instance.
+	for _, tt := range []struct {
+		ent  *source.Entity
+		want []string
+	}{
+		{gpu(1), []string{"train-0", "ml", "trainer"}},
+		{inst(0, 2), []string{"nb-1", "research", "jupyter"}},
+		{inst(0, 1), nil},
+		{gpu(5), nil},
+	} {
+		pod, ns, ctr, ok := e.ProcessPod(tt.ent, 7)
+		if tt.want == nil {
+			assert.False(t, ok, "no pod holds %v", tt.ent)
+			continue
+		}
+		assert.True(t, ok)
+		assert.Equal(t, tt.want, []string{pod, ns, ctr})
+	}
 }

@@ -72,3 +72,12 @@ func normUUID(u string) string {
 	}
 	return u
 }
+
+// CheckResourceName refuses a resource name that matches nothing: empty, or
+// with a wildcard other than a trailing '*'.
+func CheckResourceName(n string) error {
+	if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
+		return fmt.Errorf("%q is not a resource name (a trailing '*' is the only wildcard)", n)
+	}
+	return nil
+}

@@ -179,15 +179,6 @@ func (c *Config) setDefaults() {
 // kubelet call.
 const MinRefreshInterval = 100 * time.Millisecond
 
-// CheckResourceName refuses a resource name that matches nothing: empty, or
-// with a wildcard other than a trailing '*'.
-func CheckResourceName(n string) error {
-	if strings.TrimSpace(n) == "" || strings.Contains(strings.TrimSuffix(n, "*"), "*") {
-		return fmt.Errorf("%q is not a resource name (a trailing '*' is the only wildcard)", n)
-	}
-	return nil
-}
-
 func (c *Config) validate() error {
 	for _, n := range c.ResourceNames {
 		if err := CheckResourceName(n); err != nil {
@@ -241,6 +232,10 @@ type snapshot struct {
 	malformed    int
 	unattributed int
 	usage        []podUsage
+	// procPods are the pods of the GPU processes mapped through their
+	// cgroup, by PID, for the per-process series (ProcessPod); at most
+	// maxPodUsage of them.
+	procPods map[uint32]podRef
 	// alloc holds every holder of every GPU and MIG instance, shared ones
 	// included, for gpuscope_pod_gpu_allocation.
 	alloc []allocation

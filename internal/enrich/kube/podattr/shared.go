@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -40,6 +41,12 @@ func (e *Enricher) attributeProcesses(s *snapshot, owners map[string][]owner, lo
 					Debug("GPU process not mapped to a pod (logged once per GPU)")
 			})
 			continue
+		}
+		if _, known := s.procPods[p.PID]; known || len(s.procPods) < maxPodUsage {
+			if s.procPods == nil {
+				s.procPods = map[uint32]podRef{}
+			}
+			s.procPods[p.PID] = ref
 		}
 		k := usageKey{ref: ref, uuid: uuid, gi: p.GPUInstanceID}
 		u, ok := agg[k]
@@ -81,6 +88,20 @@ func (e *Enricher) attributeProcesses(s *snapshot, owners map[string][]owner, lo
 		}
 		return a.ref.Namespace+"/"+a.ref.Pod+"/"+a.ref.Container < b.ref.Namespace+"/"+b.ref.Pod+"/"+b.ref.Container
 	})
+}
+
+var _ enrich.ProcessOwner = (*Enricher)(nil)
+
+// ProcessPod implements enrich.ProcessOwner: the pod and container of a GPU
+// process as its cgroup names them (--kubernetes.shared-gpu-attribution),
+// from the last refresh. A process is its pod's wherever it runs, so the
+// entity does not matter.
+func (e *Enricher) ProcessPod(_ *source.Entity, pid uint32) (pod, namespace, container string, ok bool) {
+	ref, ok := e.snap.Load().procPods[pid]
+	if !ok {
+		return "", "", "", false
+	}
+	return ref.Pod, ref.Namespace, ref.Container, true
 }
 
 // entityIndex maps the source's GPU UUIDs to their index, and parent

@@ -105,6 +105,24 @@ func TestSharedGPUPerPodUsage(t *testing.T) {
 	}
 	un, _ := metricValue(t, e, "gpuscope_kubernetes_unattributed_processes", nil)
 	assert.Equal(t, 2.0, un, "the host engine process and a vanished PID are not given to a pod")
+
+	// The per-process series ask for each process's pod and container.
+	owners := []struct {
+		pid                       uint32
+		pod, namespace, container string
+		known                     bool
+	}{
+		{100, "trainer-a", "ml", "pytorch", true},
+		{300, "trainer-a", "ml", "pytorch", true},
+		{200, "trainer-b", "ml", "jax", true},
+		{400, "", "", "", false},
+		{500, "", "", "", false},
+	}
+	for _, o := range owners {
+		pod, ns, ctr, ok := e.ProcessPod(gpuEntity(3, uuid0), o.pid)
+		assert.Equal(t, o.known, ok, "PID %d known", o.pid)
+		assert.Equal(t, []string{o.pod, o.namespace, o.container}, []string{pod, ns, ctr}, "PID %d", o.pid)
+	}
 }
 
 func TestPodUIDLabelOnExclusiveGPU(t *testing.T) {
