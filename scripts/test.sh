@@ -97,9 +97,10 @@ modules=$!
 # Unit, integration and end-to-end tests of the exporter's module. Several
 # packages run real binaries and wait on them, so more run at once than
 # there are cores. test/release builds both release binaries and the SBOM
-# tool: on a machine whose Go build cache is cold that alone takes about 20
-# minutes on 2 cores (a minute or two once cached), past go test's default
-# 10-minute limit per package.
+# tool: the amd64 build finds its packages compiled by go vet above (the same
+# flags), but on a machine whose Go build cache is cold the arm64 cross build
+# and the SBOM tool can still take longer than go test's default 10-minute
+# limit per package on 2 busy cores (a minute or two once cached).
 gotest . "$events" -p 4 -timeout 45m
 
 wait "$modules"
