@@ -402,7 +402,7 @@ func parseStats(s string) ([]Stat, bool, error) {
 		}
 		st, ok := statByName(strings.ToLower(word))
 		if !ok {
-			return nil, false, fmt.Errorf("unknown statistic %q (want any of min max avg p50 p90 p99, or %s)", word, NoHistogramWord)
+			return nil, false, fmt.Errorf("unknown statistic %q (want any of %s, or %s)", word, strings.Join(StatNames(), " "), NoHistogramWord)
 		}
 		want[st] = true
 	}

@@ -13,6 +13,9 @@ type Support struct {
 	// Reads reports whether the source reads the field with this ID; when
 	// it does not, note may say why (empty when there is nothing to say).
 	Reads func(id uint16) (ok bool, note string)
+	// Via names, for /fields, what reads a field the source serves (DCGM,
+	// NVML, GPM); nil when the page names nothing for this source.
+	Via func(fieldName string) string
 }
 
 // SupportTable builds a Support from a table that maps each field ID the

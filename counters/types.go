@@ -2,7 +2,11 @@
 // gpuscope exports, and holds the catalog of every field it knows.
 package counters
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuscope/gpuscope/internal/engine/window"
+)
 
 // MetricType is the Prometheus type a CSV line asks for.
 type MetricType uint8
@@ -27,16 +31,18 @@ func (t MetricType) String() string {
 	return "unknown"
 }
 
-// Stat is one window statistic a CSV line can ask for.
+// Stat is one window statistic a CSV line can ask for: one of
+// window.Statistics, counted from 1.
 type Stat uint8
 
-const (
-	StatMin Stat = iota + 1
-	StatMax
-	StatAvg
-	StatP50
-	StatP90
-	StatP99
+// The statistics other code names; every registered one is in AllStats.
+var (
+	StatMin = statNamed("min")
+	StatMax = statNamed("max")
+	StatAvg = statNamed("avg")
+	StatP50 = statNamed("p50")
+	StatP90 = statNamed("p90")
+	StatP99 = statNamed("p99")
 )
 
 // NoHistogramWord, among a line's window statistics, turns off its native
@@ -44,24 +50,47 @@ const (
 const NoHistogramWord = "nohist"
 
 // AllStats lists the statistics in the order they are exported.
-var AllStats = []Stat{StatMin, StatMax, StatAvg, StatP50, StatP90, StatP99}
+var AllStats = func() []Stat {
+	out := make([]Stat, len(window.Statistics))
+	for i := range out {
+		out[i] = Stat(i + 1)
+	}
+	return out
+}()
 
 func (s Stat) String() string {
-	switch s {
-	case StatMin:
-		return "min"
-	case StatMax:
-		return "max"
-	case StatAvg:
-		return "avg"
-	case StatP50:
-		return "p50"
-	case StatP90:
-		return "p90"
-	case StatP99:
-		return "p99"
+	if i := s.Index(); i >= 0 {
+		return window.Statistics[i].Name
 	}
 	return "unknown"
+}
+
+// Index is the statistic's index in window.Statistics, -1 for none.
+func (s Stat) Index() int {
+	if s == 0 || int(s) > len(window.Statistics) {
+		return -1
+	}
+	return int(s) - 1
+}
+
+// StatNames are the statistics' names, in AllStats order.
+func StatNames() []string {
+	out := make([]string, len(window.Statistics))
+	for i, st := range window.Statistics {
+		out[i] = st.Name
+	}
+	return out
+}
+
+// statNamed is the registered statistic of that name; a name that is not
+// one is a programming error.
+func statNamed(name string) Stat {
+	for i, st := range window.Statistics {
+		if st.Name == name {
+			return Stat(i + 1)
+		}
+	}
+	panic("counters: no window statistic " + name)
 }
 
 // MinInterval is the shortest watch interval a CSV line may ask for; DCGM

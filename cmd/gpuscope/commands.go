@@ -38,7 +38,7 @@ func countersCommand() *cli.Command {
 				Name:  "list",
 				Usage: "print the field catalog: name, ID, type, unit, which sources serve it, help",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "source", Usage: "only what this source can serve: dcgm, nvml or sim (empty: all)", EnvVars: env("GPUSCOPE_LIST_SOURCE")},
+					&cli.StringFlag{Name: "source", Usage: "only what this source can serve: " + supportNames() + " (empty: all)", EnvVars: env("GPUSCOPE_LIST_SOURCE")},
 					&cli.StringFlag{Name: "format", Value: "table", Usage: "table, or csv to seed a counters file", EnvVars: env("GPUSCOPE_LIST_FORMAT")},
 				},
 				Action: func(c *cli.Context) error {

@@ -11,9 +11,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/source/dcgm"
-	"github.com/gpuscope/gpuscope/source/nvml"
-	"github.com/gpuscope/gpuscope/source/sim"
+	"github.com/gpuscope/gpuscope/source"
 )
 
 // checkCounters loads each counters file and prints every problem and
@@ -48,10 +46,18 @@ func checkCounters(w io.Writer, files []string) error {
 	return nil
 }
 
-// sourceSupport is what each source says it reads, in the order the
-// SOURCES column lists them. DCGM reads every field of the catalog.
-func sourceSupport() []counters.Support {
-	return []counters.Support{dcgm.Support(), nvml.Support(), sim.Support()}
+// sourceSupport is what each registered source says it reads, in the
+// order the SOURCES column lists them. DCGM reads every field of the
+// catalog.
+func sourceSupport() []counters.Support { return source.Supports() }
+
+// supportNames lists the sources `counters list --source` takes.
+func supportNames() string {
+	var names []string
+	for _, s := range sourceSupport() {
+		names = append(names, s.Source)
+	}
+	return source.OneOf(names)
 }
 
 // listedField is a catalog field with the sources that serve it.
@@ -67,16 +73,16 @@ func (f listedField) servedBy(source string) bool { return slices.Contains(f.sou
 
 // listCounters prints the fields an operator can pick from: the described
 // DCGM fields and the exporter-side ones, optionally only those one source
-// serves. source is "", "dcgm", "nvml" or "sim"; format is "table" or
+// serves. only is "" or a source's name; format is "table" or
 // "csv". The csv format is itself a counters file: the everyday fields
 // enabled, the others commented out.
-func listCounters(w io.Writer, supports []counters.Support, source, format string) error {
-	if source != "" && !slices.ContainsFunc(supports, func(s counters.Support) bool { return s.Source == source }) {
+func listCounters(w io.Writer, supports []counters.Support, only, format string) error {
+	if only != "" && !slices.ContainsFunc(supports, func(s counters.Support) bool { return s.Source == only }) {
 		names := make([]string, len(supports))
 		for i, s := range supports {
 			names[i] = s.Source
 		}
-		return fmt.Errorf("unknown source %q (want %s)", source, joinOr(names))
+		return fmt.Errorf("unknown source %q (want %s)", only, source.OneOf(names))
 	}
 	var fields []listedField
 	for _, f := range counters.All() {
@@ -93,7 +99,7 @@ func listCounters(w io.Writer, supports []counters.Support, source, format strin
 			}
 		}
 		// The NVML table also lists what NVML cannot read, with the reason.
-		if source != "" && !lf.servedBy(source) && (source != "nvml" || format == "csv") {
+		if only != "" && !lf.servedBy(only) && (only != "nvml" || format == "csv") {
 			continue
 		}
 		fields = append(fields, lf)
@@ -101,7 +107,7 @@ func listCounters(w io.Writer, supports []counters.Support, source, format strin
 	var err error
 	switch format {
 	case "", "table":
-		err = writeTable(w, fields, source == "nvml")
+		err = writeTable(w, fields, only == "nvml")
 	case "csv":
 		err = writeCSV(w, fields)
 	default:
@@ -111,14 +117,6 @@ func listCounters(w io.Writer, supports []counters.Support, source, format strin
 		return fmt.Errorf("write field list: %w", err)
 	}
 	return nil
-}
-
-// joinOr joins names as "a, b or c".
-func joinOr(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func writeTable(w io.Writer, fields []listedField, nvml bool) error {

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sim/simclock"
 	"github.com/gpuscope/gpuscope/source/sim/simjobs"
 	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
-// openSim builds the simulated node, on the manual clock when there is one.
-func openSim(cfg *config.Config, manual *simclock.Clock) (source.Source, error) {
+// simConfig is the simulated node --sim-* ask for, on the manual clock when
+// there is one.
+func simConfig(cfg *config.Config, manual *simclock.Clock) sim.Config {
 	c := sim.DefaultConfig()
 	s := cfg.Sim
 	c.GPUs, c.Model, c.Seed, c.MIG, c.EventRate, c.SharedGPUs = s.GPUs, s.Model, s.Seed, s.MIG, s.EventRate, s.SharedGPUs
@@ -41,11 +39,7 @@ func openSim(cfg *config.Config, manual *simclock.Clock) (source.Source, error) 
 	if manual != nil {
 		c.Now = manual.Now
 	}
-	src, err := sim.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s=sim: %w", cfg.Flag(config.FlagSource), err)
-	}
-	return src, nil
+	return c
 }
 
 // manualClock is the manual clock --sim-clock=manual asks for, nil for the

@@ -11,42 +11,44 @@ import (
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
+	_ "github.com/gpuscope/gpuscope/source/all" // the sources --source names
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"
+	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sim/simclock"
 )
 
-// openSource opens the source --source names. auto tries DCGM, then NVML;
-// sim only runs when asked for.
+// openSource opens the registered source --source names, with the
+// settings of the sources that have flags of their own.
 func openSource(cfg *config.Config, log *logrus.Entry, manual *simclock.Clock) (source.Source, error) {
-	switch cfg.Source {
-	case config.SourceSim:
-		return openSim(cfg, manual)
-	case config.SourceNVML:
-		return openNVML(cfg, log)
-	case config.SourceDCGM:
-		return openDCGM(cfg, log)
+	env := source.Env{Hostname: cfg.Labels.Hostname, Log: log, Window: cfg.Collection.Window,
+		BindUnbindPoll: cfg.Collection.BindUnbindPoll, Settings: map[string]any{
+			dcgm.Name: godcgm.Settings{Source: dcgmConfig(cfg, log), HostEngineLogLevel: cfg.DCGM.HostEngineLogLevel,
+				AcceptFakeGPUs: cfg.DCGM.AcceptFakeGPUs},
+			sim.Name: simConfig(cfg, manual),
+		}}
+	env.Open = func(name string) (source.Source, error) {
+		k, ok := source.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%s %q: use %s", cfg.Flag(config.FlagSource), name, source.OneOf(source.Names()))
+		}
+		s, err := k.Open(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", cfg.Flag(config.FlagSource), name, err)
+		}
+		return s, nil
 	}
-	return openAuto(cfg, log)
-}
-
-func openNVML(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
-	s, err := nvml.New(nvml.Config{Hostname: cfg.Labels.Hostname, Logger: log.WithField("source", "nvml"),
-		BindUnbindPoll: cfg.Collection.BindUnbindPoll})
-	if err != nil {
-		return nil, fmt.Errorf("%s=nvml: %w", cfg.Flag(config.FlagSource), err)
-	}
-	return s, nil
+	return env.Open(string(cfg.Source))
 }
 
 func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
 	c := dcgm.Config{Mode: cfg.DCGM.Mode, RemoteHostengine: cfg.DCGM.RemoteHostengine, Window: cfg.Collection.Window,
-		Log: log.WithField("source", "dcgm"), BindUnbindPoll: cfg.Collection.BindUnbindPoll}
+		Log: log.WithField("source", dcgm.Name), BindUnbindPoll: cfg.Collection.BindUnbindPoll}
 	if k := cfg.Kubernetes; cfg.Engine.Processes.Enabled || (k.Enabled && (k.SharedGPUAttribution || k.VirtualGPUs)) {
 		// DCGM lists no processes; NVML beside it does (docs/dcgm.md).
 		c.Processes.Open = func() (dcgm.ProcessReader, error) {
-			r, err := nvml.OpenProcessReader(nvml.ReaderConfig{Logger: log.WithField("source", "dcgm")})
+			r, err := nvml.OpenProcessReader(nvml.ReaderConfig{Logger: log.WithField("source", dcgm.Name)})
 			if err != nil {
 				return nil, err
 			}
@@ -54,17 +56,6 @@ func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
 		}
 	}
 	return c
-}
-
-func openDCGM(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
-	client := godcgm.New()
-	client.HostEngineLogLevel = cfg.DCGM.HostEngineLogLevel
-	client.AcceptFakeGPUs = cfg.DCGM.AcceptFakeGPUs
-	s, err := dcgm.New(client, dcgmConfig(cfg, log))
-	if err != nil {
-		return nil, fmt.Errorf("%s=dcgm: %w", cfg.Flag(config.FlagSource), err)
-	}
-	return s, nil
 }
 
 // openEnrichers starts the label enrichers the flags ask for and registers

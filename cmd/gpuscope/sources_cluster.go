@@ -17,22 +17,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"
-	"github.com/gpuscope/gpuscope/source/auto"
 )
-
-// openAuto serves DCGM when it connects and NVML otherwise, switching as the
-// host engine comes and goes.
-func openAuto(cfg *config.Config, log *logrus.Entry) (source.Source, error) {
-	s, err := auto.New(
-		func() (source.Source, error) { return openDCGM(cfg, log) },
-		func() (source.Source, error) { return openNVML(cfg, log) },
-		log,
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%s=auto: %w; to try gpuscope without a GPU, use --source=sim", cfg.Flag(config.FlagSource), err)
-	}
-	return s, nil
-}
 
 // openClusterEnrichers starts Kubernetes pod attribution and HPC job
 // mapping when asked for. Both refresh in the background; a kubelet or a

@@ -17,6 +17,8 @@ import (
 	"github.com/gpuscope/gpuscope/internal/engine/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
+	"github.com/gpuscope/gpuscope/source"
+	_ "github.com/gpuscope/gpuscope/source/all" // the sources --source names
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
@@ -62,10 +64,8 @@ func (b *builder) flag(name string) string { return b.cfg.Flag(name) }
 func (b *builder) sources() {
 	c, in := b.cfg, b.in
 	c.Source = Source(in.Source)
-	switch c.Source {
-	case SourceAuto, SourceDCGM, SourceNVML, SourceSim:
-	default:
-		b.fail(FlagSource, fmt.Errorf("%s %q: use auto, dcgm, nvml or sim", b.flag(FlagSource), in.Source))
+	if _, ok := source.Lookup(in.Source); !ok {
+		b.fail(FlagSource, fmt.Errorf("%s %q: use %s", b.flag(FlagSource), in.Source, source.OneOf(source.Names())))
 	}
 	// dcgm-exporter's --fake-gpus reads the real host engine and keeps GPUs
 	// whose identity it cannot read (internal/pkg/deviceinfo/

@@ -12,19 +12,22 @@ import (
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/engine/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/source/auto"
 	"github.com/gpuscope/gpuscope/source/dcgm"
+	"github.com/gpuscope/gpuscope/source/nvml"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // Source names where GPU data comes from.
 type Source string
 
-// The sources --source accepts.
+// The sources the configuration itself tells apart; --source accepts every
+// registered one (source.Lookup).
 const (
-	SourceAuto Source = "auto"
-	SourceDCGM Source = "dcgm"
-	SourceNVML Source = "nvml"
-	SourceSim  Source = "sim"
+	SourceAuto Source = auto.Name
+	SourceDCGM Source = dcgm.Name
+	SourceNVML Source = nvml.Name
+	SourceSim  Source = sim.Name
 )
 
 // LogFormat is how log lines are written.

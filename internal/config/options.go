@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
@@ -130,7 +131,7 @@ func sourceOptions(in *Input) []Option {
 	return []Option{
 		{Name: FlagSource, Category: CatSources,
 			Value: String(&in.Source, string(SourceAuto)),
-			Usage: "where GPU data comes from: auto (DCGM, else NVML), dcgm, nvml, or sim (simulated GPUs)"},
+			Usage: "where GPU data comes from: " + source.Usage()},
 		{Name: FlagFakeGPUs, Category: CatSources, Compat: []string{"DCGM_EXPORTER_USE_FAKE_GPUS"},
 			Value: Bool(&in.FakeGPUs, false),
 			Usage: "serve simulated GPUs: the same as --source=sim"},

@@ -21,14 +21,15 @@ type renderScratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return &renderScratch{} }}
 
-var statLabels = map[counters.Stat]string{
-	counters.StatMin: `,` + labelStat + `="min"} `,
-	counters.StatMax: `,` + labelStat + `="max"} `,
-	counters.StatAvg: `,` + labelStat + `="avg"} `,
-	counters.StatP50: `,` + labelStat + `="p50"} `,
-	counters.StatP90: `,` + labelStat + `="p90"} `,
-	counters.StatP99: `,` + labelStat + `="p99"} `,
-}
+// statLabels close the label set of each window statistic's series, built
+// once from the registered statistics.
+var statLabels = func() map[counters.Stat]string {
+	out := make(map[counters.Stat]string, len(counters.AllStats))
+	for _, st := range counters.AllStats {
+		out[st] = `,` + labelStat + `="` + st.String() + `"} `
+	}
+	return out
+}()
 
 // clockEventTails close the label set of the clock-event families, one per
 // reason of gpuevents.ClockEvents, built once so a render does not concatenate

@@ -83,7 +83,7 @@ func New(dcgmCtor, nvmlCtor Ctor, log logrus.FieldLogger, opts ...Option) (*Auto
 		log = logrus.StandardLogger()
 	}
 	a := &Auto{
-		dcgmCtor: dcgmCtor, nvmlCtor: nvmlCtor, log: log.WithField("source", "auto"),
+		dcgmCtor: dcgmCtor, nvmlCtor: nvmlCtor, log: log.WithField("source", Name),
 		probeInitial: 5 * time.Second, probeMax: time.Minute, clock: clock.Real, stop: make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -111,7 +111,7 @@ func New(dcgmCtor, nvmlCtor Ctor, log logrus.FieldLogger, opts ...Option) (*Auto
 
 // Name implements source.Source; the engine reads Status().Active for the
 // backend actually serving.
-func (a *Auto) Name() string { return "auto" }
+func (a *Auto) Name() string { return Name }
 
 // Watch implements source.Source.
 func (a *Auto) Watch(groups []source.Group) error {

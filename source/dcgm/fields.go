@@ -42,11 +42,15 @@ func fieldLevel(id uint16) level {
 	return levelGPU
 }
 
+// Name is the DCGM source's name, as --source spells it.
+const Name = "dcgm"
+
 // Support is the DCGM source's account of the fields it reads, for the
 // catalog's users: every DCGM field, and the exporter-side fields it
 // derives from DCGM's health watches and topology.
 func Support() counters.Support {
-	return counters.Support{Source: "dcgm", Reads: func(uint16) (bool, string) { return true, "" }}
+	return counters.Support{Source: Name, Reads: func(uint16) (bool, string) { return true, "" },
+		Via: func(string) string { return "DCGM" }}
 }
 
 // applies says whether a field of the given level is read on an entity of

@@ -104,7 +104,7 @@ func New(client Client, cfg Config) (*Source, error) {
 	}
 	s := &Source{
 		client: withDeadline(client, c.CallTimeout), cfg: c, params: params, stop: make(chan struct{}),
-		log:   c.Log.WithField("source", "dcgm"),
+		log:   c.Log.WithField("source", Name),
 		since: map[time.Duration]int64{},
 	}
 	conn, err := s.connect()
@@ -120,7 +120,7 @@ func New(client Client, cfg Config) (*Source, error) {
 }
 
 // Name implements source.Source.
-func (s *Source) Name() string { return "dcgm" }
+func (s *Source) Name() string { return Name }
 
 // Status implements source.Source. It never waits for the host engine.
 func (s *Source) Status() source.Status {

@@ -3,6 +3,7 @@ package nvml
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -223,7 +224,14 @@ func Support() counters.Support {
 	for id := range fieldMap {
 		table[id] = ""
 	}
-	return counters.SupportTable("nvml", table)
+	s := counters.SupportTable(Name, table)
+	s.Via = func(name string) string {
+		if strings.HasPrefix(name, "DCGM_FI_PROF_") {
+			return "GPM"
+		}
+		return "NVML"
+	}
+	return s
 }
 
 // linkFieldNote is why the NVML source reads no field that DCGM keeps per

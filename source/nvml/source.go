@@ -138,7 +138,7 @@ func New(cfg Config) (*Source, error) {
 	if s.lib == nil {
 		s.lib, s.realLib = gonvml.New(), true
 	}
-	s.log = cfg.Logger.WithField("source", "nvml")
+	s.log = cfg.Logger.WithField("source", Name)
 	if cfg.Hostname != "" {
 		s.log = s.log.WithField("hostname", cfg.Hostname)
 	}
@@ -190,7 +190,7 @@ func (s *Source) discover() error {
 }
 
 // Name implements source.Source.
-func (s *Source) Name() string { return "nvml" }
+func (s *Source) Name() string { return Name }
 
 // Watch implements source.Source. It resets what was reported as
 // unsupported, so a reloaded counters file reports it again.
@@ -229,7 +229,7 @@ func (s *Source) Entities() []*source.Entity {
 
 // Status implements source.Source.
 func (s *Source) Status() source.Status {
-	st := source.Status{Up: !s.closed.Load(), Active: "nvml"}
+	st := source.Status{Up: !s.closed.Load(), Active: Name}
 	if !st.Up {
 		st.Err = errors.New("nvml source closed")
 	}

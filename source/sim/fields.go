@@ -186,7 +186,7 @@ const linkFieldNote = "per-link NVLink fields (NVLink5 PPCNT counters, NvSwitch 
 // Support is the sim source's account of the fields it reads, for the
 // catalog's users: exactly those it produces.
 func Support() counters.Support {
-	return counters.Support{Source: "sim", Reads: func(id uint16) (bool, string) {
+	return counters.Support{Source: Name, Reads: func(id uint16) (bool, string) {
 		if _, ok := fieldsByID[id]; ok {
 			return true, ""
 		}

@@ -269,7 +269,7 @@ func formatUUID(prefix string, a, b uint64) string {
 }
 
 // Name is the source label.
-func (s *Source) Name() string { return "sim" }
+func (s *Source) Name() string { return Name }
 
 // Hostname is the simulated node's name.
 func (s *Source) Hostname() string { return s.cfg.Hostname }

@@ -1,7 +1,5 @@
 package window
 
-import "math"
-
 // pendingMax is how many samples a window holds back before merging them
 // into its sorted values, and how many departures. A merge is a sequential
 // pass over the values, so a sample costs 1/pendingMax of a pass instead of
@@ -244,18 +242,5 @@ func (v *bagView) rank(k int) float64 {
 	return max(v.add[x-1], v.sorted(y-1))
 }
 
-// quantile interpolates linearly between the two closest ranks of the
-// view's values, as quantileSelect does.
-func (v *bagView) quantile(q float64) float64 {
-	n := v.size()
-	if n == 1 {
-		return v.rank(0)
-	}
-	rank := q * float64(n-1)
-	lo := int(math.Floor(rank))
-	x := v.rank(lo)
-	if lo+1 >= n {
-		return x
-	}
-	return x + (rank-float64(lo))*(v.rank(lo+1)-x)
-}
+// quantile is the q quantile of the view's values (interpolate).
+func (v *bagView) quantile(q float64) float64 { return interpolate(v.size(), q, v.rank) }

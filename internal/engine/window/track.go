@@ -316,9 +316,9 @@ func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
 	st.Count = n
 	st.Min, st.Max = v.rank(0), v.rank(n-1)
 	st.Avg = sum.value() / float64(n)
-	st.P50 = v.quantile(0.50)
-	st.P90 = v.quantile(0.90)
-	st.P99 = v.quantile(0.99)
+	for i, q := range quantiles {
+		st.q[i] = v.quantile(q)
+	}
 	st.Oldest, st.Newest = r.numberTimes(t.tn - skip)
 	return st, scratch[:0]
 }

@@ -24,8 +24,8 @@ func requireSameStats(t *testing.T, want, got Stats, vals []float64, big float64
 	t.Helper()
 	where := append([]any{msg}, args...)
 	require.Equal(t, want.Count, got.Count, where...)
-	for _, pair := range [][2]float64{{want.Min, got.Min}, {want.Max, got.Max}, {want.P50, got.P50},
-		{want.P90, got.P90}, {want.P99, got.P99}} {
+	for _, pair := range [][2]float64{{want.Min, got.Min}, {want.Max, got.Max}, {want.Quantile(0.50), got.Quantile(0.50)},
+		{want.Quantile(0.90), got.Quantile(0.90)}, {want.Quantile(0.99), got.Quantile(0.99)}} {
 		if !(math.IsNaN(pair[0]) && math.IsNaN(pair[1])) {
 			require.Equal(t, pair[0], pair[1], where...)
 		}

@@ -125,14 +125,6 @@ func (r *Ring) CopyFrom(old *Ring) {
 	}
 }
 
-// Stats are the statistics of the samples in a window.
-type Stats struct {
-	Count          int
-	Min, Max, Avg  float64
-	P50, P90, P99  float64
-	Oldest, Newest int64
-}
-
 // Compute returns the statistics of the samples with timestamps in
 // (since, +inf). scratch is reused to order the values and is returned
 // grown, so a caller that keeps it computes without allocating. Percentiles
@@ -193,38 +185,38 @@ func (r *Ring) ComputeSome(since int64, scratch []float64, percentiles bool) (St
 	if percentiles {
 		// Selection, not a sort: each rank is placed in linear time, and
 		// each later one is searched for above the one before.
-		st.P50 = quantileSelect(scratch, 0, 0.50)
-		st.P90 = quantileSelect(scratch, rankOf(len(scratch), 0.50)+1, 0.90)
-		st.P99 = quantileSelect(scratch, rankOf(len(scratch), 0.90)+1, 0.99)
+		from := 0
+		for _, i := range ascending {
+			st.q[i] = quantileSelect(scratch, from, quantiles[i])
+			from = rankOf(len(scratch), quantiles[i]) + 1
+		}
 	}
 	return st, scratch
 }
 
 func rankOf(n int, q float64) int { return int(math.Floor(q * float64(n-1))) }
 
-// quantileSelect interpolates linearly between the closest ranks of vals
-// for q. vals[:from] already hold the values below rank from, each at most
-// the values after them; on return the rank of q is in place likewise.
+// quantileSelect is the q quantile of vals (interpolate). vals[:from]
+// already hold the values below rank from, each at most the values after
+// them; on return the rank of q is in place likewise.
 func quantileSelect(vals []float64, from int, q float64) float64 {
-	n := len(vals)
-	if n == 1 {
-		return vals[0]
-	}
-	rank := q * float64(n-1)
-	lo := int(math.Floor(rank))
-	from = min(from, lo)
-	selectNth(vals[from:], lo-from)
-	if lo+1 >= n {
-		return vals[lo]
-	}
-	// The next rank is the smallest value above lo.
-	hi := vals[lo+1]
-	for _, v := range vals[lo+2:] {
-		if v < hi {
-			hi = v
+	placed := -1
+	return interpolate(len(vals), q, func(k int) float64 {
+		if placed >= 0 && k == placed+1 {
+			// The next rank is the smallest value above the one placed.
+			hi := vals[k]
+			for _, v := range vals[k+1:] {
+				if v < hi {
+					hi = v
+				}
+			}
+			return hi
 		}
-	}
-	return vals[lo] + (rank-float64(lo))*(hi-vals[lo])
+		from = min(from, k)
+		selectNth(vals[from:], k-from)
+		placed = k
+		return vals[k]
+	})
 }
 
 // selectNth reorders a so that a[k] is the value of rank k, every value

@@ -33,9 +33,9 @@ func TestComputeIsExact(t *testing.T) {
 			assert.InDelta(t, tt.min, st.Min, 1e-12)
 			assert.InDelta(t, tt.max, st.Max, 1e-12)
 			assert.InDelta(t, tt.avg, st.Avg, 1e-12)
-			assert.InDelta(t, tt.p50, st.P50, 1e-12)
-			assert.InDelta(t, tt.p90, st.P90, 1e-12)
-			assert.InDelta(t, tt.p99, st.P99, 1e-12)
+			assert.InDelta(t, tt.p50, st.Quantile(0.50), 1e-12)
+			assert.InDelta(t, tt.p90, st.Quantile(0.90), 1e-12)
+			assert.InDelta(t, tt.p99, st.Quantile(0.99), 1e-12)
 		})
 	}
 }
@@ -57,7 +57,7 @@ func TestPercentilesOf150Samples(t *testing.T) {
 	for _, c := range []struct {
 		q   float64
 		got float64
-	}{{0.5, st.P50}, {0.9, st.P90}, {0.99, st.P99}} {
+	}{{0.5, st.Quantile(0.50)}, {0.9, st.Quantile(0.90)}, {0.99, st.Quantile(0.99)}} {
 		pos := c.q * 149
 		lo, hi := vals[int(pos)], vals[min(int(pos)+1, 149)]
 		assert.GreaterOrEqual(t, c.got, lo)
@@ -170,7 +170,7 @@ func reference(ts []int64, vals []float64, since int64) Stats {
 		}
 		return in[lo] + (r-float64(lo))*(in[lo+1]-in[lo])
 	}
-	st.P50, st.P90, st.P99 = q(0.5), q(0.9), q(0.99)
+	st.SetQuantiles(q)
 	return st
 }
 
@@ -214,7 +214,7 @@ func TestSelectionMatchesASortedReference(t *testing.T) {
 				got, _ := r.Compute(since, nil)
 				require.Equal(t, want.Count, got.Count)
 				for _, pair := range [][2]float64{{want.Min, got.Min}, {want.Max, got.Max}, {want.Avg, got.Avg},
-					{want.P50, got.P50}, {want.P90, got.P90}, {want.P99, got.P99}} {
+					{want.Quantile(0.50), got.Quantile(0.50)}, {want.Quantile(0.90), got.Quantile(0.90)}, {want.Quantile(0.99), got.Quantile(0.99)}} {
 					require.InDelta(t, pair[0], pair[1], 1e-9, "capacity %d, %d pushed, since %d", capacity, pushed, since)
 				}
 				require.Equal(t, want.Oldest, got.Oldest)

@@ -188,15 +188,8 @@ func (h *Handler) via(info counters.FieldInfo) string {
 		if ok, _ := s.Serves(info.ID); !ok {
 			continue
 		}
-		switch s.Source {
-		case "dcgm":
-			out = append(out, "DCGM")
-		case "nvml":
-			if strings.HasPrefix(info.Name, "DCGM_FI_PROF_") {
-				out = append(out, "GPM")
-			} else {
-				out = append(out, "NVML")
-			}
+		if s.Via != nil {
+			out = append(out, s.Via(info.Name))
 		}
 	}
 	if info.Exporter() {

@@ -112,7 +112,7 @@ func readOptions(v url.Values, f *counters.Field) error {
 		}
 	}
 	for word := range want {
-		return badQuery("%s%s: unknown statistic %q (want any of min max avg p50 p90 p99)", paramStats, f.Name, word)
+		return badQuery("%s%s: unknown statistic %q (want any of %s)", paramStats, f.Name, word, strings.Join(counters.StatNames(), " "))
 	}
 	if f.Type == counters.Label && (f.Interval != 0 || len(f.Stats) > 0) {
 		return badQuery("%s is a label field: it takes no watch interval or window statistics", f.Name)
