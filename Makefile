@@ -16,6 +16,11 @@ LDFLAGS   := -s -w -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION)
 # and Markdown generators (a Markdown parser), and testify's YAML support,
 # which go-dcgm links in through its test helpers.
 TAGS      := urfave_cli_no_docs,testify_yaml_fail
+# The compile flags of every build of the module's packages: make build and
+# make release, and in make test the vet runs and the binaries the tests
+# build (`make buildflags` prints them), so that on a cold Go build cache
+# each package compiles once for all of them.
+BUILDFLAGS := -trimpath -tags $(TAGS)
 # go-nvml's headers use deprecated declarations on purpose; silence them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
@@ -49,7 +54,7 @@ CUDA_VERSION ?= 13.2.1
 IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
                 --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
 
-.PHONY: build run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release
+.PHONY: build buildflags run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release
 
 # gpuscope-client (top, capture) goes beside the exporter, where
 # `gpuscope top` and `gpuscope capture` look for it.
@@ -57,8 +62,11 @@ build:
 	@if [ -z "$(CC)" ]; then echo "make build: no C cross compiler is known for GOARCH=$(GOARCH); set CC=..." >&2; exit 1; fi
 	@if [ "$(GOARCH)" != "$(HOSTARCH)" ] && ! command -v "$(firstword $(CC))" >/dev/null; then \
 		echo "make build: $(CC), the C cross compiler for GOARCH=$(GOARCH), is not installed (scripts/install-test-deps.sh installs it on Debian)" >&2; exit 1; fi
-	$(BUILD_ENV) $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
-	$(BUILD_ENV) $(GO) build -trimpath -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(dir $(BIN))gpuscope-client ./cmd/gpuscope-client
+	$(BUILD_ENV) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpuscope
+	$(BUILD_ENV) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(dir $(BIN))gpuscope-client ./cmd/gpuscope-client
+
+buildflags:
+	@echo $(BUILDFLAGS)
 
 # Simulated node of 8 x H100 with pod labels, mixed workloads and workload
 # insight; no GPU needed.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,4 +107,27 @@ func TestGoToolBuildsSeveralCommandsInOneStep(t *testing.T) {
 	_, log = build()
 	require.Contains(t, log, "Building server v1.0.0", "a missing binary builds the step again")
 	require.FileExists(t, client)
+}
+
+// TestGoToolRefusesAPackageWithoutAName: a binary is named after its
+// package path's last element, so a relative path such as "." (which would
+// leave nothing to move into the cache) is refused at once, naming it.
+func TestGoToolRefusesAPackageWithoutAName(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	require.NoError(t, err)
+	lib, err := filepath.Abs(filepath.Join("lib", "gotool.sh"))
+	require.NoError(t, err)
+	for _, pkg := range []string{".", "..", "./", "example.com/tool/.."} {
+		t.Run(pkg, func(t *testing.T) {
+			dir := t.TempDir()
+			script := `. "$1"; gotool_build tool . "$2" v1.0.0 "a second" ""`
+			cmd := exec.Command(bash, "-c", script, "gotool", lib, pkg)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GPUSCOPE_CACHE="+filepath.Join(dir, "cache"))
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err, "%s", out)
+			assert.Contains(t, string(out), pkg+": name each package by its import path")
+			assert.NoDirExists(t, filepath.Join(dir, "cache"), "nothing is built")
+		})
+	}
 }

@@ -18,6 +18,21 @@ need_root() {
   fi
 }
 
+# The tools built from the Go module proxy (Prometheus 3 and promtool, etcd,
+# kube-apiserver, helm: scripts/build-test-tools.sh) are most of a fresh
+# machine's install time, and all of its CPU time; they build in the
+# background while apt-get below waits on the network and the disk, which
+# leave the cores idle. In a session of their own (setsid), so that a
+# failure below ends the builds too, by their process group.
+setsid "$(dirname "$0")/build-test-tools.sh" &
+tools=$!
+policy=
+cleanup() {
+  [ -z "$tools" ] || kill -- "-$tools" 2>/dev/null || true
+  [ -z "$policy" ] || need_root rm -f "$policy"
+}
+trap cleanup EXIT
+
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   echo "install-test-deps: installing Debian's prometheus package (prometheus, promtool; about a minute)"
   # The package would start a system service; the tests run their own
@@ -25,10 +40,10 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   # the package from starting it, so there is nothing to stop afterwards and
   # no other Prometheus on the machine is touched. An existing hook is left
   # as it is.
-  policy="${POLICY_RC_D:-/usr/sbin/policy-rc.d}"
-  if [ ! -e "$policy" ]; then
-    need_root sh -c "printf '#!/bin/sh\nexit 101\n' > '$policy' && chmod 755 '$policy'"
-    trap 'need_root rm -f "$policy"' EXIT
+  hook="${POLICY_RC_D:-/usr/sbin/policy-rc.d}"
+  if [ ! -e "$hook" ]; then
+    need_root sh -c "printf '#!/bin/sh\nexit 101\n' > '$hook' && chmod 755 '$hook'"
+    policy=$hook
   fi
   need_root apt-get update -qq
   need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
@@ -78,19 +93,9 @@ fi
 # saying so, and fails under CI=true.
 "$(dirname "$0")/fetch-libnvidia-ml.sh" >/dev/null || echo "install-test-deps: libnvidia-ml1 could not be fetched; the real NVML library test will skip" >&2
 
-# Debian's promtool 2.42 cannot read the native-histogram input series of
-# deploy/prometheus/tests/native-histograms, and the rules' end-to-end tests
-# run on a current Prometheus as well as on Debian's 2.42: Prometheus 3 and
-# its promtool are built from the Go module proxy (tools/prometheus) in one
-# step, once, and cached.
-"$(dirname "$0")/build-prometheus.sh" >/dev/null
-
-# A real control plane for the Kubernetes tests (test/kubechart,
-# test/kubewatch): etcd and kube-apiserver built from the Go module proxy
-# (tools/etcd, tools/kube-apiserver) once and cached, and the Prometheus
-# Operator's CRDs fetched the same way.
-"$(dirname "$0")/build-etcd.sh" >/dev/null
-"$(dirname "$0")/build-kube-apiserver.sh" >/dev/null
-"$(dirname "$0")/fetch-prometheus-operator-crds.sh" >/dev/null
-
-"$(dirname "$0")/install-helm.sh"
+# The Go tools, built in the background since the start (above).
+if ! wait "$tools"; then
+  echo "install-test-deps: building the Go tools failed (scripts/build-test-tools.sh, its messages above)" >&2
+  exit 1
+fi
+tools=

@@ -31,7 +31,7 @@ func TestInstallTestDepsEndsOnlyWhatItStarted(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
-	for _, tool := range []string{"bash", "sh", "env", "dirname", "printf", "chmod", "rm", "cat", "test"} {
+	for _, tool := range []string{"bash", "sh", "env", "dirname", "printf", "chmod", "rm", "cat", "test", "setsid"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			continue
@@ -61,6 +61,7 @@ esac`)
 		"fetch-prometheus-operator-crds.sh", "fetch-libnvidia-ml.sh"} {
 		require.NoError(t, os.WriteFile(filepath.Join(scripts, name), []byte("#!/bin/bash\n"), 0o755))
 	}
+	stub(t, scripts, "build-test-tools.sh", "")
 
 	cmd := exec.Command(bash, filepath.Join(scripts, "install-test-deps.sh"))
 	cmd.Env = []string{"PATH=" + bin, "STUB_LOG=" + log, "STUB_BIN=" + bin, "POLICY_RC_D=" + policy}
@@ -71,6 +72,7 @@ esac`)
 	require.NoError(t, err)
 	got := string(calls)
 	assert.Regexp(t, `(?m)^apt-get .*install .*prometheus`, got, "the package is installed")
+	assert.Contains(t, got, "build-test-tools.sh", "the Go tools are built")
 	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
 		for _, ender := range enders {
 			assert.False(t, line == ender || strings.HasPrefix(line, ender+" "), "the script ran %q: it must end only what it started", line)

@@ -136,7 +136,8 @@ type builtBinary struct {
 	err  error
 }
 
-// buildMain builds a command of the main module once per test process.
+// buildMain builds a command of the main module once per test process, with
+// make build's compile flags.
 func buildMain(t *testing.T, pkg string) string {
 	t.Helper()
 	buildDirs.Do(func() { buildDir, buildErr = os.MkdirTemp("", "gpuscope-verify-") })
@@ -145,7 +146,18 @@ func buildMain(t *testing.T, pkg string) string {
 	b := v.(*builtBinary)
 	b.once.Do(func() {
 		b.path = filepath.Join(buildDir, filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		// make build's compile flags, so that this build shares every
+		// compiled package with the release's and the other tests' builds.
+		var stderr strings.Builder
+		mk := exec.Command("make", "-C", repoRoot, "--no-print-directory", "-s", "buildflags")
+		mk.Stderr = &stderr
+		flags, err := mk.Output()
+		if err != nil {
+			b.err = fmt.Errorf("make buildflags: %w: %s", err, stderr.String())
+			return
+		}
+		args := append(append([]string{"build"}, strings.Fields(string(flags))...), "-o", b.path, pkg)
+		cmd := exec.Command("go", args...)
 		cmd.Dir = repoRoot
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -54,8 +54,23 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// Binary builds gpuscope and gpuscope-client once per test process and
-// returns gpuscope's path.
+// BuildFlags returns the compile flags of make build (`make buildflags` in
+// root): the tests build with them too, so that the release build and the
+// tests' builds share every compiled package in the Go build cache.
+func BuildFlags(root string) ([]string, error) {
+	cmd := exec.Command("make", "--no-print-directory", "-s", "buildflags")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("make buildflags in %s: %w: %s", root, err, stderr.String())
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// Binary builds gpuscope and gpuscope-client once per test process, with
+// make build's compile flags, and returns gpuscope's path.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -65,8 +80,14 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "gpuscope")
+		flags, err := BuildFlags(RepoRoot())
+		if err != nil {
+			buildErr = err
+			return
+		}
 		// gpuscope top and capture run the gpuscope-client beside it.
-		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/gpuscope", "./cmd/gpuscope-client")
+		args := append(append([]string{"build"}, flags...), "-o", dir+string(filepath.Separator), "./cmd/gpuscope", "./cmd/gpuscope-client")
+		cmd := exec.Command("go", args...)
 		cmd.Dir = RepoRoot()
 		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
