@@ -301,7 +301,7 @@ func (p *parser) resolveCompat(n int, f *Field, c CompatInfo) bool {
 	if f.Help == "" {
 		f.Help = c.Help
 	}
-	p.set.Layout = LayoutNvidiaSMI
+	p.set.Layout = LayoutNvidiaGPUExporter
 	return true
 }
 

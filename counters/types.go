@@ -118,7 +118,7 @@ type Field struct {
 	Line int
 	// Export says how a name of another exporter's layout (nvidia_gpu_exporter's
 	// nvidia_smi_* names) exports the field; the zero value exports the value
-	// as read. Set from the compatibility table (nvsmi.go), never from a column.
+	// as read. Set from the compatibility table (nvgpuexporter.go), never from a column.
 	Export Export
 }
 
@@ -130,7 +130,7 @@ type Set struct {
 	// Warnings are problems that do not stop the file from loading, such as
 	// a line that repeats an earlier field with the same type.
 	Warnings []string
-	// Layout is the label layout of the file's series: LayoutNvidiaSMI when
+	// Layout is the label layout of the file's series: LayoutNvidiaGPUExporter when
 	// any line names an nvidia_gpu_exporter metric, LayoutDCGMExporter
 	// otherwise.
 	Layout Layout

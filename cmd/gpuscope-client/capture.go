@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/client/capture"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 func captureCommand() *cli.Command {
@@ -99,10 +99,10 @@ func runCapture(c *cli.Context) error {
 		}
 		fields = served
 	}
-	if len(fields) > samples.MaxFields {
-		return usage(fmt.Errorf("--field: %d fields, at most %d", len(fields), samples.MaxFields))
+	if len(fields) > sampleapi.MaxFields {
+		return usage(fmt.Errorf("--field: %d fields, at most %d", len(fields), sampleapi.MaxFields))
 	}
-	q := samples.Query{Fields: fields, GPUs: c.IntSlice("gpu")}
+	q := sampleapi.Query{Fields: fields, GPUs: c.IntSlice("gpu")}
 	if d := c.Duration("duration"); d > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "capture: recording %d fields from %s for %s\n", len(fields), client.Base, d)
 	}

@@ -4,7 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpuscope/gpuscope/internal/client/top"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // stepFields are what `capture` records by default: the fields `top`
@@ -26,11 +26,11 @@ func clientFlags() []cli.Flag {
 	}
 }
 
-func clientFrom(c *cli.Context) (*samples.Client, error) {
-	base, err := samples.BaseURL(c.String("address"))
+func clientFrom(c *cli.Context) (*sampleapi.Client, error) {
+	base, err := sampleapi.BaseURL(c.String("address"))
 	if err != nil {
 		return nil, usage(err)
 	}
-	return &samples.Client{Base: base, Username: c.String("username"), Password: c.String("password"),
+	return &sampleapi.Client{Base: base, Username: c.String("username"), Password: c.String("password"),
 		InsecureSkipVerify: c.Bool("insecure-skip-verify")}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // TestHostileModesAreWhatTheySay: each answer of -hostile is broken the
@@ -15,27 +15,27 @@ import (
 func TestHostileModesAreWhatTheySay(t *testing.T) {
 	tests := []struct {
 		mode  string
-		check func(t *testing.T, r *samples.Result, err error)
+		check func(t *testing.T, r *sampleapi.Result, err error)
 	}{
-		{"mismatched", func(t *testing.T, _ *samples.Result, err error) {
+		{"mismatched", func(t *testing.T, _ *sampleapi.Result, err error) {
 			assert.ErrorContains(t, err, "3 timestamps and 2 values")
 		}},
-		{"extreme", func(t *testing.T, r *samples.Result, err error) {
+		{"extreme", func(t *testing.T, r *sampleapi.Result, err error) {
 			require.NoError(t, err)
 			assert.Equal(t, []float64{1.7e308, -1.7e308}, []float64(r.Entities[0].Series[0].V))
 		}},
-		{"negative", func(t *testing.T, r *samples.Result, err error) {
+		{"negative", func(t *testing.T, r *sampleapi.Result, err error) {
 			require.NoError(t, err)
 			assert.Equal(t, []int64{-1000000, -1}, r.Entities[0].Series[0].T)
 		}},
-		{"escapes", func(t *testing.T, r *samples.Result, err error) {
+		{"escapes", func(t *testing.T, r *sampleapi.Result, err error) {
 			require.NoError(t, err, "the client strips what it decodes")
 			assert.Equal(t, "node]0;owned[?1049l", r.Hostname)
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			r, err := samples.Decode([]byte(hostileBody(tt.mode)))
+			r, err := sampleapi.Decode([]byte(hostileBody(tt.mode)))
 			tt.check(t, r, err)
 		})
 	}

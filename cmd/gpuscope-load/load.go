@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 )
 
 // maxLatencies bounds the latencies kept for the percentiles. Beyond it the

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/config"
+	"github.com/gpuscope/gpuscope/internal/config/devsel"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/engine/devsel"
 	"github.com/gpuscope/gpuscope/internal/serve/dump"
 	"github.com/gpuscope/gpuscope/source"
 )

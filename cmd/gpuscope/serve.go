@@ -19,9 +19,9 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/etc"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"

@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine/devsel"
+	"github.com/gpuscope/gpuscope/internal/config/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"

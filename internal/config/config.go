@@ -9,8 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuscope/gpuscope/internal/config/devsel"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/engine/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/source/auto"
 	"github.com/gpuscope/gpuscope/source/dcgm"

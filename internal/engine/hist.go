@@ -5,7 +5,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 )
 
 // HistogramSuffix ends the name of a field's native histogram family.
@@ -17,16 +17,16 @@ const HistogramSuffix = "_distribution"
 // thousandth of their full scale as zero (an idle SM), which spares the
 // buckets of a long run down to the smallest float.
 var (
-	layoutRatio   = nhist.Layout{Schema: 3, ZeroThreshold: 1e-3}
-	layoutPercent = nhist.Layout{Schema: 3, ZeroThreshold: 0.1}
-	layoutFine    = nhist.Layout{Schema: 4} // W, C, MHz: narrow ranges
-	layoutRate    = nhist.Layout{Schema: 2} // bytes/s: many decades
-	layoutOther   = nhist.Layout{Schema: 3}
+	layoutRatio   = nativehist.Layout{Schema: 3, ZeroThreshold: 1e-3}
+	layoutPercent = nativehist.Layout{Schema: 3, ZeroThreshold: 0.1}
+	layoutFine    = nativehist.Layout{Schema: 4} // W, C, MHz: narrow ranges
+	layoutRate    = nativehist.Layout{Schema: 2} // bytes/s: many decades
+	layoutOther   = nativehist.Layout{Schema: 3}
 )
 
 // layoutFor picks the bucket layout of a field from DCGM's unit of it, or
 // failing that from the unit its help text names.
-func layoutFor(f counters.Field) nhist.Layout {
+func layoutFor(f counters.Field) nativehist.Layout {
 	switch fieldid.Of(f.ID).Unit {
 	case "W", "C":
 		return layoutFine
@@ -73,7 +73,7 @@ func planHistograms(p *plan, on bool) {
 // series of the fields they are of, labelled the same. They exist only in
 // the protobuf exposition: the text format cannot carry them. The caller
 // holds the store's read lock.
-func (e *Engine) appendHistograms(w *expo, s *Snapshot, now int64) {
+func (e *Engine) appendHistograms(w *snapshotWriter, s *Snapshot, now int64) {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]

@@ -362,7 +362,7 @@ var boundTails = func() [insight.NumClasses]string {
 }()
 
 // renderInsight writes the insight families from the last computation.
-func (e *Engine) renderInsight(w *expo, now int64) {
+func (e *Engine) renderInsight(w *snapshotWriter, now int64) {
 	p := e.plan
 	if !p.insight.on {
 		return
@@ -376,7 +376,7 @@ func (e *Engine) renderInsight(w *expo, now int64) {
 	// the GPU has one.
 	perGPU := func(name, help, typ string, value func(es *entityState) (float64, bool)) {
 		appendFamily(w, e.order, name, help, typ,
-			func(w *expo, es *entityState, labels string) {
+			func(w *snapshotWriter, es *entityState, labels string) {
 				if !live(es) {
 					return
 				}
@@ -401,7 +401,7 @@ func (e *Engine) renderInsight(w *expo, now int64) {
 		func(es *entityState) (float64, bool) { return float64(es.ins.stallsTotal), true })
 	appendFamily(w, e.order, "gpuscope_gpu_bound_ratio",
 		"Share of the insight window's samples bound by each class (compute, memory, communication, input, idle), by the rules of docs/insight.md.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if !live(es) {
 				return
 			}
@@ -411,7 +411,7 @@ func (e *Engine) renderInsight(w *expo, now int64) {
 		})
 	appendFamily(w, e.order, "gpuscope_insight_supported",
 		"1 when the GPU or MIG instance serves every profiling field the insight metrics need, 0 when it cannot (missing names them); its insight series are then absent.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if !hasInsight(es) || labels != es.labels[0] {
 				return
 			}

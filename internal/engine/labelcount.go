@@ -137,7 +137,7 @@ func kindName(e *source.Entity) string {
 // except in nvidia_gpu_exporter's layout, where they label
 // nvidia_smi_gpu_info alone.
 func writesLabelFields(_ *source.Entity, layout counters.Layout) bool {
-	return layout != counters.LayoutNvidiaSMI
+	return layout != counters.LayoutNvidiaGPUExporter
 }
 
 // layoutOf is the label layout of a counters set; dcgm-exporter's without one.

@@ -168,7 +168,7 @@ func renderLabels(set []labelPair) string {
 // writesHostname says whether the host label is written: nvidia_gpu_exporter's
 // layout has none.
 func writesHostname(opts *Options, layout counters.Layout) bool {
-	return !opts.NoHostname && opts.Hostname != "" && layout != counters.LayoutNvidiaSMI
+	return !opts.NoHostname && opts.Hostname != "" && layout != counters.LayoutNvidiaGPUExporter
 }
 
 // identityLabel is one identity label: its name and the entity's value.
@@ -213,10 +213,10 @@ var (
 // out (writesHostname), as every template writes it only when set.
 //
 // In nvidia_gpu_exporter's layout GPUs and MIG instances carry uuid (and
-// gpu_instance_id, compute_instance_id) alone (nvidiaSMIIdentity).
+// gpu_instance_id, compute_instance_id) alone (nvidiaGPUExporterIdentity).
 func identityOf(e *source.Entity, oldNamespace bool, layout counters.Layout) []identityLabel {
-	if layout == counters.LayoutNvidiaSMI {
-		if ids := nvidiaSMIIdentity(e); ids != nil {
+	if layout == counters.LayoutNvidiaGPUExporter {
+		if ids := nvidiaGPUExporterIdentity(e); ids != nil {
 			return ids
 		}
 	}
@@ -252,7 +252,7 @@ var identityNames = func() []string {
 	names := []string{"Hostname", "hostname"}
 	for _, l := range []identityLabel{gpuLabel, uuidLabel, oldUUIDLabel, linkUUIDLabel, pciLabel, deviceLabel, modelLabel,
 		linkModelLabel, giProfileLabel, giLabel, ciLabel, nvlinkLabel, switchLabel, cpuLabel, coreLabel,
-		nvidiaSMIGILabel, nvidiaSMICILabel} {
+		nvidiaGPUExporterGILabel, nvidiaGPUExporterCILabel} {
 		names = append(names, l.name)
 	}
 	return names

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -55,7 +55,7 @@ func TestInfLandsInTheWrongBucketNonFiniteSamplesAreLeftOut(t *testing.T) {
 
 	h := histFamilies(t, e)["DCGM_FI_PROF_SM_ACTIVE_distribution"]
 	require.NotNil(t, h)
-	finite := nhist.New(layoutRatio)
+	finite := nativehist.New(layoutRatio)
 	for _, v := range []float64{0.25, 0.5, 0.75} {
 		finite.Observe(v)
 	}
@@ -64,10 +64,10 @@ func TestInfLandsInTheWrongBucketNonFiniteSamplesAreLeftOut(t *testing.T) {
 	assert.True(t, proto.Equal(want.Histogram, h.Metric[0].GetHistogram()), "the histogram of the finite samples\nwant %v\ngot  %v",
 		want.Histogram, h.Metric[0].GetHistogram())
 
-	res, err := e.Samples(samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	res, err := e.Samples(sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 1)
-	assert.Equal(t, samples.Values{0.25, 0.5, 0.75}, res.Entities[0].Series[0].V)
+	assert.Equal(t, sampleapi.Values{0.25, 0.5, 0.75}, res.Entities[0].Series[0].V)
 	require.Len(t, res.Entities[0].Series[0].T, 3)
 
 	reg := prometheus.NewRegistry()

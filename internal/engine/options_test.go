@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/devsel"
+	"github.com/gpuscope/gpuscope/internal/config/devsel"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -28,7 +28,7 @@ type slot struct {
 	span int64
 	// hist is the bucket layout of the slot's native histograms; nil when
 	// none of its metrics has one (planHistograms).
-	hist *nhist.Layout
+	hist *nativehist.Layout
 }
 
 // metric is one exported family that is read straight from a slot.

@@ -18,7 +18,7 @@ const (
 // list has been read: the dropped count in every layout, and, in
 // dcgm-exporter's, each process's info, memory and SM share and each
 // device's count, while the source can list processes.
-func (e *Engine) renderProcesses(w *expo) {
+func (e *Engine) renderProcesses(w *snapshotWriter) {
 	if !e.opts.Processes.Enabled || !e.proc.seen {
 		return
 	}
@@ -28,7 +28,7 @@ func (e *Engine) renderProcesses(w *expo) {
 			w.sample(procDroppedName, es.proc.droppedLabels, "} ", float64(es.proc.dropped))
 		}
 	}
-	if e.plan.layout == counters.LayoutNvidiaSMI || !e.proc.listed {
+	if e.plan.layout == counters.LayoutNvidiaGPUExporter || !e.proc.listed {
 		return
 	}
 	w.family(procInfoName, "1 for each compute process on the GPU or MIG instance, labelled with its PID, its name and, when known, its pod.", "gauge")
@@ -46,7 +46,7 @@ func (e *Engine) renderProcesses(w *expo) {
 		}
 	})
 	appendFamily(w, e.order, procCountName, "Compute processes the driver lists on the GPU or MIG instance, those past the cap included.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if (es.ent.Kind == source.GPU && !es.migParent) || es.ent.Kind == source.GPUInstance {
 				w.sample(procCountName, labels, "} ", float64(es.proc.listed))
 			}
@@ -68,7 +68,7 @@ func (e *Engine) eachProcess(f func(*procSeries)) {
 // failure never looks like an idle GPU; else every process's info and
 // memory, labelled uuid (the GPU's, MIG or not), pid and process_name, and
 // each GPU's count, 0 included.
-func (e *Engine) renderComputeApps(w *expo, f *counters.Field) {
+func (e *Engine) renderComputeApps(w *snapshotWriter, f *counters.Field) {
 	if !e.opts.Processes.Enabled || !e.proc.seen {
 		return
 	}
@@ -91,15 +91,15 @@ func (e *Engine) renderComputeApps(w *expo, f *counters.Field) {
 		w.family(f.Name, f.Help, typ)
 		e.eachProcess(func(ps *procSeries) {
 			switch {
-			case ps.nvsmiDup:
+			case ps.nvgpuExporterDup:
 			case role == counters.RoleComputeAppInfo:
-				w.sample(f.Name, ps.nvsmi, "} ", 1)
-			case ps.nvsmiHasMem:
-				w.sample(f.Name, ps.nvsmi, "} ", ps.nvsmiMem)
+				w.sample(f.Name, ps.nvgpuExporter, "} ", 1)
+			case ps.nvgpuExporterHasMem:
+				w.sample(f.Name, ps.nvgpuExporter, "} ", ps.nvgpuExporterMem)
 			}
 		})
 	case counters.RoleComputeApps:
-		appendFamily(w, e.order, f.Name, f.Help, typ, func(w *expo, es *entityState, labels string) {
+		appendFamily(w, e.order, f.Name, f.Help, typ, func(w *snapshotWriter, es *entityState, labels string) {
 			if es.ent.Kind == source.GPU {
 				w.sample(f.Name, labels, "} ", float64(es.proc.total))
 			}

@@ -87,17 +87,17 @@ type procSeries struct {
 	// identity, host and label-type fields, pid, and the process's pod
 	// labels; infoTail adds process_name to it.
 	labels, infoTail string
-	// nvsmi is nvidia_gpu_exporter's label set: uuid, pid, process_name.
-	// nvsmiDup marks a second listing of a process under the same GPU
-	// (two MIG instances), whose memory the first one's nvsmiMem holds.
-	nvsmi       string
-	nvsmiDup    bool
-	nvsmiMem    float64
-	nvsmiHasMem bool
-	mem         float64
-	hasMem      bool
-	sm          float64
-	hasSM       bool
+	// nvgpuExporter is nvidia_gpu_exporter's label set: uuid, pid, process_name.
+	// nvgpuExporterDup marks a second listing of a process under the same GPU
+	// (two MIG instances), whose memory the first one's nvgpuExporterMem holds.
+	nvgpuExporter       string
+	nvgpuExporterDup    bool
+	nvgpuExporterMem    float64
+	nvgpuExporterHasMem bool
+	mem                 float64
+	hasMem              bool
+	sm                  float64
+	hasSM               bool
 }
 
 // procEntity is what the engine knows of the processes on one entity.
@@ -228,7 +228,7 @@ func (e *Engine) buildProcesses(list []source.Process) map[*entityState]procUpda
 				g.droppedPIDs[c.p.PID] = struct{}{}
 			}
 		}
-		markNvidiaSMIDuplicates(ups)
+		markNvidiaGPUExporterDuplicates(ups)
 		for es, u := range ups {
 			sort.Slice(u.series, func(i, j int) bool { return u.series[i].pid < u.series[j].pid })
 			out[es] = *u
@@ -237,10 +237,10 @@ func (e *Engine) buildProcesses(list []source.Process) map[*entityState]procUpda
 	return out
 }
 
-// markNvidiaSMIDuplicates gives a process that runs in two MIG instances
+// markNvidiaGPUExporterDuplicates gives a process that runs in two MIG instances
 // of one GPU one series under nvidia_gpu_exporter's labels, which name the
 // GPU alone, with the memory of both.
-func markNvidiaSMIDuplicates(ups map[*entityState]*procUpdate) {
+func markNvidiaGPUExporterDuplicates(ups map[*entityState]*procUpdate) {
 	if len(ups) < 2 {
 		return
 	}
@@ -253,9 +253,9 @@ func markNvidiaSMIDuplicates(ups map[*entityState]*procUpdate) {
 				first[ps.pid] = ps
 				continue
 			}
-			ps.nvsmiDup = true
-			f.nvsmiMem += ps.nvsmiMem
-			f.nvsmiHasMem = f.nvsmiHasMem && ps.nvsmiHasMem
+			ps.nvgpuExporterDup = true
+			f.nvgpuExporterMem += ps.nvgpuExporterMem
+			f.nvgpuExporterHasMem = f.nvgpuExporterHasMem && ps.nvgpuExporterHasMem
 		}
 	}
 }
@@ -356,14 +356,14 @@ func (e *Engine) procSeriesOf(c *procCand, bases map[*entityState]string) procSe
 		ps = e.newProcSeries(c, base, name, pod)
 	}
 	ps.hasMem = c.p.UsedMemoryBytes != unknownMemory
-	ps.nvsmiHasMem, ps.nvsmiDup = ps.hasMem, false
-	ps.mem, ps.nvsmiMem = 0, 0
+	ps.nvgpuExporterHasMem, ps.nvgpuExporterDup = ps.hasMem, false
+	ps.mem, ps.nvgpuExporterMem = 0, 0
 	if ps.hasMem {
 		ps.mem = float64(c.p.UsedMemoryBytes)
 		// nvidia-smi prints MiB, rounded up (nvidia_gpu_exporter's
 		// internal/nvmlnative/format.go, mib), which that exporter turns
 		// into bytes.
-		ps.nvsmiMem = math.Ceil(ps.mem/(1<<20)) * (1 << 20)
+		ps.nvgpuExporterMem = math.Ceil(ps.mem/(1<<20)) * (1 << 20)
 	}
 	// The driver gives no per-process SM share inside a MIG instance
 	// (NVML answers -1 there): no series rather than a guess.
@@ -390,11 +390,11 @@ func (e *Engine) newProcSeries(c *procCand, base, name string, pod [3]string) pr
 	if name != "" {
 		ps.infoTail = `,` + labelProcessName + `="` + escapeLabel(name) + `"} `
 	}
-	nv := []labelPair{{"uuid", nvidiaSMIUUID(c.target.ent.UUID)}, {labelPID, pid}}
+	nv := []labelPair{{"uuid", nvidiaGPUExporterUUID(c.target.ent.UUID)}, {labelPID, pid}}
 	if name != "" {
 		nv = append(nv, labelPair{labelProcessName, name})
 	}
-	ps.nvsmi = renderLabels(nv)
+	ps.nvgpuExporter = renderLabels(nv)
 	return ps
 }
 

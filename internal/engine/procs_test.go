@@ -296,7 +296,7 @@ func TestComputeAppsInNvidiaGPUExporterLayout(t *testing.T) {
 	wddm.UsedMemoryBytes = math.MaxUint64
 	mfs := n.list(t, []source.Process{n.proc(7, 0, -1, 2048, 40, "/usr/bin/python3"), wddm, inMIG, alsoIn4})
 
-	u0, u1 := nvidiaSMIUUID(n.uuid(0)), nvidiaSMIUUID(n.uuid(1))
+	u0, u1 := nvidiaGPUExporterUUID(n.uuid(0)), nvidiaGPUExporterUUID(n.uuid(1))
 	info := map[string]map[string]string{}
 	for _, m := range mfs["nvidia_smi_compute_app_info"].GetMetric() {
 		l := metricLabels(m)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
+	"github.com/gpuscope/gpuscope/internal/engine/eventnames"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -32,11 +32,11 @@ var statLabels = func() map[counters.Stat]string {
 }()
 
 // clockEventTails close the label set of the clock-event families, one per
-// reason of gpuevents.ClockEvents, built once so a render does not concatenate
+// reason of eventnames.ClockEvents, built once so a render does not concatenate
 // them per GPU.
 var clockEventTails = func() [9]string {
 	var t [9]string
-	for i, ce := range gpuevents.ClockEvents {
+	for i, ce := range eventnames.ClockEvents {
 		t[i] = `,` + labelClockEvent + `="` + ce.Name + `"} `
 	}
 	return t
@@ -65,7 +65,7 @@ func (e *Engine) Snapshot(s *Snapshot, proto bool) *Snapshot {
 	sc := scratchPool.Get().(*renderScratch)
 	defer scratchPool.Put(sc)
 	sc.seen = strIndex{}
-	w := expo{s: s, l: &s.main, seen: &sc.seen}
+	w := snapshotWriter{s: s, l: &s.main, seen: &sc.seen}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	now := e.opts.Now().UnixNano()
@@ -90,11 +90,11 @@ func putSnapshot(s *Snapshot) {
 	snapshots.Put(s)
 }
 
-func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
+func (e *Engine) render(w *snapshotWriter, s *Snapshot, sc *renderScratch, now int64) {
 	e.renderValues(w, now)
 	e.renderWindows(w, s, sc, now)
 	e.renderEvents(w, now)
-	e.renderNvidiaSMI(w)
+	e.renderNvidiaGPUExporter(w)
 	e.renderHealthChecks(w, now)
 	e.renderP2P(w, now)
 	e.renderInsight(w, now)
@@ -104,7 +104,7 @@ func (e *Engine) render(w *expo, s *Snapshot, sc *renderScratch, now int64) {
 
 // renderValues writes the latest value of every field's series that is not
 // stale.
-func (e *Engine) renderValues(w *expo, now int64) {
+func (e *Engine) renderValues(w *snapshotWriter, now int64) {
 	p := e.plan
 	for mi := range p.metrics {
 		m := &p.metrics[mi]
@@ -143,7 +143,7 @@ func (e *Engine) renderValues(w *expo, now int64) {
 
 // renderWindows writes the window statistics of the fields that ask for
 // them, each family followed by its samples count.
-func (e *Engine) renderWindows(w *expo, s *Snapshot, sc *renderScratch, now int64) {
+func (e *Engine) renderWindows(w *snapshotWriter, s *Snapshot, sc *renderScratch, now int64) {
 	p := e.plan
 	since := now - int64(e.opts.Window)
 	for mi := range p.metrics {
@@ -154,7 +154,7 @@ func (e *Engine) renderWindows(w *expo, s *Snapshot, sc *renderScratch, now int6
 		// The samples counts follow the statistics, so they are written
 		// aside and appended.
 		s.side.reset()
-		counts := expo{s: s, l: &s.side, seen: w.seen}
+		counts := snapshotWriter{s: s, l: &s.side, seen: w.seen}
 		w.familyWith(m.windowHeader, m.windowName, m.windowHelp, "gauge")
 		counts.familyWith(m.samplesHeader, m.samplesName, m.samplesHelp, "gauge")
 		for _, es := range e.order {
@@ -219,7 +219,7 @@ func expEntity(es *entityState) *entityState {
 // (internal/pkg/collector/gpu_health_collector.go, GetMetrics): for each GPU
 // one series per health watch, labelled health_watch and health_error_code,
 // valued 0 pass, 10 warn, 20 fail.
-func (e *Engine) renderHealthChecks(w *expo, now int64) {
+func (e *Engine) renderHealthChecks(w *snapshotWriter, now int64) {
 	p := e.plan
 	f := p.expHealth
 	if f == nil {
@@ -227,7 +227,7 @@ func (e *Engine) renderHealthChecks(w *expo, now int64) {
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
 	appendFamily(w, e.healthOrder, f.Name, f.Help, f.Type.String(),
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if es.healthTS < stale {
 				return
 			}
@@ -242,7 +242,7 @@ func (e *Engine) renderHealthChecks(w *expo, now int64) {
 // (internal/pkg/collector/p2p_status_collector.go, GetMetrics): for each
 // ordered pair of GPUs one series on the first, labelled peer_gpu (the
 // second's index) and link_status, valued the status code.
-func (e *Engine) renderP2P(w *expo, now int64) {
+func (e *Engine) renderP2P(w *snapshotWriter, now int64) {
 	p := e.plan
 	f := p.expP2P
 	if f == nil {
@@ -250,7 +250,7 @@ func (e *Engine) renderP2P(w *expo, now int64) {
 	}
 	stale := now - int64(p.slots[p.slotOf[f.ID]].stale)
 	appendFamily(w, e.healthOrder, f.Name, f.Help, f.Type.String(),
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if es.p2pTS < stale {
 				return
 			}
@@ -261,7 +261,7 @@ func (e *Engine) renderP2P(w *expo, now int64) {
 		})
 }
 
-func (e *Engine) renderEvents(w *expo, now int64) {
+func (e *Engine) renderEvents(w *snapshotWriter, now int64) {
 	p := e.plan
 	if p.xid {
 		e.renderXIDs(w)
@@ -279,15 +279,15 @@ func (e *Engine) renderEvents(w *expo, now int64) {
 
 // renderXIDs writes gpuscope's XID families: the count and the last time
 // seen of each XID per GPU.
-func (e *Engine) renderXIDs(w *expo) {
+func (e *Engine) renderXIDs(w *snapshotWriter) {
 	appendFamily(w, e.order, "gpuscope_xid_errors_total", "XID errors seen on the GPU since gpuscope started, by XID; every event counts, repeats included.", "counter",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			for _, x := range es.xids {
 				w.sample("gpuscope_xid_errors_total", labels, x.label+"} ", float64(x.total))
 			}
 		})
 	appendFamily(w, e.order, "gpuscope_xid_last_seen_timestamp_seconds", "Unix time the XID was last seen on the GPU.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			for _, x := range es.xids {
 				w.sample("gpuscope_xid_last_seen_timestamp_seconds", labels, x.label+"} ", float64(x.lastSeen)/1e9)
 			}
@@ -295,7 +295,7 @@ func (e *Engine) renderXIDs(w *expo) {
 }
 
 // renderXIDCount writes dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT.
-func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
+func (e *Engine) renderXIDCount(w *snapshotWriter, f *counters.Field, now int64) {
 	// dcgm-exporter (internal/pkg/collector/expcollector.go, getMetrics)
 	// counts the values of the XID errors field within the window by XID and shows
 	// one series per XID seen; a GPU with none gets one series of value
@@ -303,7 +303,7 @@ func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
 	since := now - int64(e.opts.XIDWindow)
 	win := `,` + labelWindowSize + `="` + strconv.FormatInt(e.opts.XIDWindow.Milliseconds(), 10) + `"`
 	appendFamily(w, e.order, f.Name, f.Help, f.Type.String(),
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if es = expEntity(es); es == nil {
 				return
 			}
@@ -314,7 +314,7 @@ func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
 					continue
 				}
 				seen = true
-				w.sample(f.Name, labels, win+`,`+labelXID+`="`+gpuevents.XIDLabel(x.code)+`"} `, float64(n))
+				w.sample(f.Name, labels, win+`,`+labelXID+`="`+eventnames.XIDLabel(x.code)+`"} `, float64(n))
 			}
 			if !seen {
 				w.sample(f.Name, labels, win+"} ", 0)
@@ -324,13 +324,13 @@ func (e *Engine) renderXIDCount(w *expo, f *counters.Field, now int64) {
 
 // renderClockEvents writes gpuscope's clock-event families: whether each
 // reason is set, and how often it became set.
-func (e *Engine) renderClockEvents(w *expo) {
+func (e *Engine) renderClockEvents(w *snapshotWriter) {
 	appendFamily(w, e.order, "gpuscope_clock_event_active", "1 while the clock-event (throttle) reason is set on the GPU.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if !es.clockSeen {
 				return
 			}
-			for i, ce := range gpuevents.ClockEvents {
+			for i, ce := range eventnames.ClockEvents {
 				v := 0.0
 				if es.clockMask&ce.Bit != 0 {
 					v = 1
@@ -339,18 +339,18 @@ func (e *Engine) renderClockEvents(w *expo) {
 			}
 		})
 	appendFamily(w, e.order, "gpuscope_clock_events_total", "Times the clock-event (throttle) reason became set on the GPU since gpuscope started.", "counter",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if !es.clockSeen {
 				return
 			}
-			for i := range gpuevents.ClockEvents {
+			for i := range eventnames.ClockEvents {
 				w.sample("gpuscope_clock_events_total", labels, clockEventTails[i], float64(es.clockTot[i]))
 			}
 		})
 }
 
 // renderClockEventsCount writes dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT.
-func (e *Engine) renderClockEventsCount(w *expo, f *counters.Field, now int64) {
+func (e *Engine) renderClockEventsCount(w *snapshotWriter, f *counters.Field, now int64) {
 	// dcgm-exporter (internal/pkg/collector/clock_events_collector.go and
 	// expcollector.go): each sample within the window adds one to every
 	// reason whose bit it has; only reasons counted appear, and a GPU
@@ -361,13 +361,13 @@ func (e *Engine) renderClockEventsCount(w *expo, f *counters.Field, now int64) {
 	win := labelWindowSize + `="` + strconv.FormatInt(e.opts.ClockEventsWindow.Milliseconds(), 10) + `"`
 	// The label tails are built once per render, not per GPU.
 	var tails [len(clockEventTails)]string
-	for i, ce := range gpuevents.ClockEvents {
+	for i, ce := range eventnames.ClockEvents {
 		tails[i] = `,` + labelClockEvent + `="` + ce.Name + `",` + win + `} `
 	}
 	zero := "," + win + "} "
 	var counts [9]int
 	appendFamily(w, e.order, f.Name, f.Help, f.Type.String(),
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if es = expEntity(es); es == nil {
 				return
 			}
@@ -383,7 +383,7 @@ func (e *Engine) renderClockEventsCount(w *expo, f *counters.Field, now int64) {
 		})
 }
 
-func (e *Engine) renderHealth(w *expo) {
+func (e *Engine) renderHealth(w *snapshotWriter) {
 	gpus := 0
 	for _, es := range e.order {
 		if es.ent.Kind == source.GPU {
@@ -393,7 +393,7 @@ func (e *Engine) renderHealth(w *expo) {
 	w.family("gpuscope_gpus", "GPUs the source sees now.", "gauge")
 	w.sample("gpuscope_gpus", "{", "} ", float64(gpus))
 	appendFamily(w, e.order, "gpuscope_gpu_lost", "1 while the GPU stopped answering; gpuscope retries it with backoff.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			if es.ent.Kind != source.GPU {
 				return
 			}
@@ -407,7 +407,7 @@ func (e *Engine) renderHealth(w *expo) {
 	// Only fields a GPU cannot serve get a series: one per supported field
 	// and GPU would say "yes" on every GPU of a fleet and double its series.
 	appendFamily(w, e.order, "gpuscope_field_supported", "0 when the GPU cannot serve a field of the counters file, with the reason; the field is then absent, never 0. Supported fields have no series here.", "gauge",
-		func(w *expo, es *entityState, labels string) {
+		func(w *snapshotWriter, es *entityState, labels string) {
 			// One series per GPU and field, however many copies of the
 			// GPU's series the enrichers ask for.
 			if es.ent.Kind != source.GPU || labels != es.labels[0] {
@@ -427,7 +427,7 @@ func (e *Engine) renderHealth(w *expo) {
 
 // appendFamily writes a family's header and the samples each entity adds;
 // a family to which no entity adds any is left out.
-func appendFamily(w *expo, order []*entityState, name, help, typ string, each func(*expo, *entityState, string)) {
+func appendFamily(w *snapshotWriter, order []*entityState, name, help, typ string, each func(*snapshotWriter, *entityState, string)) {
 	w.family(name, help, typ)
 	for _, es := range order {
 		for _, l := range es.labels {
@@ -439,13 +439,13 @@ func appendFamily(w *expo, order []*entityState, name, help, typ string, each fu
 // appendXIDSample writes a DCGM_FI_DEV_XID_ERRORS sample with the err_code
 // and err_msg labels that dcgm-exporter adds to it
 // (internal/pkg/collector/gpu_collector.go, toMetric).
-func appendXIDSample(w *expo, name, labels string, v float64) {
+func appendXIDSample(w *snapshotWriter, name, labels string, v float64) {
 	code := uint64(0)
 	if v > 0 {
 		code = uint64(v)
 	}
 	w.sample(name, labels, `,`+labelErrCode+`="`+strconv.FormatUint(code, 10)+`",`+
-		labelErrMsg+`="`+escapeLabel(gpuevents.XIDDescription(code))+`"} `, v)
+		labelErrMsg+`="`+escapeLabel(eventnames.XIDDescription(code))+`"} `, v)
 }
 
 func appendFloat(buf []byte, v float64) []byte {

@@ -79,7 +79,7 @@ func buildSplitLabels(es, parent *entityState, p *plan, opts *Options, enr []enr
 // it did: the device's value on its own series, each row's value on the
 // row's. Without values (the enricher has not read the processes yet) the
 // field falls back to the ordinary copies.
-func (e *Engine) appendSplit(w *expo, name string, es *entityState, id uint16, v float64) bool {
+func (e *Engine) appendSplit(w *snapshotWriter, name string, es *entityState, id uint16, v float64) bool {
 	sl := es.split
 	if sl == nil || e.splitter == nil || !e.splitter.fields[id] {
 		return false

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/gpuscope/gpuscope/internal/engine/gpuevents"
-	"github.com/gpuscope/gpuscope/internal/engine/nhist"
+	"github.com/gpuscope/gpuscope/internal/engine/eventnames"
+	"github.com/gpuscope/gpuscope/internal/engine/nativehist"
 	"github.com/gpuscope/gpuscope/internal/engine/window"
 	"github.com/gpuscope/gpuscope/source"
 )
@@ -38,7 +38,7 @@ type seriesVal struct {
 	reason  string // why the source cannot read the slot (support == supportNo)
 	ring    *window.Ring
 	// hist counts every sample since the first, for the native histogram.
-	hist *nhist.Histogram
+	hist *nativehist.Histogram
 }
 
 type xidCount struct {
@@ -100,7 +100,7 @@ func (r *eventRing) count(code uint64, since int64) int {
 	return c
 }
 
-// clockCounts counts, per reason of gpuevents.ClockEvents, the samples newer
+// clockCounts counts, per reason of eventnames.ClockEvents, the samples newer
 // than since that have the reason's bit set, and says whether any sample is
 // that new: dcgm-exporter's counting
 // (internal/pkg/collector/clock_events_collector.go and expcollector.go: every
@@ -121,7 +121,7 @@ func (r *eventRing) clockCounts(since, period int64, out *[9]int) (sampled bool)
 			}
 			slot, first = s, false
 		}
-		for i, ce := range gpuevents.ClockEvents {
+		for i, ce := range eventnames.ClockEvents {
 			if ev.code&ce.Bit != 0 {
 				out[i]++
 			}
@@ -248,7 +248,7 @@ func (es *entityState) addXID(code uint64, ts int64) {
 	}
 	es.xids = append(es.xids, xidCount{
 		code: code, total: 1, lastSeen: ts,
-		label: `,` + labelXID + `="` + gpuevents.XIDLabel(code) + `",` + labelXIDDescription + `="` + escapeLabel(gpuevents.XIDDescription(code)) + `"`,
+		label: `,` + labelXID + `="` + eventnames.XIDLabel(code) + `",` + labelXIDDescription + `="` + escapeLabel(eventnames.XIDDescription(code)) + `"`,
 	})
 	sort.Slice(es.xids, func(i, j int) bool { return es.xids[i].code < es.xids[j].code })
 }
@@ -257,7 +257,7 @@ func (es *entityState) addXID(code uint64, ts int64) {
 // totals a reason that becomes set counts as one event; dcgm-exporter's
 // window count keeps every sample (ringCap of them at most).
 func (es *entityState) addClockMask(mask uint64, ts int64, ringCap int) {
-	for i, ce := range gpuevents.ClockEvents {
+	for i, ce := range eventnames.ClockEvents {
 		if mask&ce.Bit != 0 && (!es.clockSeen || es.clockMask&ce.Bit == 0) {
 			es.clockTot[i]++
 		}

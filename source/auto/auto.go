@@ -16,7 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source"
 )
 

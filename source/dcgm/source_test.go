@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/dcgm"

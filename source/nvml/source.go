@@ -16,9 +16,9 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
-	timesource "github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source"
 )
 

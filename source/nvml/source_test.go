@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	timesource "github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/clock"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source"
 )
 

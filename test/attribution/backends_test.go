@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
 	"github.com/gpuscope/gpuscope/source/nvml"

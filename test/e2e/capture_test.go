@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/client/capture"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
@@ -89,8 +89,8 @@ func TestCaptureRecordsEverySampleOnce(t *testing.T) {
 	require.Len(t, procs, 8, "a process per GPU")
 	assert.Equal(t, "GPU 0 ml-training/llama-train-0 (NVIDIA H100 80GB HBM3)", procs[capture.PIDBase])
 
-	c := &samples.Client{Base: base}
-	rings, err := c.Fetch(context.Background(), samples.Query{Fields: fields})
+	c := &sampleapi.Client{Base: base}
+	rings, err := c.Fetch(context.Background(), sampleapi.Query{Fields: fields})
 	require.NoError(t, err)
 	units := map[string]string{"DCGM_FI_PROF_SM_ACTIVE": "ratio", "DCGM_FI_DEV_POWER_USAGE": "W"}
 	minimum := map[string]int{"DCGM_FI_PROF_SM_ACTIVE": 20, "DCGM_FI_DEV_POWER_USAGE": 2}
@@ -121,10 +121,10 @@ func TestCaptureChartsAndCSV(t *testing.T) {
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--sim-gpus", "4", "--collectors", filepath.Join(root, "etc", "dcp-metrics.csv"))
 	dir := t.TempDir()
 	// The rings fill at 100 ms; wait until they hold a second of samples.
-	c := &samples.Client{Base: base}
+	c := &sampleapi.Client{Base: base}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r, err := c.Fetch(context.Background(), samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{0}})
+		r, err := c.Fetch(context.Background(), sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{0}})
 		require.NoError(t, err)
 		if r.Len() >= 10 {
 			break

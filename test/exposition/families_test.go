@@ -196,9 +196,9 @@ func everything(t *testing.T) *exposure {
 		// nvidia_gpu_exporter's collection lines are written only by the
 		// engine's own loops, which the scenarios do not run: their names
 		// come from the table that defines them.
-		for _, c := range counters.NvidiaSMINames() {
+		for _, c := range counters.NvidiaGPUExporterNames() {
 			if c.Type != counters.Label {
-				x.families.get(c.Name, "counters.NvidiaSMINames")
+				x.families.get(c.Name, "counters.NvidiaGPUExporterNames")
 			}
 		}
 		exposureOf = x

@@ -93,7 +93,7 @@ func scenarios(t *testing.T) []scenario {
 	}
 	entities, err := counters.Parse("entity counters", strings.NewReader(entityCounters))
 	require.NoError(t, err)
-	nvsmi, err := counters.Load(filepath.Join(e2etest.RepoRoot(), "etc", "nvidia-gpu-exporter.csv"))
+	nvgpuExporter, err := counters.Load(filepath.Join(e2etest.RepoRoot(), "etc", "nvidia-gpu-exporter.csv"))
 	require.NoError(t, err)
 	for _, sc := range []struct {
 		name string
@@ -103,7 +103,7 @@ func scenarios(t *testing.T) []scenario {
 		{"every entity kind", entities, engine.Options{}},
 		{"every entity kind -o", entities, engine.Options{OldNamespace: true}},
 		{"every entity kind --hostname-label=hostname", entities, engine.Options{HostnameLabel: "hostname"}},
-		{"every entity kind -f etc/nvidia-gpu-exporter.csv", nvsmi, engine.Options{}},
+		{"every entity kind -f etc/nvidia-gpu-exporter.csv", nvgpuExporter, engine.Options{}},
 	} {
 		out = append(out, entityScenario(t, sc.name, sc.set, sc.opts))
 	}

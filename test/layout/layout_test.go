@@ -1,6 +1,7 @@
 // Package layout checks the shape of the source tree that docs/architecture.md
 // describes: every package says its concern, internal/ stays a short list of
-// stages, only the commands read the command line, and functions stay small.
+// stages, only the commands read the command line, and functions and files
+// stay small.
 package layout
 
 import (
@@ -38,6 +39,19 @@ var longFuncsAllowed = map[string]bool{
 	"counters/fieldid/internal/gen/main.go:render":                      true,
 	"grafana/dash/cluster.go:Cluster":                                   true,
 	"internal/testkit/apiservertest/apiservertest.go:Server.serveWatch": true,
+}
+
+// maxFileLines is the longest hand-written production file the tree accepts
+// outside the exceptions below: past it, a file holds more than one concern.
+const maxFileLines = 600
+
+// longFilesAllowed are the scripted fakes of a library's whole surface and
+// the field generator, each one program that a split would only scatter. At
+// most three.
+var longFilesAllowed = map[string]bool{
+	"source/dcgm/dcgmfake/fake.go":          true,
+	"source/nvml/nvmlfake/fake.go":          true,
+	"counters/fieldid/internal/gen/main.go": true,
 }
 
 // goFile is one hand-written, non-test Go file of the repository.
@@ -146,6 +160,19 @@ func TestFunctionsStaySmall(t *testing.T) {
 	sort.Strings(long)
 	assert.Empty(t, long, "functions over %d lines: split each into named steps", maxFuncLines)
 	assert.LessOrEqual(t, len(longFuncsAllowed), 5, "at most five long data tables and fakes")
+}
+
+func TestFilesStaySmall(t *testing.T) {
+	var long []string
+	for _, f := range sourceFiles(t) {
+		lines := f.fset.File(f.ast.Pos()).LineCount()
+		if lines > maxFileLines && !longFilesAllowed[f.rel] {
+			long = append(long, f.rel+" ("+strconv.Itoa(lines)+" lines)")
+		}
+	}
+	sort.Strings(long)
+	assert.Empty(t, long, "files over %d lines: move each concern into a file named for it", maxFileLines)
+	assert.LessOrEqual(t, len(longFilesAllowed), 3, "at most three long fakes and generators")
 }
 
 func receiverName(e ast.Expr) string {

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // MaxSamples bounds one capture: 8 GPUs x 16 fields at 100 ms for over an
@@ -37,7 +37,7 @@ type Entity struct {
 type Capture struct {
 	Hostname   string
 	Start, End time.Time
-	Fields     []samples.Field
+	Fields     []sampleapi.Field
 	Entities   []*Entity
 	n          int
 	byKey      map[string]*Entity
@@ -55,7 +55,7 @@ var ErrTooLarge = fmt.Errorf("capture holds more than %d samples; record for les
 // Add merges one answer of the API into the capture. Samples at or before
 // the last one kept of a series are skipped, so overlapping answers add
 // each sample once.
-func (c *Capture) Add(r *samples.Result) error {
+func (c *Capture) Add(r *sampleapi.Result) error {
 	if c.byKey == nil {
 		c.byKey = map[string]*Entity{}
 	}
@@ -93,13 +93,13 @@ func (c *Capture) Add(r *samples.Result) error {
 	return nil
 }
 
-func (c *Capture) field(name string) (samples.Field, bool) {
+func (c *Capture) field(name string) (sampleapi.Field, bool) {
 	for _, f := range c.Fields {
 		if f.Name == name {
 			return f, true
 		}
 	}
-	return samples.Field{}, false
+	return sampleapi.Field{}, false
 }
 
 func (e *Entity) series(field string) *Series {
@@ -151,7 +151,7 @@ func (c *Capture) Bounds() (first, last int64, ok bool) {
 
 // Record reads the stream for d, or, when d is 0, what the rings hold now
 // (the last --window of the server).
-func Record(ctx context.Context, c *samples.Client, q samples.Query, d time.Duration) (*Capture, error) {
+func Record(ctx context.Context, c *sampleapi.Client, q sampleapi.Query, d time.Duration) (*Capture, error) {
 	out := New()
 	out.Start = time.Now()
 	if d <= 0 {
@@ -164,7 +164,7 @@ func Record(ctx context.Context, c *samples.Client, q samples.Query, d time.Dura
 	}
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	err := c.Stream(sctx, q, func(r *samples.Result) error { return out.Add(r) })
+	err := c.Stream(sctx, q, func(r *sampleapi.Result) error { return out.Add(r) })
 	out.End = time.Now()
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = nil

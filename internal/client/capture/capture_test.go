@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // TraceEvent is one event of a Chrome trace as a reader parses it; ts is
@@ -33,15 +33,15 @@ type traceFile struct {
 	OtherData   map[string]any `json:"otherData"`
 }
 
-func result(now int64, entities ...samples.Entity) *samples.Result {
-	return &samples.Result{Now: now, Hostname: "node-1", Entities: entities, Fields: []samples.Field{
+func result(now int64, entities ...sampleapi.Entity) *sampleapi.Result {
+	return &sampleapi.Result{Now: now, Hostname: "node-1", Entities: entities, Fields: []sampleapi.Field{
 		{Name: "DCGM_FI_PROF_SM_ACTIVE", Unit: "ratio", IntervalNS: 1e8},
 		{Name: "DCGM_FI_DEV_POWER_USAGE", Unit: "W", IntervalNS: 1e9},
 	}}
 }
 
-func gpu(i int, pod string, series ...samples.Series) samples.Entity {
-	return samples.Entity{Key: "gpu/GPU-" + strconv.Itoa(i), Kind: "gpu", GPU: i,
+func gpu(i int, pod string, series ...sampleapi.Series) sampleapi.Entity {
+	return sampleapi.Entity{Key: "gpu/GPU-" + strconv.Itoa(i), Kind: "gpu", GPU: i,
 		Labels: map[string]string{"gpu": strconv.Itoa(i), "pod": pod, "namespace": "ml", "modelName": "NVIDIA H100"}, Series: series}
 }
 
@@ -54,12 +54,12 @@ func sampleCapture(t *testing.T) *Capture {
 	c.End = time.Unix(0, t0+time.Second.Nanoseconds())
 	require.NoError(t, c.Add(result(t0,
 		gpu(0, "train-0",
-			samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 1_234, t0 + 100_001_234}, V: samples.Values{0.5, 0.75}},
-			samples.Series{Field: "DCGM_FI_DEV_POWER_USAGE", T: []int64{t0}, V: samples.Values{300}}),
-		gpu(1, "", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 5}, V: samples.Values{math.NaN()}}),
+			sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 1_234, t0 + 100_001_234}, V: sampleapi.Values{0.5, 0.75}},
+			sampleapi.Series{Field: "DCGM_FI_DEV_POWER_USAGE", T: []int64{t0}, V: sampleapi.Values{300}}),
+		gpu(1, "", sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 5}, V: sampleapi.Values{math.NaN()}}),
 	)))
 	require.NoError(t, c.Add(result(t0,
-		gpu(0, "train-0", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 100_001_234, t0 + 200_001_234}, V: samples.Values{0.75, 1}}),
+		gpu(0, "train-0", sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0 + 100_001_234, t0 + 200_001_234}, V: sampleapi.Values{0.75, 1}}),
 	)))
 	return c
 }
@@ -196,7 +196,7 @@ func TestChartsDecodeAsImagesOfTheExpectedSize(t *testing.T) {
 func TestCaptureIsBounded(t *testing.T) {
 	c := New()
 	c.n = MaxSamples
-	err := c.Add(result(t0, gpu(0, "", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0}, V: samples.Values{1}})))
+	err := c.Add(result(t0, gpu(0, "", sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{t0}, V: sampleapi.Values{1}})))
 	assert.ErrorIs(t, err, ErrTooLarge)
 	assert.True(t, strings.Contains(err.Error(), "record for less time"))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // TestChartOfExtremeValuesEnds: values whose span overflows a float (a
@@ -35,8 +35,8 @@ func TestChartOfExtremeValuesEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New()
-			require.NoError(t, c.Add(result(t0, gpu(0, "", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE",
-				T: []int64{t0, t0 + 1e8}, V: samples.Values(tt.v)}))))
+			require.NoError(t, c.Add(result(t0, gpu(0, "", sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE",
+				T: []int64{t0, t0 + 1e8}, V: sampleapi.Values(tt.v)}))))
 			done := make(chan error, 1)
 			go func() { done <- WriteChart(io.Discard, c, "svg") }()
 			select {
@@ -62,7 +62,7 @@ func TestTraceOfNegativeTimestampsIsValidJSON(t *testing.T) {
 	for _, ns := range []int64{-1, -999, -1000, -1_500_000, math.MinInt64} {
 		t.Run(fmt.Sprint(ns), func(t *testing.T) {
 			c := New()
-			require.NoError(t, c.Add(result(0, gpu(0, "", samples.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{ns}, V: samples.Values{1}}))))
+			require.NoError(t, c.Add(result(0, gpu(0, "", sampleapi.Series{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{ns}, V: sampleapi.Values{1}}))))
 			var buf bytes.Buffer
 			require.NoError(t, WriteTrace(&buf, c, Meta{}))
 			var tf traceFile
@@ -89,7 +89,7 @@ func TestCaptureRefusesMismatchedSeries(t *testing.T) {
 		_, _ = w.Write([]byte(`{"now":1,"fields":[{"name":"F"}],"entities":[{"key":"g","kind":"gpu","series":[{"field":"F","t":[1,2,3],"v":[1]}]}]}`))
 	}))
 	defer srv.Close()
-	_, err := Record(context.Background(), &samples.Client{Base: srv.URL}, samples.Query{Fields: []string{"F"}}, 0)
+	_, err := Record(context.Background(), &sampleapi.Client{Base: srv.URL}, sampleapi.Query{Fields: []string{"F"}}, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "3 timestamps and 1 values")
 }

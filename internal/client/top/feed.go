@@ -6,7 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // RetryEvery is how often a lost server is tried again.
@@ -16,13 +16,13 @@ const RetryEvery = time.Second
 // serves, what its rings hold, then the stream. When the server goes away
 // it says so and tries again every RetryEvery, unless asking again would
 // get the same answer.
-func Feed(ctx context.Context, c *samples.Client, send func(tea.Msg)) {
+func Feed(ctx context.Context, c *sampleapi.Client, send func(tea.Msg)) {
 	for ctx.Err() == nil {
 		err := feedOnce(ctx, c, send)
 		if ctx.Err() != nil {
 			return
 		}
-		if samples.Permanent(err) {
+		if sampleapi.Permanent(err) {
 			// The same question would get the same answer (too large, a
 			// wrong password): say so once instead of downloading it again
 			// every second.
@@ -39,7 +39,7 @@ func Feed(ctx context.Context, c *samples.Client, send func(tea.Msg)) {
 	}
 }
 
-func feedOnce(ctx context.Context, c *samples.Client, send func(tea.Msg)) error {
+func feedOnce(ctx context.Context, c *sampleapi.Client, send func(tea.Msg)) error {
 	var served []string
 	for {
 		s, refused, err := c.Served(ctx, Fields)
@@ -58,7 +58,7 @@ func feedOnce(ctx context.Context, c *samples.Client, send func(tea.Msg)) error 
 		case <-time.After(5 * RetryEvery):
 		}
 	}
-	q := samples.Query{Fields: served}
+	q := sampleapi.Query{Fields: served}
 	r, err := c.Fetch(ctx, q)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func feedOnce(ctx context.Context, c *samples.Client, send func(tea.Msg)) error 
 			}
 		}
 	}
-	return c.Stream(ctx, q, func(r *samples.Result) error {
+	return c.Stream(ctx, q, func(r *sampleapi.Result) error {
 		send(DataMsg{Result: r})
 		return nil
 	})

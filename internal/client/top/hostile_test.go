@@ -15,12 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // feedMsgs runs Feed against base and returns the messages it sent until
 // want says enough or the wait ends.
-func feedMsgs(t *testing.T, c *samples.Client, want func([]tea.Msg) bool) []tea.Msg {
+func feedMsgs(t *testing.T, c *sampleapi.Client, want func([]tea.Msg) bool) []tea.Msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -64,7 +64,7 @@ func TestTopRefusesMismatchedSeries(t *testing.T) {
 		_, _ = w.Write([]byte(`{"now":1,"fields":[{"name":"` + FieldSM + `"}],"entities":[{"key":"g","kind":"gpu","series":[{"field":"` + FieldSM + `","t":[1,2],"v":[1]}]}]}`))
 	}))
 	defer srv.Close()
-	d, ok := firstDown(feedMsgs(t, &samples.Client{Base: srv.URL}, hasDown))
+	d, ok := firstDown(feedMsgs(t, &sampleapi.Client{Base: srv.URL}, hasDown))
 	require.True(t, ok)
 	assert.Contains(t, d.Err.Error(), "2 timestamps and 1 values")
 }
@@ -75,7 +75,7 @@ func TestTopTimesOutASilentServer(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
-	c := &samples.Client{Base: l.Addr().String(), HeaderTimeout: 200 * time.Millisecond}
+	c := &sampleapi.Client{Base: l.Addr().String(), HeaderTimeout: 200 * time.Millisecond}
 	d, ok := firstDown(feedMsgs(t, c, hasDown))
 	require.True(t, ok)
 	assert.Contains(t, d.Err.Error(), "no answer")
@@ -95,7 +95,7 @@ func TestTopDoesNotDownloadATooLargeAnswerAgain(t *testing.T) {
 		_, _ = w.Write([]byte(`{"now":1,"pad":"` + strings.Repeat("x", 4096) + `"}`))
 	}))
 	defer srv.Close()
-	c := &samples.Client{Base: srv.URL, MaxEventBytes: 1024}
+	c := &sampleapi.Client{Base: srv.URL, MaxEventBytes: 1024}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	downs := make(chan DownMsg, 16)
@@ -133,13 +133,13 @@ func TestTopShowsNoControlCharacters(t *testing.T) {
 			`"labels":{"pod":"p` + esc + `","namespace":"ns","modelName":"m` + esc + `"},"series":[{"field":"` + FieldSM + `","t":[1],"v":[1]}]}]}`))
 	}))
 	defer srv.Close()
-	r, err := (&samples.Client{Base: srv.URL}).Fetch(context.Background(), samples.Query{Fields: []string{FieldSM}})
+	r, err := (&sampleapi.Client{Base: srv.URL}).Fetch(context.Background(), sampleapi.Query{Fields: []string{FieldSM}})
 	require.NoError(t, err)
 	m := New("node:9400", nil)
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 20})
 	m.Update(ServedMsg{Served: []string{FieldSM}})
 	m.Update(DataMsg{Result: r})
-	m.Update(DownMsg{Err: &samples.StatusError{Code: 401, URL: "u", Msg: "no\x1b]0;owned\x07"}, Retry: time.Second})
+	m.Update(DownMsg{Err: &sampleapi.StatusError{Code: 401, URL: "u", Msg: "no\x1b]0;owned\x07"}, Retry: time.Second})
 	view := m.View()
 	assert.NotContains(t, view, "\x1b]")
 	assert.NotContains(t, view, "\x07")

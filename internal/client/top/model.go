@@ -11,7 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // Field names the view reads.
@@ -108,7 +108,7 @@ type (
 		Refused map[string]string
 	}
 	// DataMsg carries samples.
-	DataMsg struct{ Result *samples.Result }
+	DataMsg struct{ Result *sampleapi.Result }
 	// DownMsg says the server cannot be reached or ended the stream.
 	DownMsg struct {
 		Err   error
@@ -226,7 +226,7 @@ func (m *Model) setSort(k string) {
 }
 
 // add merges samples into the rows.
-func (m *Model) add(r *samples.Result) {
+func (m *Model) add(r *sampleapi.Result) {
 	if r.Hostname != "" {
 		m.Hostname = r.Hostname
 	}

@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
-func entity(gpu int, pod string, power, sm float64) samples.Entity {
+func entity(gpu int, pod string, power, sm float64) sampleapi.Entity {
 	labels := map[string]string{"modelName": "NVIDIA H100"}
 	if pod != "" {
 		labels["pod"], labels["namespace"] = pod, "ml"
 	}
-	return samples.Entity{Key: "gpu/" + string(rune('a'+gpu)), Kind: "gpu", GPU: gpu, Labels: labels, Series: []samples.Series{
-		{Field: FieldPower, T: []int64{1, 2}, V: samples.Values{power - 10, power}},
-		{Field: FieldSM, T: []int64{1, 2}, V: samples.Values{sm, sm}},
+	return sampleapi.Entity{Key: "gpu/" + string(rune('a'+gpu)), Kind: "gpu", GPU: gpu, Labels: labels, Series: []sampleapi.Series{
+		{Field: FieldPower, T: []int64{1, 2}, V: sampleapi.Values{power - 10, power}},
+		{Field: FieldSM, T: []int64{1, 2}, V: sampleapi.Values{sm, sm}},
 	}}
 }
 
@@ -30,8 +30,8 @@ func newModel(t *testing.T, width int) *Model {
 	m := New("node:9400", func() time.Time { return clock })
 	m.Update(tea.WindowSizeMsg{Width: width, Height: 20})
 	m.Update(ServedMsg{Served: []string{FieldPower, FieldSM}})
-	m.Update(DataMsg{Result: &samples.Result{Hostname: "node-1", Fields: []samples.Field{{Name: FieldSM, IntervalNS: 1e8}},
-		Entities: []samples.Entity{entity(0, "train", 300, 0.9), entity(1, "", 500, 0.1), entity(2, "train", 400, 0.5)}}})
+	m.Update(DataMsg{Result: &sampleapi.Result{Hostname: "node-1", Fields: []sampleapi.Field{{Name: FieldSM, IntervalNS: 1e8}},
+		Entities: []sampleapi.Entity{entity(0, "train", 300, 0.9), entity(1, "", 500, 0.1), entity(2, "train", 400, 0.5)}}})
 	return m
 }
 
@@ -123,7 +123,7 @@ func TestBannerWhenTheExporterGoesAway(t *testing.T) {
 	assert.Contains(t, v, "node:9400 unreachable")
 	assert.Contains(t, v, "connection refused")
 	assert.Len(t, tableRows(v), 3, "the last values stay")
-	m.Update(DataMsg{Result: &samples.Result{Entities: []samples.Entity{entity(0, "train", 310, 0.9)}}})
+	m.Update(DataMsg{Result: &sampleapi.Result{Entities: []sampleapi.Entity{entity(0, "train", 310, 0.9)}}})
 	assert.NotContains(t, m.View(), "unreachable")
 }
 
@@ -159,7 +159,7 @@ func TestSparkAndGraphLevels(t *testing.T) {
 
 func TestBannerSaysWhyTheServerRefuses(t *testing.T) {
 	m := newModel(t, 200)
-	m.Update(DownMsg{Err: &samples.StatusError{Code: 401, URL: "http://node:9400/api/v1/samples", Msg: "Unauthorized"}, Retry: time.Second})
+	m.Update(DownMsg{Err: &sampleapi.StatusError{Code: 401, URL: "http://node:9400/api/v1/samples", Msg: "Unauthorized"}, Retry: time.Second})
 	v := m.View()
 	assert.Contains(t, v, "node:9400 answered 401 Unauthorized")
 	assert.Contains(t, v, "give --username and --password")
@@ -168,11 +168,11 @@ func TestBannerSaysWhyTheServerRefuses(t *testing.T) {
 
 func TestMIGInstancesGetRows(t *testing.T) {
 	m := newModel(t, 160)
-	mig := samples.Entity{Key: "gi/a/3", Kind: "gpu_instance", GPU: 0,
+	mig := sampleapi.Entity{Key: "gi/a/3", Kind: "gpu_instance", GPU: 0,
 		Labels: map[string]string{"GPU_I_ID": "3", "GPU_I_PROFILE": "1g.10gb", "pod": "infer", "namespace": "serve"},
-		Series: []samples.Series{{Field: FieldSM, T: []int64{5}, V: samples.Values{0.25}}}}
-	link := samples.Entity{Key: "link/a/1", Kind: "nvlink", GPU: 0, Labels: map[string]string{}, Series: []samples.Series{{Field: FieldSM, T: []int64{5}, V: samples.Values{1}}}}
-	m.Update(DataMsg{Result: &samples.Result{Entities: []samples.Entity{mig, link}}})
+		Series: []sampleapi.Series{{Field: FieldSM, T: []int64{5}, V: sampleapi.Values{0.25}}}}
+	link := sampleapi.Entity{Key: "link/a/1", Kind: "nvlink", GPU: 0, Labels: map[string]string{}, Series: []sampleapi.Series{{Field: FieldSM, T: []int64{5}, V: sampleapi.Values{1}}}}
+	m.Update(DataMsg{Result: &sampleapi.Result{Entities: []sampleapi.Entity{mig, link}}})
 	rows := tableRows(m.View())
 	require.Len(t, rows, 4, "the MIG instance gets a row, the link none")
 	assert.True(t, strings.HasPrefix(rows[1], "0/3 1g.10gb"), rows[1])

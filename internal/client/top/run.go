@@ -6,12 +6,12 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // Run shows the view of the server c reads until the user quits or ctx
 // ends.
-func Run(ctx context.Context, c *samples.Client, in io.Reader, out io.Writer) error {
+func Run(ctx context.Context, c *sampleapi.Client, in io.Reader, out io.Writer) error {
 	m := New(c.Base, nil)
 	opts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx)}
 	if in != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 var (
@@ -241,7 +241,7 @@ func (m *Model) banner() []string {
 		}
 		msg := fmt.Sprintf("✖ %s unreachable for %s: %v · %s",
 			m.Address, m.now().Sub(m.downAt).Truncate(time.Second), m.downErr, again)
-		var se *samples.StatusError
+		var se *sampleapi.StatusError
 		if errors.As(m.downErr, &se) {
 			// The server answers but refuses: say why, and what to give
 			// when it wants a password.
@@ -257,7 +257,7 @@ func (m *Model) banner() []string {
 			msg = fmt.Sprintf("✖ %s: %v · %s", m.Address, m.downErr, again)
 		}
 		// The error can quote what the server sent.
-		return []string{styleBanner.Render(fit(samples.Printable(msg), m.width))}
+		return []string{styleBanner.Render(fit(sampleapi.Printable(msg), m.width))}
 	case !m.up:
 		return []string{styleDim.Render(fit("connecting to "+m.Address+" …", m.width))}
 	}

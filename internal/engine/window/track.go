@@ -14,15 +14,15 @@ const maxExcluded = 16
 
 // tracker keeps the window statistics of a ring up to date as samples
 // arrive, so that reading them does not grow with the window: the values of
-// the samples in the last span (the newest tn the ring holds), in a bag
+// the samples in the last span (the newest tn the ring holds), in a multiset
 // that keeps them sorted, and their sum. Min and max are its ends and a
-// percentile two of its ranks. The newest pn samples are not in the bag
+// percentile two of its ranks. The newest pn samples are not in the multiset
 // yet: they are merged pendingMax at a time, read from the ring.
 type tracker struct {
 	// span is 0 when the ring keeps no statistics.
 	span int64
 	// tn is how many of the newest samples the ring holds are in the
-	// window, NaNs included; pn how many of those are not merged into bag
+	// window, NaNs included; pn how many of those are not merged into multiset
 	// (pn <= tn); cut is the newest sample's time less span.
 	tn, pn int
 	cut    int64
@@ -39,10 +39,10 @@ type tracker struct {
 	// running sum of adds and removes drifts, so it is redone once in a
 	// while (resumEvery).
 	ops int
-	// bag holds the values of the tracked samples that are numbers, but
+	// multiset holds the values of the tracked samples that are numbers, but
 	// for the newest pn. It comes last: a push reads the fields above, the
-	// bag's held departures only when one leaves.
-	bag bag
+	// multiset's held departures only when one leaves.
+	multiset multiset
 }
 
 // lowerBound is the index of the first value of a not below x: what
@@ -111,7 +111,7 @@ func (r *Ring) Track(span int64) {
 	t := &r.tr
 	newest, ok := r.Newest()
 	if !ok {
-		t.bag.vals, t.bag.seqs = make([]float64, 0, min(c, 256)), make([]uint32, 0, min(c, 256))
+		t.multiset.vals, t.multiset.seqs = make([]float64, 0, min(c, 256)), make([]uint32, 0, min(c, 256))
 		return
 	}
 	// The samples newer than the cut, numbered from 1 up and sorted once.
@@ -129,9 +129,9 @@ func (r *Ring) Track(span int64) {
 	}
 	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.v, b.v) })
 	n := min(c, max(len(es), 256))
-	t.bag.vals, t.bag.seqs = make([]float64, len(es), n), make([]uint32, len(es), n)
+	t.multiset.vals, t.multiset.seqs = make([]float64, len(es), n), make([]uint32, len(es), n)
 	for i, e := range es {
-		t.bag.vals[i], t.bag.seqs[i] = e.v, e.seq
+		t.multiset.vals[i], t.multiset.seqs[i] = e.v, e.seq
 	}
 }
 
@@ -141,7 +141,7 @@ func (r *Ring) Tracked() bool { return r.tr.span != 0 }
 // makeRoom merges the held-back updates when there is no room for one
 // more.
 func (r *Ring) makeRoom() {
-	if t := &r.tr; t.pn == pendingMax || t.bag.nd == pendingMax {
+	if t := &r.tr; t.pn == pendingMax || t.multiset.nd == pendingMax {
 		r.merge()
 	}
 }
@@ -153,7 +153,7 @@ func (r *Ring) makeRoom() {
 // addition.
 const resumEvery = 16
 
-// merge merges the newest pn samples into the bag and takes out those
+// merge merges the newest pn samples into the multiset and takes out those
 // that left the window and, once enough updates could have made the running
 // sum drift, adds it up again from the merged values.
 func (r *Ring) merge() {
@@ -166,13 +166,13 @@ func (r *Ring) merge() {
 			na++
 		}
 	}
-	t.bag.merge(add[:na], t.drop)
+	t.multiset.merge(add[:na], t.drop)
 	t.pn = 0
 	if t.ops < resumEvery*len(r.s) {
 		return
 	}
 	t.ops, t.sum = 0, ksum{}
-	for _, v := range t.bag.vals {
+	for _, v := range t.multiset.vals {
 		if !math.IsInf(v, 0) {
 			t.sum.add(v)
 		}
@@ -197,11 +197,11 @@ func (r *Ring) leave(v float64) {
 	t := &r.tr
 	if v == v {
 		if t.tn > t.pn {
-			// It is in the bag, and a merge here keeps it there: the merge
+			// It is in the multiset, and a merge here keeps it there: the merge
 			// takes out only the samples that left before it, and adds the
 			// sum up again, so it comes first.
 			r.makeRoom()
-			t.bag.left(v)
+			t.multiset.left(v)
 		}
 		t.count(v, -1)
 	}
@@ -219,7 +219,7 @@ func (r *Ring) trackReplace(old, v float64) {
 	if old == old {
 		if t.pn == 0 {
 			// Rare (a source handing over a sample twice): taken out now.
-			t.bag.removeSeq(old, t.seq)
+			t.multiset.removeSeq(old, t.seq)
 		}
 		t.count(old, -1)
 	}
@@ -240,7 +240,7 @@ func (r *Ring) pushTracked(ts int64, v float64) {
 	if r.n == c && t.tn == c {
 		r.leave(r.s[r.head].v)
 	}
-	if t.pn == pendingMax || t.bag.nd == pendingMax {
+	if t.pn == pendingMax || t.multiset.nd == pendingMax {
 		r.merge()
 	}
 	r.s[r.head] = sample{ts: ts, v: v}
@@ -300,8 +300,8 @@ func (r *Ring) Stats(since int64, scratch []float64) (Stats, []float64) {
 	}
 	var add [pendingMax]float64
 	na := r.pendingValues(&add)
-	var v bagView
-	if !t.bag.view(add[:na], out[:nout], &v) {
+	var v multisetView
+	if !t.multiset.view(add[:na], out[:nout], &v) {
 		return r.Compute(max(since, t.cut), scratch)
 	}
 	var st Stats

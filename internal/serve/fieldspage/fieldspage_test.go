@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine/cost"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"
 	"github.com/gpuscope/gpuscope/source/sim"
@@ -42,10 +42,10 @@ gpuscope_field_supported{field="DCGM_FI_PROF_SM_ACTIVE",gpu="1",UUID="GPU-b",rea
 
 type fakeSamples struct{ asked []string }
 
-func (f *fakeSamples) Samples(q samples.Query) (*samples.Result, error) {
+func (f *fakeSamples) Samples(q sampleapi.Query) (*sampleapi.Result, error) {
 	f.asked = append(f.asked, q.Fields...)
-	return &samples.Result{Entities: []samples.Entity{{GPU: 0, Series: []samples.Series{
-		{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{1, 2, 3}, V: samples.Values{0.1, 0.9, 0.5}},
+	return &sampleapi.Result{Entities: []sampleapi.Entity{{GPU: 0, Series: []sampleapi.Series{
+		{Field: "DCGM_FI_PROF_SM_ACTIVE", T: []int64{1, 2, 3}, V: sampleapi.Values{0.1, 0.9, 0.5}},
 	}}}}, nil
 }
 

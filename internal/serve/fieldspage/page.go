@@ -17,7 +17,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine/cost"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -26,7 +26,7 @@ var assets embed.FS
 
 // SampleReader reads the engine's rings, for the sparklines.
 type SampleReader interface {
-	Samples(q samples.Query) (*samples.Result, error)
+	Samples(q sampleapi.Query) (*sampleapi.Result, error)
 }
 
 // Options are what the page reads. The exposition, the entities and the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // sparkSpan is how far back a sparkline reaches: 100 samples at 100 ms.
@@ -35,8 +35,8 @@ func (h *Handler) sparklines(running []counters.Field) map[string]template.HTML 
 	}
 	since := time.Now().Add(-sparkSpan).UnixNano()
 	for len(names) > 0 {
-		n := min(len(names), samples.MaxFields)
-		res, err := h.opts.Samples.Samples(samples.Query{Fields: names[:n], GPUs: []int{0}, Since: since})
+		n := min(len(names), sampleapi.MaxFields)
+		res, err := h.opts.Samples.Samples(sampleapi.Query{Fields: names[:n], GPUs: []int{0}, Since: since})
 		names = names[n:]
 		if err != nil {
 			h.opts.Log.WithError(err).Debug("Reading samples for the sparklines failed")

@@ -10,12 +10,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // SampleSource answers the raw-sample API from the engine's rings.
 type SampleSource interface {
-	Samples(q samples.Query) (*samples.Result, error)
+	Samples(q sampleapi.Query) (*sampleapi.Result, error)
 	// Updated returns a channel closed when the next samples are in.
 	Updated() <-chan struct{}
 }
@@ -108,8 +108,8 @@ func apiError(w http.ResponseWriter, code int, msg string) {
 // the user's mistakes, 413 for an answer past the byte bound, 500 for
 // anything else.
 func (s *Server) queryError(w http.ResponseWriter, err error) {
-	var fe *samples.FieldError
-	var tl *samples.TooLargeError
+	var fe *sampleapi.FieldError
+	var tl *sampleapi.TooLargeError
 	switch {
 	case errors.As(err, &fe):
 		apiError(w, http.StatusBadRequest, err.Error())
@@ -130,22 +130,22 @@ func (s *Server) tooLarge(w http.ResponseWriter) {
 // samplesQuery checks what /api/v1/samples and /api/v1/stream both need
 // (a GET, a server holding samples, a valid query) and answers the error
 // itself when one is missing.
-func (s *Server) samplesQuery(w http.ResponseWriter, r *http.Request) (samples.Query, bool) {
+func (s *Server) samplesQuery(w http.ResponseWriter, r *http.Request) (sampleapi.Query, bool) {
 	if !onlyGet(w, r) {
-		return samples.Query{}, false
+		return sampleapi.Query{}, false
 	}
 	if s.opts.Samples == nil {
 		apiError(w, http.StatusNotImplemented, "this server holds no samples")
-		return samples.Query{}, false
+		return sampleapi.Query{}, false
 	}
-	q, err := samples.ParseQuery(r.URL.Query())
+	q, err := sampleapi.ParseQuery(r.URL.Query())
 	if err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
-		return samples.Query{}, false
+		return sampleapi.Query{}, false
 	}
 	// An answer of more samples than this cannot fit in the byte bound,
 	// so the engine stops copying there.
-	q.MaxSamples = max(1, s.opts.MaxResponseBytes/samples.MinSampleBytes)
+	q.MaxSamples = max(1, s.opts.MaxResponseBytes/sampleapi.MinSampleBytes)
 	return q, true
 }
 
@@ -213,11 +213,11 @@ func (s *Server) samplesHandler(w http.ResponseWriter, r *http.Request) {
 
 // advance moves each series' cursor to its newest sample. The map is
 // rebuilt from the answer, so it holds only the series that still exist.
-func advance(cursors map[string]int64, res *samples.Result) {
+func advance(cursors map[string]int64, res *sampleapi.Result) {
 	next := make(map[string]int64, len(cursors))
 	for _, e := range res.Entities {
 		for _, s := range e.Series {
-			k := samples.SeriesKey(e.Key, s.Field)
+			k := sampleapi.SeriesKey(e.Key, s.Field)
 			if n := len(s.T); n > 0 {
 				next[k] = s.T[n-1]
 			} else if c, ok := cursors[k]; ok {
@@ -233,7 +233,7 @@ func advance(cursors map[string]int64, res *samples.Result) {
 	}
 }
 
-func lagged(res *samples.Result) bool {
+func lagged(res *sampleapi.Result) bool {
 	for _, e := range res.Entities {
 		for _, s := range e.Series {
 			if s.Missed {

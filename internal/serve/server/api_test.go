@@ -23,7 +23,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -140,8 +140,8 @@ func TestSamplesAPIAnswersAndRefuses(t *testing.T) {
 func TestSamplesAPIReturnsTheRingsThroughTheClient(t *testing.T) {
 	rig := newAPIRig(t, 2, Options{})
 	rig.collect(t, 4)
-	c := &samples.Client{Base: strings.TrimPrefix(rig.base, "http://")}
-	res, err := c.Fetch(context.Background(), samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{1}})
+	c := &sampleapi.Client{Base: strings.TrimPrefix(rig.base, "http://")}
+	res, err := c.Fetch(context.Background(), sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, GPUs: []int{1}})
 	require.NoError(t, err)
 	require.Len(t, res.Entities, 1)
 	s := res.Entities[0].Series[0]
@@ -151,8 +151,8 @@ func TestSamplesAPIReturnsTheRingsThroughTheClient(t *testing.T) {
 		assert.Equal(t, 1000+float64(i+1)*100, s.V[i])
 	}
 	assert.Equal(t, "node-1", res.Entities[0].Labels["Hostname"])
-	_, err = c.Fetch(context.Background(), samples.Query{Fields: []string{"NOPE"}})
-	var se *samples.StatusError
+	_, err = c.Fetch(context.Background(), sampleapi.Query{Fields: []string{"NOPE"}})
+	var se *sampleapi.StatusError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, 400, se.Code)
 	assert.Contains(t, se.Msg, "field NOPE: unknown field name")
@@ -164,12 +164,12 @@ func TestStreamSendsEachNewSampleOnce(t *testing.T) {
 	rig.collect(t, 2) // before the stream: not sent without since
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := &samples.Client{Base: rig.base}
+	c := &sampleapi.Client{Base: rig.base}
 	got := map[string][]int64{}
 	const rounds = 5
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(r *samples.Result) error {
+		errc <- c.Stream(ctx, sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(r *sampleapi.Result) error {
 			for _, e := range r.Entities {
 				for _, s := range e.Series {
 					got[e.Key] = append(got[e.Key], s.T...)
@@ -220,10 +220,10 @@ func TestStreamWithSinceStartsInThePast(t *testing.T) {
 	rig.collect(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c := &samples.Client{Base: rig.base}
-	var first *samples.Result
-	err := c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: rig.start.Add(100 * time.Millisecond).UnixNano()},
-		func(r *samples.Result) error { first = r; return errStop })
+	c := &sampleapi.Client{Base: rig.base}
+	var first *sampleapi.Result
+	err := c.Stream(ctx, sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: rig.start.Add(100 * time.Millisecond).UnixNano()},
+		func(r *sampleapi.Result) error { first = r; return errStop })
 	require.ErrorIs(t, err, errStop)
 	assert.Len(t, first.Entities[0].Series[0].T, 2, "the samples after since")
 }
@@ -297,26 +297,26 @@ func TestSamplesAPINeedsTheWebConfigPassword(t *testing.T) {
 	rig := newAPIRig(t, 1, Options{WebConfigFile: cfg})
 	rig.collect(t, 1)
 	for _, path := range []string{"/api/v1/samples", "/api/v1/stream"} {
-		c := &samples.Client{Base: rig.base}
-		var se *samples.StatusError
+		c := &sampleapi.Client{Base: rig.base}
+		var se *sampleapi.StatusError
 		var err error
 		require.Eventually(t, func() bool {
-			_, err = c.Fetch(context.Background(), samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+			_, err = c.Fetch(context.Background(), sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 			return err != nil && errors.As(err, &se)
 		}, 5*time.Second, 20*time.Millisecond)
 		if path == "/api/v1/stream" {
-			err = c.Stream(context.Background(), samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(*samples.Result) error { return nil })
+			err = c.Stream(context.Background(), sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(*sampleapi.Result) error { return nil })
 			require.True(t, errors.As(err, &se), "%v", err)
 		}
 		assert.Equal(t, http.StatusUnauthorized, se.Code, path)
 	}
-	c := &samples.Client{Base: rig.base, Username: "prom", Password: "s3cret"}
-	res, err := c.Fetch(context.Background(), samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
+	c := &sampleapi.Client{Base: rig.base, Username: "prom", Password: "s3cret"}
+	res, err := c.Fetch(context.Background(), sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Len())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: 1}, func(r *samples.Result) error { return errStop })
+	err = c.Stream(ctx, sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: 1}, func(r *sampleapi.Result) error { return errStop })
 	assert.ErrorIs(t, err, errStop)
 }
 
@@ -326,12 +326,12 @@ func TestStreamOutlivesTheServerWriteTimeout(t *testing.T) {
 	rig := newAPIRig(t, 1, Options{WriteTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := &samples.Client{Base: rig.base}
+	c := &sampleapi.Client{Base: rig.base}
 	start := time.Now()
 	got := make(chan int64, 1024)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(r *samples.Result) error {
+		errc <- c.Stream(ctx, sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}}, func(r *sampleapi.Result) error {
 			for _, e := range r.Entities {
 				for _, ts := range e.Series[0].T {
 					got <- ts

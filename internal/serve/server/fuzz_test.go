@@ -11,19 +11,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // fuzzSamples knows one field; anything else is the user's mistake.
 type fuzzSamples struct{}
 
-func (fuzzSamples) Samples(q samples.Query) (*samples.Result, error) {
+func (fuzzSamples) Samples(q sampleapi.Query) (*sampleapi.Result, error) {
 	for _, f := range q.Fields {
 		if f != "DCGM_FI_PROF_SM_ACTIVE" {
-			return nil, &samples.FieldError{Field: f, Reason: "not in the counters file"}
+			return nil, &sampleapi.FieldError{Field: f, Reason: "not in the counters file"}
 		}
 	}
-	return &samples.Result{}, nil
+	return &sampleapi.Result{}, nil
 }
 
 func (fuzzSamples) Updated() <-chan struct{} { return make(chan struct{}) }

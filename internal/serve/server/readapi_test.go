@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // heldSamples answers once release is closed, so that requests can be
@@ -24,16 +24,16 @@ type heldSamples struct {
 	entered chan struct{}
 	release chan struct{}
 	mu      sync.Mutex
-	asked   []samples.Query
+	asked   []sampleapi.Query
 }
 
-func (h *heldSamples) Samples(q samples.Query) (*samples.Result, error) {
+func (h *heldSamples) Samples(q sampleapi.Query) (*sampleapi.Result, error) {
 	h.mu.Lock()
 	h.asked = append(h.asked, q)
 	h.mu.Unlock()
 	h.entered <- struct{}{}
 	<-h.release
-	return &samples.Result{Entities: []samples.Entity{}}, nil
+	return &sampleapi.Result{Entities: []sampleapi.Entity{}}, nil
 }
 
 func (h *heldSamples) Updated() <-chan struct{} { return make(chan struct{}) }
@@ -198,10 +198,10 @@ func TestStreamSendsLabelsOncePerStream(t *testing.T) {
 		assert.Contains(t, ev, `"t":[`)
 	}
 
-	got := make(chan *samples.Result)
-	c := &samples.Client{Base: rig.base}
+	got := make(chan *sampleapi.Result)
+	c := &sampleapi.Client{Base: rig.base}
 	go func() {
-		_ = c.Stream(ctx, samples.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: 1}, func(r *samples.Result) error {
+		_ = c.Stream(ctx, sampleapi.Query{Fields: []string{"DCGM_FI_PROF_SM_ACTIVE"}, Since: 1}, func(r *sampleapi.Result) error {
 			select {
 			case got <- r:
 				return nil
@@ -211,7 +211,7 @@ func TestStreamSendsLabelsOncePerStream(t *testing.T) {
 		})
 	}()
 	for i := range 3 {
-		var r *samples.Result
+		var r *sampleapi.Result
 		select {
 		case r = <-got:
 		case <-ctx.Done():

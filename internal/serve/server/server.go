@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/internal/serve/slogrus"
+	"github.com/gpuscope/gpuscope/internal/serve/toolkitlog"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -507,7 +507,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // webLogger is exporter-toolkit's logger: its lines go through logrus, in
 // gpuscope's --log-format and at its --log-level.
 func (s *Server) webLogger() *slog.Logger {
-	return slogrus.Logger(s.opts.Log.WithField("component", "web"))
+	return toolkitlog.Logger(s.opts.Log.WithField("component", "web"))
 }
 
 func (s *Server) serving(addr string) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/internal/samples"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // stream serves /api/v1/stream: server-sent events, one "samples" event per
@@ -75,7 +75,7 @@ type streamConn struct {
 	buf     []byte
 	// cursors holds the newest timestamp sent of each series.
 	cursors map[string]int64
-	enc     samples.StreamEncoder
+	enc     sampleapi.StreamEncoder
 	// done is closed when the client goes away.
 	done <-chan struct{}
 }
@@ -97,7 +97,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*streamConn
 // streamLoop sends an event whenever the rings gain samples, a keep-alive
 // when they do not, until the client leaves, falls behind or the server
 // shuts down.
-func (s *Server) streamLoop(c *streamConn, q samples.Query, res *samples.Result) {
+func (s *Server) streamLoop(c *streamConn, q sampleapi.Query, res *sampleapi.Result) {
 	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
 	for {
@@ -122,7 +122,7 @@ func (s *Server) streamLoop(c *streamConn, q samples.Query, res *samples.Result)
 
 // streamStep sends the samples gained since the cursors (res when the
 // caller has read them already) and says whether the stream goes on.
-func (s *Server) streamStep(c *streamConn, q samples.Query, res *samples.Result) bool {
+func (s *Server) streamStep(c *streamConn, q sampleapi.Query, res *sampleapi.Result) bool {
 	if res == nil {
 		q.After = c.cursors
 		var err error
@@ -154,7 +154,7 @@ func (s *Server) streamStep(c *streamConn, q samples.Query, res *samples.Result)
 	return true
 }
 
-func (c *streamConn) advance(res *samples.Result) { advance(c.cursors, res) }
+func (c *streamConn) advance(res *sampleapi.Result) { advance(c.cursors, res) }
 
 func (c *streamConn) sendError(msg string) {
 	c.buf = appendEvent(c.buf[:0], "error", mustJSON(map[string]string{"error": msg}))

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 )
 
 // Epoch is where a manual clock starts: the Unix epoch, where promtool's

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/clock"
+	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/kubeapi"
 	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
