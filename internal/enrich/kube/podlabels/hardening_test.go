@@ -1,14 +1,12 @@
 package podlabels
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,28 +20,7 @@ import (
 // clk, with a 1 s to 8 s backoff.
 func startOnClock(t *testing.T, srv *apiservertest.Server, clk clock.Clock) harness {
 	t.Helper()
-	logger, hook := logtest.NewNullLogger()
-	logger.SetLevel(logrus.DebugLevel)
-	w, err := New(Config{
-		Allowlist: allow(`team`), NodeName: "node-a", Server: srv.URL(), CAFile: srv.CAFile, TokenFile: srv.TokenFile,
-		MinBackoff: time.Second, MaxBackoff: 8 * time.Second, Clock: clk, Logger: logger,
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		assert.NoError(t, w.Run(ctx))
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(deadline):
-			t.Error("Run did not return after its context ended")
-		}
-	})
-	return harness{srv: srv, w: w, hook: hook}
+	return start(t, srv, Config{Allowlist: allow(`team`), MinBackoff: time.Second, MaxBackoff: 8 * time.Second, Clock: clk})
 }
 
 func lists(srv *apiservertest.Server) int {

@@ -122,7 +122,8 @@ type harness struct {
 	hook *logtest.Hook
 }
 
-// start runs a watcher of node-a against a fake API server.
+// start runs a watcher of node-a against a fake API server, backing off
+// from 10 ms to 200 ms unless cfg says otherwise.
 func start(t *testing.T, srv *apiservertest.Server, cfg Config) harness {
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
@@ -133,7 +134,9 @@ func start(t *testing.T, srv *apiservertest.Server, cfg Config) harness {
 	cfg.NodeName = "node-a"
 	cfg.Server = srv.URL()
 	cfg.CAFile, cfg.TokenFile = srv.CAFile, srv.TokenFile
-	cfg.MinBackoff, cfg.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
+	if cfg.MinBackoff == 0 {
+		cfg.MinBackoff, cfg.MaxBackoff = 10*time.Millisecond, 200*time.Millisecond
+	}
 	cfg.Logger = logger
 	w, err := New(cfg)
 	require.NoError(t, err)
