@@ -30,21 +30,31 @@ var backends = []backend{
 	{"sim", openSim},
 }
 
-// TestSharedGPUsAttributeAlikeOnEveryBackend: the same node gives every
-// pod the same memory and SM share on DCGM, NVML and the sim, and that
-// share is what the pod's processes hold and use.
-func TestSharedGPUsAttributeAlikeOnEveryBackend(t *testing.T) {
+// sharedAndMIGNodes are the two nodes every backend is compared on: a
+// time-sliced GPU two pods share beside a GPU one pod holds, and a MIG GPU
+// whose two instances two pods hold.
+func sharedAndMIGNodes() []struct {
+	name string
+	cfg  sim.Config
+} {
 	shared := sim.DefaultConfig()
 	shared.GPUs, shared.SharedGPUs, shared.Seed = 2, 1, 7
 	mig := sim.DefaultConfig()
 	mig.GPUs, mig.MIG, mig.Seed = 1, "2x3g.40gb", 7
-	for _, tc := range []struct {
+	return []struct {
 		name string
 		cfg  sim.Config
 	}{
 		{"a time-sliced GPU two pods share, and a GPU one pod holds", shared},
 		{"a MIG GPU whose two instances two pods hold", mig},
-	} {
+	}
+}
+
+// TestSharedGPUsAttributeAlikeOnEveryBackend: the same node gives every
+// pod the same memory and SM share on DCGM, NVML and the sim, and that
+// share is what the pod's processes hold and use.
+func TestSharedGPUsAttributeAlikeOnEveryBackend(t *testing.T) {
+	for _, tc := range sharedAndMIGNodes() {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := fromSim(t, tc.name, tc.cfg)
 			want := sc.want()

@@ -16,7 +16,6 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich"
-	"github.com/gpuscope/gpuscope/source/sim"
 )
 
 // procSeries is what the per-process families say of one process.
@@ -113,17 +112,7 @@ func labelsOf[L interface {
 // engine), NVML and the sim: its device, its pod, namespace and container
 // through its cgroup, its name, memory and SM share.
 func TestProcessSeriesAlikeOnEveryBackend(t *testing.T) {
-	shared := sim.DefaultConfig()
-	shared.GPUs, shared.SharedGPUs, shared.Seed = 2, 1, 7
-	mig := sim.DefaultConfig()
-	mig.GPUs, mig.MIG, mig.Seed = 1, "2x3g.40gb", 7
-	for _, tc := range []struct {
-		name string
-		cfg  sim.Config
-	}{
-		{"a time-sliced GPU two pods share, and a GPU one pod holds", shared},
-		{"a MIG GPU whose two instances two pods hold", mig},
-	} {
+	for _, tc := range sharedAndMIGNodes() {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := fromSim(t, tc.name, tc.cfg)
 			want := sc.wantProcesses()
