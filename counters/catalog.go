@@ -34,11 +34,28 @@ func (k ValueKind) String() string {
 
 // FieldInfo describes one field name the counters file may use.
 type FieldInfo struct {
-	// Name is the DCGM (or exporter-side) field name; legacy names are the
-	// lower-case ones of dcgm-exporter 1.x.
-	Name   string
-	ID     uint16
+	// Name is the DCGM (or exporter-side) field name.
+	Name string
+	ID   uint16
+	// Legacy names are not the name ByID gives their ID: the lower-case
+	// ones of dcgm-exporter 1.x, and the other DCGM names of an ID. The
+	// canonical name of a field DCGM 4.6 renamed stays the name gpuscope's
+	// own metrics, rules and shipped files have always used (the curated
+	// one); Current then names the field as DCGM 4.6 does.
 	Legacy bool
+	// Deprecated is true for a name DCGM deprecates in favour of another
+	// name of the same ID: Current is the name dcgm_fields.h gives it now.
+	Deprecated bool
+	Current    string
+	// curated is true when the curated table describes the field by this
+	// very name: the name the catalog used before DCGM 4.6.
+	curated bool
+	// Replaces lists the deprecated names of the same ID, for a current name.
+	Replaces []string
+	// SupersededBy is the base-unit field (another ID) DCGM says to use
+	// instead of this one, and SupersededUnit its unit.
+	SupersededBy   string
+	SupersededUnit string
 	// Kind is KindUnknown for fields the catalog does not describe.
 	Kind ValueKind
 	// Type is the natural Prometheus type of the field.
@@ -56,6 +73,10 @@ type FieldInfo struct {
 // Exporter reports whether the field is derived by gpuscope rather than
 // read from DCGM.
 func (f FieldInfo) Exporter() bool { return fieldid.IsExporter(f.ID) }
+
+// IsDeprecated reports whether DCGM deprecates the name: renamed, or
+// superseded by a field in a base unit.
+func (f FieldInfo) IsDeprecated() bool { return f.Deprecated || f.SupersededBy != "" }
 
 // Described reports whether the catalog knows the field's kind, unit and help.
 func (f FieldInfo) Described() bool { return f.Kind != KindUnknown }
@@ -77,19 +98,11 @@ func theFields() *catalog {
 	return theCatalog
 }
 
-// deprecatedNames are DCGM field names that newer go-dcgm releases keep as
-// aliases of a renamed field (go-dcgm pkg/dcgm/const_fields.go, "Deprecated
-// DCGM field aliases retained for source compatibility"), and that the
-// go-dcgm gpuscope builds with no longer lists; dcgm-exporter accepts them in
-// a counters file. Only the aliases of names this catalog knows are listed.
-var deprecatedNames = map[string]string{
-	"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
-}
-
 func buildCatalog() *catalog {
 	current, legacy, exporter := fieldid.Current(), fieldid.Legacy(), fieldid.Exporter()
+	deprecated := fieldid.Deprecated()
 	c := &catalog{
-		byName: make(map[string]int, len(current)+len(legacy)+len(exporter)),
+		byName: make(map[string]int, len(current)+len(legacy)+len(deprecated)+len(exporter)),
 		byID:   make(map[uint16]int, len(current)+len(exporter)),
 	}
 	add := func(f FieldInfo) {
@@ -97,33 +110,37 @@ func buildCatalog() *catalog {
 		c.byName[f.Name] = len(c.all)
 		c.all = append(c.all, f)
 	}
+	replaces := map[string][]string{}
+	for _, d := range deprecated {
+		replaces[d.Current] = append(replaces[d.Current], d.Name)
+	}
 	for _, g := range current {
-		f := FieldInfo{Name: g.Name, ID: g.ID}
-		describe(&f)
+		f := FieldInfo{Name: g.Name, ID: g.ID, Replaces: replaces[g.Name]}
+		_, f.curated = lookupMeta(g.Name)
+		describeAny(&f, deprecated)
+		if u, ok := fieldid.SupersededBy(g.ID); ok {
+			f.SupersededBy, f.SupersededUnit = u.Name, u.Unit
+		}
 		add(f)
 	}
-	// Legacy names share the description of the current name with their ID.
+	// Legacy and deprecated names share the description of the current
+	// name with their ID: the field is read by its ID and exported under
+	// the name the counters file uses.
 	for _, g := range legacy {
 		f := FieldInfo{Name: g.Name, ID: g.ID, Legacy: true}
-		if cur, ok := currentDescribed(current, g.ID); ok {
+		if cur, ok := currentDescribed(current, deprecated, g.ID); ok {
 			f.Kind, f.Type, f.Unit, f.Help = cur.kind, cur.typ, cur.unit, cur.help
 		}
 		add(f)
 	}
-	// Deprecated DCGM names that dcgm-exporter still accepts through
-	// go-dcgm's aliases: the field is read by its ID and exported under the
-	// name the counters file uses.
-	for old, cur := range deprecatedNames {
-		for _, g := range current {
-			if g.Name != cur {
-				continue
-			}
-			f := FieldInfo{Name: old, ID: g.ID, Legacy: true}
-			if m, ok := currentDescribed(current, g.ID); ok {
-				f.Kind, f.Type, f.Unit, f.Help = m.kind, m.typ, m.unit, m.help
-			}
-			add(f)
+	for _, d := range deprecated {
+		f := FieldInfo{Name: d.Name, ID: d.ID, Deprecated: true, Current: d.Current}
+		_, f.curated = lookupMeta(d.Name)
+		describe(&f)
+		if m, ok := currentDescribed(current, deprecated, d.ID); ok && !f.curated {
+			f.Kind, f.Type, f.Unit, f.Help = m.kind, m.typ, m.unit, m.help
 		}
+		add(f)
 	}
 	for _, e := range exporter {
 		f := FieldInfo{Name: e.Name, ID: e.ID}
@@ -135,18 +152,28 @@ func buildCatalog() *catalog {
 			c.byID[f.ID] = i
 		}
 	}
+	for i := range c.all {
+		c.all[i].Legacy = c.byID[c.all[i].ID] != i
+	}
 	return c
 }
 
-// canonicalBefore says whether a names an ID better than b: current names
-// before legacy ones, described before undescribed, real fields before the
+// canonicalBefore says whether a names an ID better than b: DCGM names
+// before dcgm-exporter 1.x ones, the curated (pre-4.6) name before DCGM
+// 4.6's new one, described before undescribed, real fields before the
 // FIRST/LAST range markers DCGM also lists, then by name.
 func canonicalBefore(a, b FieldInfo) bool {
 	if a.Legacy != b.Legacy {
 		return !a.Legacy
 	}
+	if a.curated != b.curated {
+		return a.curated
+	}
 	if a.Described() != b.Described() {
 		return a.Described()
+	}
+	if a.Deprecated != b.Deprecated {
+		return !a.Deprecated
 	}
 	if ma, mb := isRangeMarker(a.Name), isRangeMarker(b.Name); ma != mb {
 		return !ma

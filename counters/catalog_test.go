@@ -16,8 +16,11 @@ import (
 func compatDir(t *testing.T) string { return compattest.Dir(t) }
 
 func TestCatalogHasEveryGeneratedName(t *testing.T) {
-	assert.Len(t, fieldid.Current(), 624, "current DCGM field names")
+	// go-dcgm v1.4611.0 pkg/dcgm/const_fields.go: dcgmFields, and the
+	// DCGM_FI_ and lower-case names of legacyDCGMFields.
+	assert.Len(t, fieldid.Current(), 661, "current DCGM field names")
 	assert.Len(t, fieldid.Legacy(), 41, "legacy dcgm-exporter 1.x names")
+	assert.Len(t, fieldid.Deprecated(), 362, "deprecated DCGM names")
 
 	current, legacy, exporter := 0, 0, 0
 	for _, f := range All() {
@@ -30,8 +33,13 @@ func TestCatalogHasEveryGeneratedName(t *testing.T) {
 			current++
 		}
 	}
-	assert.Equal(t, 624, current)
-	assert.Equal(t, 41+len(deprecatedNames), legacy, "dcgm-exporter 1.x names and deprecated DCGM aliases")
+	// One canonical name per DCGM ID; every other name is legacy.
+	ids := map[uint16]bool{}
+	for _, e := range fieldid.Current() {
+		ids[e.ID] = true
+	}
+	assert.Equal(t, len(ids), current)
+	assert.Equal(t, 661+41+362-len(ids), legacy, "dcgm-exporter 1.x names and the other DCGM names of an ID")
 	assert.Equal(t, 4, exporter)
 }
 
@@ -178,4 +186,68 @@ func TestDeprecatedDCGMNamesAreAccepted(t *testing.T) {
 	cur, ok := ByID(fieldid.ClocksEventReasons)
 	require.True(t, ok)
 	assert.Equal(t, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", cur.Name, "the current name stays canonical")
+}
+
+// Both vocabularies of go-dcgm v1.4611.0's dcgm_fields.h resolve: DCGM 4.6's
+// names, the deprecated names of the same IDs, and the base-unit fields
+// under new IDs with their own units.
+func TestBothVocabularies(t *testing.T) {
+	tests := []struct {
+		name       string
+		id         uint16
+		unit       string
+		typ        MetricType
+		deprecated bool   // a renamed name: the same ID has a newer one
+		current    string // for a renamed name, the newer one
+		superseded string // the base-unit field DCGM says to use instead
+	}{
+		{"DCGM_FI_DEV_GPU_TEMP_CELSIUS", fieldid.GPUTemp, "C", Gauge, false, "", ""},
+		{"DCGM_FI_DEV_GPU_TEMP", fieldid.GPUTemp, "C", Gauge, true, "DCGM_FI_DEV_GPU_TEMP_CELSIUS", ""},
+		{"DCGM_FI_DEV_BOARD_POWER_WATTS", fieldid.PowerUsage, "W", Gauge, false, "", ""},
+		{"DCGM_FI_PROF_SM_UTIL_RATIO", fieldid.ProfSMActive, "ratio", Gauge, false, "", ""},
+		{"DCGM_FI_DEV_XID_ERROR", fieldid.XIDErrors, "", Gauge, false, "", ""},
+		{"DCGM_FI_SYSTEM_DRIVER_VERSION", fieldid.DriverVersion, "", Label, false, "", ""},
+		{"DCGM_FI_DRIVER_VERSION", fieldid.DriverVersion, "", Label, true, "DCGM_FI_SYSTEM_DRIVER_VERSION", ""},
+		{"DCGM_FI_DEV_SM_CLOCK", fieldid.SMClock, "MHz", Gauge, false, "", "DCGM_FI_DEV_SM_CLOCK_HERTZ"},
+		{"DCGM_FI_DEV_SM_CLOCK_HERTZ", 1603, "Hz", Gauge, false, "", ""},
+		{"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1611, "J", Counter, false, "", ""},
+		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", fieldid.TotalEnergyConsumption, "mJ", Counter, false, "", "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"},
+		{"DCGM_FI_DEV_BAR1_USED_BYTES", 1601, "B", Gauge, false, "", ""},
+		{"DCGM_FI_DEV_FAN_SPEED_RATIO", 1612, "ratio", Gauge, false, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ok := Lookup(tt.name)
+			require.True(t, ok)
+			assert.Equal(t, tt.id, f.ID)
+			assert.Equal(t, tt.unit, f.Unit)
+			assert.Equal(t, tt.typ, f.Type)
+			assert.Equal(t, tt.deprecated, f.Deprecated)
+			assert.Equal(t, tt.current, f.Current)
+			assert.Equal(t, tt.superseded, f.SupersededBy)
+			assert.Equal(t, tt.deprecated || tt.superseded != "", f.IsDeprecated())
+			assert.True(t, f.Described(), "described, under either name")
+		})
+	}
+	cur, ok := Lookup("DCGM_FI_DEV_GPU_TEMP_CELSIUS")
+	require.True(t, ok)
+	assert.Equal(t, []string{"DCGM_FI_DEV_GPU_TEMP"}, cur.Replaces)
+	// The canonical name stays the one gpuscope's own metrics and shipped
+	// files use.
+	canon, _ := ByID(fieldid.GPUTemp)
+	assert.Equal(t, "DCGM_FI_DEV_GPU_TEMP", canon.Name)
+	hz, _ := ByID(fieldid.SMClockHertz)
+	assert.Equal(t, "DCGM_FI_DEV_SM_CLOCK_HERTZ", hz.Name)
+}
+
+func TestSuggestFromBothVocabularies(t *testing.T) {
+	tests := []struct{ typo, want string }{
+		{"DCGM_FI_DEV_GPU_TEMP_CELSIU", "DCGM_FI_DEV_GPU_TEMP_CELSIUS"},
+		{"DCGM_FI_DEV_SM_CLOCK_HERZ", "DCGM_FI_DEV_SM_CLOCK_HERTZ"},
+		{"DCGM_FI_DEV_GPU_TEMPP", "DCGM_FI_DEV_GPU_TEMP"},
+		{"DCGM_FI_DEV_XID_ERRROR", "DCGM_FI_DEV_XID_ERROR"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, Suggest(tt.typo), tt.typo)
+	}
 }

@@ -3,6 +3,7 @@ package counters
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
@@ -285,14 +286,52 @@ func describe(f *FieldInfo) {
 	f.Kind, f.Type, f.Unit, f.Help, f.Default = m.kind, m.typ, m.unit, m.help, m.def
 }
 
+// describeAny describes a current field by its own name, else by the
+// deprecated names of its ID (the curated table predates DCGM 4.6's
+// renaming), else, for a base-unit field, by the legacy field it
+// supersedes in the new unit.
+func describeAny(f *FieldInfo, deprecated []fieldid.Alias) {
+	if m, ok := metaOfID(f.Name, f.ID, deprecated); ok {
+		f.Kind, f.Type, f.Unit, f.Help, f.Default = m.kind, m.typ, m.unit, m.help, m.def
+		return
+	}
+	u, ok := fieldid.BaseUnitOf(f.ID)
+	if !ok {
+		return
+	}
+	m, ok := metaOfID(u.LegacyName, u.Legacy, deprecated)
+	if !ok {
+		return
+	}
+	f.Kind, f.Type, f.Unit = KindFloat, m.typ, u.Unit
+	f.Help = fmt.Sprintf("%s, in %s (%s times %s).", strings.TrimSuffix(m.help, "."), unitWords[u.Unit], u.LegacyName, strconv.FormatFloat(u.Scale, 'g', -1, 64))
+}
+
+// unitWords name the base units in help texts.
+var unitWords = map[string]string{"Hz": "hertz", "B": "bytes", "J": "joules", "ratio": "a 0-1 ratio"}
+
+func metaOfID(name string, id uint16, deprecated []fieldid.Alias) (meta, bool) {
+	if m, ok := lookupMeta(name); ok {
+		return m, true
+	}
+	for _, d := range deprecated {
+		if d.ID == id {
+			if m, ok := lookupMeta(d.Name); ok {
+				return m, true
+			}
+		}
+	}
+	return meta{}, false
+}
+
 // currentDescribed finds the description of the current field with this ID,
-// for the legacy name that aliases it.
-func currentDescribed(current []fieldid.Entry, id uint16) (meta, bool) {
+// for a legacy or deprecated name that aliases it.
+func currentDescribed(current []fieldid.Entry, deprecated []fieldid.Alias, id uint16) (meta, bool) {
 	for _, g := range current {
 		if g.ID != id {
 			continue
 		}
-		if m, ok := lookupMeta(g.Name); ok {
+		if m, ok := metaOfID(g.Name, id, deprecated); ok {
 			return m, true
 		}
 	}

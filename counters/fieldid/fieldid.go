@@ -101,3 +101,52 @@ func Legacy() []Entry { return append([]Entry(nil), legacy...) }
 
 // Exporter returns the exporter-side fields, in ID order.
 func Exporter() []Entry { return append([]Entry(nil), exporter...) }
+
+// Alias is a deprecated DCGM field name: DCGM 4.6 renamed the field and
+// keeps the old name for the same ID.
+type Alias struct {
+	Name string
+	ID   uint16
+	// Current is the name DCGM gives the ID now.
+	Current string
+}
+
+// BaseUnit is a field DCGM 4.6.1 added under a new ID in a base unit (Hz,
+// bytes, joules, a 0-1 ratio) beside the legacy field it supersedes.
+type BaseUnit struct {
+	ID         uint16
+	Name       string
+	Unit       string
+	Legacy     uint16
+	LegacyName string
+	LegacyUnit string
+	// Scale multiplies a legacy value into Unit.
+	Scale float64
+}
+
+// Deprecated returns DCGM's deprecated field names, sorted by name.
+func Deprecated() []Alias { return append([]Alias(nil), deprecated...) }
+
+// BaseUnits returns the base-unit fields, in ID order.
+func BaseUnits() []BaseUnit { return append([]BaseUnit(nil), baseUnits...) }
+
+// BaseUnitOf returns the base-unit field with this ID.
+func BaseUnitOf(id uint16) (BaseUnit, bool) {
+	for _, u := range baseUnits {
+		if u.ID == id {
+			return u, true
+		}
+	}
+	return BaseUnit{}, false
+}
+
+// SupersededBy returns the base-unit field that supersedes the legacy field
+// with this ID.
+func SupersededBy(legacy uint16) (BaseUnit, bool) {
+	for _, u := range baseUnits {
+		if u.Legacy == legacy {
+			return u, true
+		}
+	}
+	return BaseUnit{}, false
+}

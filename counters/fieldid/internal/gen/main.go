@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
@@ -96,20 +95,31 @@ func run(src, metaPath, metaFrom, release, out string) error {
 	if err != nil {
 		return err
 	}
-	if metaFrom != "" {
-		meta, err := extractMeta(metaFrom, maps["dcgmFields"])
-		if err != nil {
-			return err
-		}
-		if err := writeMeta(metaPath, release, meta, maps["dcgmFields"]); err != nil {
-			return err
-		}
-	}
-	meta, err := readMeta(metaPath)
+	// The header sits beside const_fields.go in go-dcgm's pkg/dcgm.
+	hdr, err := parseHeader(filepath.Join(filepath.Dir(src), filepath.Base(headerFile)))
 	if err != nil {
 		return err
 	}
-	code, err := render(maps["dcgmFields"], maps["legacyDCGMFields"], meta)
+	t, err := split(maps["dcgmFields"], maps["legacyDCGMFields"], hdr)
+	if err != nil {
+		return err
+	}
+	// Both vocabularies name fields in DCGM's field table: DCGM before 4.6
+	// registers the old names, 4.6 and later the new ones.
+	known := append(append([]entry(nil), t.current...), aliasEntries(t.deprecated)...)
+	if metaFrom != "" {
+		meta, err := extractMeta(metaFrom, known)
+		if err != nil {
+			return err
+		}
+		if err := writeMeta(metaPath, release, meta, known); err != nil {
+			return err
+		}
+	}
+	if t.meta, err = readMeta(metaPath); err != nil {
+		return err
+	}
+	code, err := render(t)
 	if err != nil {
 		return err
 	}
@@ -117,6 +127,62 @@ func run(src, metaPath, metaFrom, release, out string) error {
 		return fmt.Errorf("write %s: %w", out, err)
 	}
 	return nil
+}
+
+// split sorts go-dcgm's legacy map into DCGM's deprecated upper-case names
+// and dcgm-exporter 1.x's lower-case ones, and checks each deprecated name
+// against the header: go-dcgm's map and DCGM's header must agree on its ID.
+func split(current, legacyMap []entry, hdr *header) (*tables, error) {
+	t := &tables{current: current}
+	currentByName := map[string]uint16{}
+	firstByID := map[uint16]string{}
+	sort.Slice(current, func(i, j int) bool { return current[i].name < current[j].name })
+	for _, e := range current {
+		currentByName[e.name] = e.id
+		if _, ok := firstByID[e.id]; !ok {
+			firstByID[e.id] = e.name
+		}
+	}
+	for _, e := range legacyMap {
+		if !strings.HasPrefix(e.name, "DCGM_FI_") {
+			t.legacy = append(t.legacy, e)
+			continue
+		}
+		if id, ok := hdr.ids[e.name]; ok && id != e.id {
+			return nil, fmt.Errorf("deprecated field %s: go-dcgm's map says ID %d, dcgm_fields.h says %d", e.name, e.id, id)
+		}
+		cur := hdr.aliasOf[e.name]
+		if _, ok := currentByName[cur]; !ok {
+			cur = firstByID[e.id]
+		}
+		if cur == "" {
+			return nil, fmt.Errorf("deprecated field %s: ID %d has no current name", e.name, e.id)
+		}
+		t.deprecated = append(t.deprecated, alias{name: e.name, current: cur, id: e.id})
+	}
+	sort.Slice(t.deprecated, func(i, j int) bool { return t.deprecated[i].name < t.deprecated[j].name })
+	units, err := hdr.baseUnits()
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range units {
+		if _, ok := currentByName[u.name]; !ok {
+			return nil, fmt.Errorf("base-unit field %s is in dcgm_fields.h but not in go-dcgm's map", u.name)
+		}
+		if hdr.ids[u.name] != currentByName[u.name] {
+			return nil, fmt.Errorf("base-unit field %s: go-dcgm's map says ID %d, dcgm_fields.h says %d", u.name, currentByName[u.name], hdr.ids[u.name])
+		}
+	}
+	t.units = units
+	return t, nil
+}
+
+func aliasEntries(as []alias) []entry {
+	out := make([]entry, 0, len(as))
+	for _, a := range as {
+		out = append(out, entry{name: a.name, id: a.id})
+	}
+	return out
 }
 
 func moduleDir() (string, error) {
@@ -440,183 +506,4 @@ func goName(name string) string {
 		s = "Field" + s
 	}
 	return s
-}
-
-// linkMember matches the per-link members of a field family: the link
-// index is an _L<n> word, as in DCGM_FI_DEV_NVLINK_BANDWIDTH_L3 and
-// DCGM_FI_PROF_NVLINK_L3_TX_BYTES.
-var linkMember = regexp.MustCompile(`^(DCGM_FI_\w*?)_L(\d+)((?:_\w+)?)$`)
-
-type family struct {
-	goName  string
-	members []string // Go names, by link
-}
-
-// linkFamilies finds the families whose links are numbered 0..n-1 without
-// a gap, so that a source can index their IDs by link.
-func linkFamilies(current []entry, constName map[string]string) []family {
-	byKey := map[string]map[int]string{}
-	for _, e := range current {
-		m := linkMember.FindStringSubmatch(e.name)
-		if m == nil {
-			continue
-		}
-		link, _ := strconv.Atoi(m[2])
-		key := m[1] + m[3]
-		if byKey[key] == nil {
-			byKey[key] = map[int]string{}
-		}
-		byKey[key][link] = constName[e.name]
-	}
-	var out []family
-	for key, links := range byKey {
-		if len(links) < 2 {
-			continue
-		}
-		f := family{goName: goName(key) + "ByLink"}
-		for l := 0; l < len(links); l++ {
-			n, ok := links[l]
-			if !ok {
-				f.members = nil
-				break
-			}
-			f.members = append(f.members, n)
-		}
-		if f.members != nil {
-			out = append(out, f)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].goName < out[j].goName })
-	return out
-}
-
-func render(current, legacy []entry, meta map[string]fieldMeta) ([]byte, error) {
-	sort.Slice(current, func(i, j int) bool { return current[i].name < current[j].name })
-	sort.Slice(legacy, func(i, j int) bool { return legacy[i].name < legacy[j].name })
-
-	constName := map[string]string{}
-	owner := map[string]string{}
-	for _, e := range current {
-		n := goName(e.name)
-		if prev, dup := owner[n]; dup {
-			return nil, fmt.Errorf("%s and %s both become the Go name %s", prev, e.name, n)
-		}
-		owner[n], constName[e.name] = e.name, n
-	}
-	// byID names each ID by the constant of its first current name (sorted),
-	// for the legacy table.
-	byID := map[uint16]string{}
-	for _, e := range current {
-		if _, ok := byID[e.id]; !ok {
-			byID[e.id] = constName[e.name]
-		}
-	}
-
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Code generated by counters/fieldid/internal/gen from %s %s and %s; DO NOT EDIT.\n\n", modulePath, constFile, metaFile)
-	b.WriteString("package fieldid\n\n")
-
-	b.WriteString("// DCGM field IDs, as go-dcgm numbers them (dcgm_fields.h).\n")
-	b.WriteString("const (\n")
-	for _, e := range current {
-		fmt.Fprintf(&b, "\t// %s is %s.\n\t%s uint16 = %d\n", constName[e.name], e.name, constName[e.name], e.id)
-	}
-	b.WriteString(")\n\n")
-
-	b.WriteString("// Exporter-side fields have no DCGM field ID: gpuscope derives them. They\n")
-	b.WriteString("// get IDs from a range DCGM does not use, so that one uint16 names any field.\n")
-	b.WriteString("const (\n")
-	fmt.Fprintf(&b, "\t// FirstExporter is the lowest ID of the exporter-side range.\n\tFirstExporter uint16 = %#x\n", firstExporterID)
-	baseOf := map[string]string{}
-	for i, x := range exporterFields {
-		n := goName(x.name)
-		if _, dup := owner[n]; dup {
-			return nil, fmt.Errorf("exporter field %s collides with the Go name of %s", x.name, owner[n])
-		}
-		owner[n], constName[x.name] = x.name, n
-		fmt.Fprintf(&b, "\t// %s is %s.\n\t%s uint16 = %#x\n", n, x.name, n, firstExporterID+1+i)
-		if x.base != "" {
-			base, ok := constName[x.base]
-			if !ok {
-				return nil, fmt.Errorf("exporter field %s: base field %s is not a go-dcgm field", x.name, x.base)
-			}
-			baseOf[n] = base
-		}
-	}
-	b.WriteString(")\n\n")
-
-	b.WriteString("// current is every current DCGM field name with its ID, sorted by name.\n")
-	b.WriteString("var current = []Entry{\n")
-	for _, e := range current {
-		fmt.Fprintf(&b, "\t{%q, %s},\n", e.name, constName[e.name])
-	}
-	b.WriteString("}\n\n")
-
-	b.WriteString("// legacy holds the lower-case names of dcgm-exporter 1.x, sorted by name.\n")
-	b.WriteString("var legacy = []Entry{\n")
-	for _, e := range legacy {
-		id, ok := byID[e.id]
-		if !ok {
-			return nil, fmt.Errorf("legacy field %s: ID %d has no current name", e.name, e.id)
-		}
-		fmt.Fprintf(&b, "\t{%q, %s},\n", e.name, id)
-	}
-	b.WriteString("}\n\n")
-
-	b.WriteString("// exporter is every exporter-side field, in ID order.\n")
-	b.WriteString("var exporter = []Entry{\n")
-	for _, x := range exporterFields {
-		fmt.Fprintf(&b, "\t{%q, %s},\n", x.name, constName[x.name])
-	}
-	b.WriteString("}\n\n")
-
-	b.WriteString("// facts holds what DCGM's field table states about each field, and the\n")
-	b.WriteString("// base field of each derived exporter-side field.\n")
-	b.WriteString("var facts = map[uint16]Facts{\n")
-	seen := map[uint16]bool{}
-	for _, e := range current {
-		m, known := meta[e.name]
-		prof := strings.HasPrefix(e.name, "DCGM_FI_PROF_")
-		if (!known && !prof) || seen[e.id] {
-			continue
-		}
-		seen[e.id] = true
-		var parts []string
-		if known {
-			parts = append(parts, "Level: "+levels[m.level])
-		}
-		if m.unit != "" {
-			parts = append(parts, fmt.Sprintf("Unit: %q", m.unit))
-		}
-		if prof {
-			// DCGM_FI_PROF_* fields are the ones its profiling module samples.
-			parts = append(parts, "Profiling: true")
-		}
-		fmt.Fprintf(&b, "\t%s: {%s},\n", constName[e.name], strings.Join(parts, ", "))
-	}
-	for _, x := range exporterFields {
-		n := constName[x.name]
-		if base, ok := baseOf[n]; ok {
-			fmt.Fprintf(&b, "\t%s: {Level: LevelGPU, Base: %s},\n", n, base)
-		} else {
-			fmt.Fprintf(&b, "\t%s: {Level: LevelGPU},\n", n)
-		}
-	}
-	b.WriteString("}\n\n")
-
-	fams := linkFamilies(current, constName)
-	if len(fams) > 0 {
-		b.WriteString("// Per-link field families: the field ID of each link, by link index.\n")
-		b.WriteString("var (\n")
-		for _, f := range fams {
-			fmt.Fprintf(&b, "\t%s = [...]uint16{%s}\n", f.goName, strings.Join(f.members, ", "))
-		}
-		b.WriteString(")\n")
-	}
-
-	code, err := format.Source(b.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("format generated code: %w", err)
-	}
-	return code, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 
@@ -17,7 +18,8 @@ var dcgmFields = map[string]Short{
 	"DCGM_FI_DRIVER_VERSION": 1,
 	"DCGM_FI_DEV_SM_CLOCK": 0x64,
 	"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 112,
-	"DCGM_FI_DEV_XID_ERRORS": 230,
+	"DCGM_FI_DEV_XID_ERROR": 230,
+	"DCGM_FI_DEV_SM_CLOCK_HERTZ": 1603,
 	"DCGM_FI_DEV_NVLINK_BANDWIDTH_L0": 440,
 	"DCGM_FI_DEV_NVLINK_BANDWIDTH_L1": 441,
 	"DCGM_FI_DEV_NVSWITCH_LINK_CRC_ERRORS": 786,
@@ -28,7 +30,33 @@ var dcgmFields = map[string]Short{
 
 var legacyDCGMFields = map[string]Short{
 	"dcgm_sm_clock": 100,
+	"DCGM_FI_DEV_XID_ERRORS": 230,
 }
+`
+
+// headerFixture follows the shape of go-dcgm v1.4611.0's dcgm_fields.h: a
+// field superseded under a new ID in a base unit, and the DCGM_DEPRECATED
+// block of renamed fields.
+const headerFixture = `
+/**
+ * SM clock for the device
+ * Deprecated: Use DCGM_FI_DEV_SM_CLOCK_HERTZ instead.
+ */
+#define DCGM_FI_DEV_SM_CLOCK 100
+
+/**
+ * XID errors. The value is the specific XID error
+ */
+#define DCGM_FI_DEV_XID_ERROR 230
+
+/**
+ * SM clock for the device in hertz
+ */
+#define DCGM_FI_DEV_SM_CLOCK_HERTZ 1603
+
+#if DCGM_DEPRECATED
+#define DCGM_FI_DEV_XID_ERRORS DCGM_FI_DEV_XID_ERROR
+#endif
 `
 
 // cppFixture follows the shape of DCGM's dcgm_fields.cpp: one call per
@@ -71,6 +99,7 @@ func generate(t *testing.T) (string, string) {
 	out := filepath.Join(dir, "fieldid_gen.go")
 	require.NoError(t, os.WriteFile(src, []byte(fixture), 0o644))
 	require.NoError(t, os.WriteFile(cpp, []byte(cppFixture), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dcgm_fields.h"), []byte(headerFixture), 0o644))
 	require.NoError(t, run(src, meta, cpp, "4.5.2", out))
 	code, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -91,6 +120,9 @@ func TestRunWritesConstantsAndTables(t *testing.T) {
 		"var legacy = []Entry{\n\t{\"dcgm_sm_clock\", SMClock},\n}\n",
 		"\t{\"DCGM_EXP_CLOCK_EVENTS_COUNT\", ExpClockEventsCount},\n",
 		"NVLinkBandwidthByLink = [...]uint16{NVLinkBandwidthL0, NVLinkBandwidthL1}\n",
+		"\t// XIDErrors is DCGM_FI_DEV_XID_ERRORS, DCGM's deprecated name of DCGM_FI_DEV_XID_ERROR.\n\tXIDErrors = XIDError\n",
+		"var deprecated = []Alias{\n\t{\"DCGM_FI_DEV_XID_ERRORS\", XIDErrors, \"DCGM_FI_DEV_XID_ERROR\"},\n}\n",
+		`{ID: SMClockHertz, Name: "DCGM_FI_DEV_SM_CLOCK_HERTZ", Unit: "Hz", Legacy: SMClock, LegacyName: "DCGM_FI_DEV_SM_CLOCK", LegacyUnit: "MHz", Scale: 1e6}`,
 	} {
 		assert.Contains(t, code, want)
 	}
@@ -106,7 +138,8 @@ func TestRunWritesFacts(t *testing.T) {
 		"ProfNVDEC0Active: {Level: LevelComputeInstance, Profiling: true},",
 		"ProfNVDEC1Active: {Level: LevelComputeInstance, Profiling: true},",
 		"ProfSMActive: {Profiling: true},",
-		"ExpXIDErrorsCount: {Level: LevelGPU, Base: XIDErrors},",
+		"ExpXIDErrorsCount: {Level: LevelGPU, Base: XIDError},",
+		`SMClockHertz: {Level: LevelGPU, Unit: "Hz"},`,
 		"ExpClockEventsCount: {Level: LevelGPU, Base: ClocksEventReasons},",
 		"ExpGPUHealthStatus: {Level: LevelGPU},",
 	} {
@@ -152,6 +185,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{"name clash", "package dcgm\nvar dcgmFields = map[string]int{\"DCGM_FI_DEV_A_B\": 1, \"DCGM_FI_A_B\": 2}\nvar legacyDCGMFields = map[string]int{\"a\": 1}\n", "", "both become the Go name AB"},
 		{"bad level", fixture, "DCGM_FI_DEV_SM_CLOCK\tGALAXY\t\n", `unknown entity level "GALAXY"`},
 		{"bad row", fixture, "DCGM_FI_DEV_SM_CLOCK GPU\n", "want NAME, ENTITY LEVEL and UNIT separated by tabs"},
+		{"map and header disagree", strings.Replace(fixture, `"DCGM_FI_DEV_XID_ERRORS": 230`, `"DCGM_FI_DEV_XID_ERRORS": 231`, 1), "", "go-dcgm's map says ID 231, dcgm_fields.h says 230"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +193,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 			src, meta := filepath.Join(dir, "c.go"), filepath.Join(dir, metaFile)
 			require.NoError(t, os.WriteFile(src, []byte(tt.consts), 0o644))
 			require.NoError(t, os.WriteFile(meta, []byte(tt.meta), 0o644))
+			hdr := headerFixture
+			if !strings.Contains(tt.consts, "DCGM_FI_DEV_SM_CLOCK_HERTZ") {
+				hdr = "#define DCGM_FI_A_B 2\n"
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "dcgm_fields.h"), []byte(hdr), 0o644))
 			err := run(src, meta, "", "", filepath.Join(dir, "out.go"))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
