@@ -35,6 +35,11 @@ func checkCounters(w io.Writer, files []string) error {
 		for _, warn := range set.Warnings {
 			b.WriteString("warning: " + warn + "\n")
 		}
+		for _, f := range set.Fields {
+			if note := deprecationNote(f.Name); note != "" {
+				fmt.Fprintf(&b, "warning: %s:%d: %s\n", file, f.Line, note)
+			}
+		}
 		fmt.Fprintf(&b, "%s: ok (%d fields)\n", file, len(set.Fields))
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return fmt.Errorf("write report: %w", err)
@@ -44,6 +49,30 @@ func checkCounters(w io.Writer, files []string) error {
 		return fmt.Errorf("%d of %d counters files have problems", bad, len(files))
 	}
 	return nil
+}
+
+// deprecationNote says what DCGM deprecates a field name in favour of, ""
+// when it does not. The name stays valid: gpuscope reads it and exports
+// the metric under it.
+func deprecationNote(name string) string {
+	info, ok := counters.Lookup(name)
+	if !ok {
+		return ""
+	}
+	switch {
+	case info.Deprecated:
+		return fmt.Sprintf("%s is deprecated since DCGM 4.6, which names the field %s; still valid, exported as %s", name, info.Current, name)
+	case info.SupersededBy != "":
+		return fmt.Sprintf("%s is deprecated since DCGM 4.6.1 in favour of %s (a new field in %s); still valid, in %s", name, info.SupersededBy, info.SupersededUnit, unitOrNone(info.Unit))
+	}
+	return ""
+}
+
+func unitOrNone(u string) string {
+	if u == "" {
+		return "its own unit"
+	}
+	return u
 }
 
 // sourceSupport is what each registered source says it reads, in the
@@ -121,7 +150,7 @@ func listCounters(w io.Writer, supports []counters.Support, only, format string)
 
 func writeTable(w io.Writer, fields []listedField, nvml bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "NAME\tID\tTYPE\tUNIT\tSOURCES\t"
+	header := "NAME\tREPLACES\tID\tTYPE\tUNIT\tDEPRECATED\tSOURCES\t"
 	if nvml {
 		header += "NVML\t"
 	}
@@ -135,13 +164,41 @@ func writeTable(w io.Writer, fields []listedField, nvml bool) error {
 		if len(f.sources) > 0 {
 			sources = strings.Join(f.sources, ",")
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", f.Name, fieldIDString(f.ID), f.Type, unit, sources)
+		name, replaces := vocabularies(f.FieldInfo)
+		deprecated := "-"
+		if f.SupersededBy != "" {
+			deprecated = "use:" + f.SupersededBy
+		}
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, replaces, fieldIDString(f.ID), f.Type, unit, deprecated, sources)
 		if nvml {
 			row += nvmlStatus(f) + "\t"
 		}
 		fmt.Fprintln(tw, row+f.Help)
 	}
 	return tw.Flush()
+}
+
+// vocabularies returns the name DCGM 4.6 gives a field and the older names
+// it replaces (comma-separated, "-" for none): both are valid in a counters
+// file.
+func vocabularies(f counters.FieldInfo) (string, string) {
+	name := f.Name
+	var old []string
+	if f.Deprecated {
+		name = f.Current
+		old = append(old, f.Name)
+	}
+	if cur, ok := counters.Lookup(name); ok {
+		for _, r := range cur.Replaces {
+			if !slices.Contains(old, r) {
+				old = append(old, r)
+			}
+		}
+	}
+	if len(old) == 0 {
+		return name, "-"
+	}
+	return name, strings.Join(old, ",")
 }
 
 // fieldIDString shows exporter-side IDs as "-": they are internal and a

@@ -25,9 +25,10 @@ func writeFile(t *testing.T, dir, name, text string) string {
 func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_SM_CLOCK, gauge, c\n")
-	repeat := writeFile(t, dir, "repeat.csv", "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_GPU_TEMP, gauge, t\n")
+	repeat := writeFile(t, dir, "repeat.csv", "DCGM_FI_DEV_GPU_TEMP_CELSIUS, gauge, t\nDCGM_FI_DEV_GPU_TEMP_CELSIUS, gauge, t\n")
 	bad := writeFile(t, dir, "bad.csv", "DCGM_FI_DEV_GPU_TEMPP, gauge, t\nDCGM_FI_DEV_SM_CLOCK, gauge, c, 1ms\n")
 	missing := filepath.Join(dir, "missing.csv")
+	fresh := writeFile(t, dir, "new.csv", "DCGM_FI_DEV_GPU_TEMP_CELSIUS, gauge, temp\nDCGM_FI_DEV_SM_CLOCK_HERTZ, gauge, clk\n")
 
 	tests := []struct {
 		name    string
@@ -35,15 +36,22 @@ func TestCheck(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"good", []string{good}, []string{good + ": ok (2 fields)"}, ""},
+		{"good", []string{good}, []string{
+			// go-dcgm v1.4611.0 dcgm_fields.h: the DCGM_DEPRECATED block
+			// and the comment above DCGM_FI_DEV_SM_CLOCK.
+			"warning: " + good + ":1: DCGM_FI_DEV_GPU_TEMP is deprecated since DCGM 4.6, which names the field DCGM_FI_DEV_GPU_TEMP_CELSIUS; still valid, exported as DCGM_FI_DEV_GPU_TEMP",
+			"warning: " + good + ":2: DCGM_FI_DEV_SM_CLOCK is deprecated since DCGM 4.6.1 in favour of DCGM_FI_DEV_SM_CLOCK_HERTZ (a new field in Hz); still valid, in MHz",
+			good + ": ok (2 fields)",
+		}, ""},
+		{"new vocabulary", []string{fresh}, []string{fresh + ": ok (2 fields)"}, ""},
 		{"warning", []string{repeat}, []string{
-			"warning: " + repeat + ":2: DCGM_FI_DEV_GPU_TEMP repeats line 1 with the same type; this line is ignored",
+			"warning: " + repeat + ":2: DCGM_FI_DEV_GPU_TEMP_CELSIUS repeats line 1 with the same type; this line is ignored",
 			repeat + ": ok (1 fields)",
 		}, ""},
-		{"bad and good", []string{bad, good}, []string{
+		{"bad and good", []string{bad, fresh}, []string{
 			bad + `:1: unknown field "DCGM_FI_DEV_GPU_TEMPP"; did you mean DCGM_FI_DEV_GPU_TEMP?`,
 			bad + ":2: watch interval 1ms is below the minimum of 100ms",
-			good + ": ok (2 fields)",
+			fresh + ": ok (2 fields)",
 		}, "1 of 2 counters files have problems"},
 		{"missing", []string{missing}, []string{
 			"open counters file: open " + missing + ": no such file or directory",
@@ -72,19 +80,26 @@ func TestListTable(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, listCounters(&out, sourceSupport(), "", "table"))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "HELP"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"NAME", "REPLACES", "ID", "TYPE", "UNIT", "DEPRECATED", "SOURCES", "HELP"}, strings.Fields(lines[0]))
 
 	rows := map[string][]string{}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
 		rows[f[0]] = f
 	}
-	require.Contains(t, rows, "DCGM_FI_PROF_SM_ACTIVE")
-	assert.Equal(t, []string{strconv.Itoa(int(fieldid.ProfSMActive)), "gauge", "ratio"}, rows["DCGM_FI_PROF_SM_ACTIVE"][1:4])
+	// Names and units from go-dcgm v1.4611.0's dcgm_fields.h: the current
+	// name, the deprecated names it replaces, and the base-unit fields.
+	require.Contains(t, rows, "DCGM_FI_PROF_SM_UTIL_RATIO")
+	assert.Equal(t, []string{"DCGM_FI_PROF_SM_ACTIVE", strconv.Itoa(int(fieldid.ProfSMActive)), "gauge", "ratio", "-"}, rows["DCGM_FI_PROF_SM_UTIL_RATIO"][1:6])
+	assert.NotContains(t, rows, "DCGM_FI_PROF_SM_ACTIVE", "one line per field, under its current name")
 	require.Contains(t, rows, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
-	assert.Equal(t, []string{strconv.Itoa(int(fieldid.TotalEnergyConsumption)), "counter", "mJ"}, rows["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][1:4])
+	assert.Equal(t, []string{"-", strconv.Itoa(int(fieldid.TotalEnergyConsumption)), "counter", "mJ", "use:DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"}, rows["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][1:6])
+	require.Contains(t, rows, "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL")
+	assert.Equal(t, []string{"-", "1611", "counter", "J", "-"}, rows["DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"][1:6])
+	require.Contains(t, rows, "DCGM_FI_DEV_GPU_TEMP_CELSIUS")
+	assert.Equal(t, "DCGM_FI_DEV_GPU_TEMP", rows["DCGM_FI_DEV_GPU_TEMP_CELSIUS"][1])
 	require.Contains(t, rows, "DCGM_EXP_XID_ERRORS_COUNT", "exporter fields are listed")
-	assert.Equal(t, "-", rows["DCGM_EXP_XID_ERRORS_COUNT"][1], "exporter IDs are internal")
+	assert.Equal(t, "-", rows["DCGM_EXP_XID_ERRORS_COUNT"][2], "exporter IDs are internal")
 	assert.NotContains(t, rows, "dcgm_sm_clock", "legacy names are not offered")
 	assert.NotContains(t, rows, "DCGM_FI_DEV_VGPU_TYPE_INFO", "undescribed fields are not offered")
 }
@@ -93,7 +108,7 @@ func TestListNVMLShowsReasons(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, listCounters(&out, sourceSupport(), "nvml", "table"))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	assert.Equal(t, []string{"NAME", "ID", "TYPE", "UNIT", "SOURCES", "NVML", "HELP"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"NAME", "REPLACES", "ID", "TYPE", "UNIT", "DEPRECATED", "SOURCES", "NVML", "HELP"}, strings.Fields(lines[0]))
 	// Every described field is listed, with "yes" or why NVML cannot read it.
 	sup := nvml.Support()
 	for _, f := range counters.All() {
@@ -108,8 +123,9 @@ func TestListNVMLShowsReasons(t *testing.T) {
 			}
 		}
 		found := false
+		name, _ := vocabularies(f)
 		for _, l := range lines[1:] {
-			if strings.HasPrefix(l, f.Name+" ") {
+			if strings.HasPrefix(l, name+" ") {
 				found = true
 				assert.Contains(t, l, want, f.Name)
 			}
