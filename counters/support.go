@@ -29,7 +29,8 @@ func SupportTable(source string, table map[uint16]string) Support {
 }
 
 // Serves reports whether the source serves the field: it reads it, or it
-// reads the base field a derived exporter-side field is computed from.
+// reads the base field a derived exporter-side field is computed from, or
+// the legacy field a base-unit field is scaled from (source.DeriveBaseUnits).
 func (s Support) Serves(id uint16) (bool, string) {
 	ok, note := s.Reads(id)
 	if ok {
@@ -37,6 +38,11 @@ func (s Support) Serves(id uint16) (bool, string) {
 	}
 	if base, derived := fieldid.BaseOf(id); derived {
 		if baseOK, _ := s.Reads(base); baseOK {
+			return true, ""
+		}
+	}
+	if u, ok := fieldid.BaseUnitOf(id); ok {
+		if legacyOK, _ := s.Reads(u.Legacy); legacyOK {
 			return true, ""
 		}
 	}
