@@ -169,6 +169,9 @@ type Client interface {
 	Connect(p ConnectParams) error
 	// Disconnect releases the connection; it is safe after a failed Connect.
 	Disconnect() error
+	// HostEngineVersion is the connected host engine's release ("4.6.1"),
+	// which decides the fields it knows (dcgmHostengineVersionInfo).
+	HostEngineVersion() (string, error)
 
 	GPUs() ([]GPUInfo, error)
 	MIGHierarchy() ([]MIGInfo, error)

@@ -41,6 +41,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	sink = p.derive.Sink(group, sink)
 	s.refreshProcesses()
 	for _, pu := range p.pending {
 		sink.Unsupported(pu.e, pu.field, pu.reason)

@@ -129,6 +129,9 @@ func (d *deadlineClient) HealthSet(group Handle) error {
 func (d *deadlineClient) HealthCheck(group Handle) ([]HealthIncident, error) {
 	return call(d, "HealthCheck", func() ([]HealthIncident, error) { return d.c.HealthCheck(group) })
 }
+func (d *deadlineClient) HostEngineVersion() (string, error) {
+	return call(d, "HostEngineVersion", d.c.HostEngineVersion)
+}
 func (d *deadlineClient) NvLinkP2PStatus() ([][]int, error) {
 	return call(d, "NvLinkP2PStatus", d.c.NvLinkP2PStatus)
 }

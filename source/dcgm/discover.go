@@ -31,6 +31,10 @@ type connState struct {
 	prof map[uint]profSupport
 	// wantLevels says which entity levels the current watch uses.
 	wantLevels map[level]bool
+	// version is the host engine's release; baseUnits says whether it
+	// reads the base-unit fields itself (KnowsBaseUnits).
+	version   string
+	baseUnits bool
 }
 
 // connect opens the connection and discovers entities. Called with clientMu
@@ -45,6 +49,19 @@ func (s *Source) connect() (*connState, error) {
 		_ = s.client.Disconnect()
 		return nil, fmt.Errorf("dcgm %s: %w", s.params.describe(), err)
 	}
+	// Probed once per connection: a host engine older than 4.6.1 does not
+	// know the base-unit fields, which are then derived from the legacy
+	// ones (source.DeriveBaseUnits).
+	version, err := s.client.HostEngineVersion()
+	if err != nil {
+		s.log.WithError(err).Warn("reading the host engine's version; deriving the base-unit fields from their legacy fields")
+	}
+	conn.version, conn.baseUnits = version, KnowsBaseUnits(version)
+	how := "derived"
+	if conn.baseUnits {
+		how = "native"
+	}
+	s.log.WithField("version", version).WithField("base_unit_fields", how).Info("connected to the DCGM host engine")
 	return conn, nil
 }
 

@@ -50,7 +50,16 @@ const Name = "dcgm"
 // derives from DCGM's health watches and topology.
 func Support() counters.Support {
 	return counters.Support{Source: Name, Reads: func(uint16) (bool, string) { return true, "" },
-		Via: func(string) string { return "DCGM" }}
+		Via: func(name string) string {
+			// The host engine's release decides, at connect: 4.6.1 and
+			// later read the base-unit fields, older ones have them derived.
+			if info, ok := counters.Lookup(name); ok {
+				if u, ok := fieldid.BaseUnitOf(info.ID); ok {
+					return "DCGM 4.6.1+; derived from " + u.LegacyName + " before"
+				}
+			}
+			return "DCGM"
+		}}
 }
 
 // applies says whether a field of the given level is read on an entity of

@@ -49,6 +49,9 @@ type groupPlan struct {
 	health  bool
 	p2p     bool
 	pending []pendingUnsupported
+	// derive turns legacy samples into the base-unit fields an older host
+	// engine does not know.
+	derive *source.BaseUnits
 }
 
 // Watch implements source.Source. While the host engine is down the groups
@@ -109,6 +112,7 @@ func (s *Source) teardown(c *connState) {
 // DCGM refuses a watch that includes a profiling field one GPU of the
 // group cannot sample.
 func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error) {
+	groups, derive := source.DeriveBaseUnits(groups, func(uint16) bool { return c.baseUnits })
 	plans := make([]*groupPlan, len(groups))
 	byInterval := map[time.Duration][]uint16{}
 	var order []time.Duration
@@ -119,7 +123,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 		if iv <= 0 {
 			iv = s.cfg.DefaultInterval
 		}
-		p := &groupPlan{interval: iv, fields: map[uint16]bool{}, health: g.Health}
+		p := &groupPlan{interval: iv, fields: map[uint16]bool{}, health: g.Health, derive: derive}
 		for _, f := range g.Fields {
 			if f.ID == fieldid.ExpP2PStatus {
 				p.p2p = true

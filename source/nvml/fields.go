@@ -226,6 +226,11 @@ func Support() counters.Support {
 	}
 	s := counters.SupportTable(Name, table)
 	s.Via = func(name string) string {
+		if info, ok := counters.Lookup(name); ok && !readsNatively(info.ID) {
+			if u, ok := fieldid.BaseUnitOf(info.ID); ok {
+				return "NVML, derived from " + u.LegacyName
+			}
+		}
 		if strings.HasPrefix(name, "DCGM_FI_PROF_") {
 			return "GPM"
 		}

@@ -115,6 +115,9 @@ type Source struct {
 
 	mu     sync.Mutex
 	groups []source.Group
+	// derive turns the legacy fields read for base-unit fields back into
+	// both (source.DeriveBaseUnits); it changes with groups.
+	derive *source.BaseUnits
 	gen    uint64
 
 	entitiesChanged atomic.Bool
@@ -195,6 +198,7 @@ func (s *Source) Name() string { return Name }
 // Watch implements source.Source. It resets what was reported as
 // unsupported, so a reloaded counters file reports it again.
 func (s *Source) Watch(groups []source.Group) error {
+	groups, derive := source.DeriveBaseUnits(groups, readsNatively)
 	cp := make([]source.Group, len(groups))
 	for i, g := range groups {
 		cp[i] = source.Group{Interval: g.Interval, Fields: append([]counters.Field(nil), g.Fields...)}
@@ -205,10 +209,17 @@ func (s *Source) Watch(groups []source.Group) error {
 		}
 	}
 	s.mu.Lock()
-	s.groups = cp
+	s.groups, s.derive = cp, derive
 	s.gen++
 	s.mu.Unlock()
 	return nil
+}
+
+// readsNatively says whether NVML reads the field itself; the base-unit
+// fields it does not read are derived from their legacy fields.
+func readsNatively(id uint16) bool {
+	_, ok := fieldMap[id]
+	return ok
 }
 
 // devs returns the current GPUs.
@@ -281,6 +292,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		return fmt.Errorf("nvml: collect: group %d out of range (%d groups watched)", group, n)
 	}
 	g, gen := s.groups[group], s.gen
+	sink = s.derive.Sink(group, sink)
 	s.mu.Unlock()
 
 	now := s.cfg.Clock.Now()

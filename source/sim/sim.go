@@ -56,7 +56,10 @@ type Source struct {
 	xidWatched bool
 	// watched are the groups of the last Watch, planned again when the
 	// listed GPUs change; nextList is when Collect next compares them.
-	watched  []source.Group
+	watched []source.Group
+	// derive turns the legacy fields read for base-unit fields back into
+	// both (source.DeriveBaseUnits).
+	derive   *source.BaseUnits
 	nextList time.Time
 
 	started  bool
@@ -321,8 +324,10 @@ func (s *Source) Entities() []*source.Entity {
 
 // Watch plans which (entity, field) pairs each group samples.
 func (s *Source) Watch(groups []source.Group) error {
+	groups, derive := source.DeriveBaseUnits(groups, func(id uint16) bool { return fieldsByID[id] != nil })
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.derive = derive
 	s.watched = slices.Clone(groups)
 	s.watchLocked(groups)
 	return nil
@@ -449,6 +454,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 		changed = s.relist()
 	}
 
+	sink = s.derive.Sink(group, sink)
 	p := &s.groups[group]
 	if !p.reported {
 		for _, u := range p.unsup {

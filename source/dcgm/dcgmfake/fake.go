@@ -53,6 +53,8 @@ type Fake struct {
 	p2pErr     error
 	gen        GenFunc
 	clock      clock.Clock
+	// version is the release the fake claims; "" is DefaultVersion.
+	version string
 
 	running   bool
 	connected bool
@@ -507,6 +509,9 @@ func (f *Fake) CreateFieldGroup(_ string, fields []uint16) (dcgm.Handle, error) 
 	}
 	if len(fields) == 0 {
 		return 0, fmt.Errorf("fake host engine: empty field group")
+	}
+	if err := f.knowsFields(fields); err != nil {
+		return 0, err
 	}
 	if len(fields) > dcgm.MaxFieldsPerGroup {
 		// DCGM refuses it with DCGM_ST_MAX_LIMIT.
