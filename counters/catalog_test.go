@@ -251,3 +251,24 @@ func TestSuggestFromBothVocabularies(t *testing.T) {
 		assert.Equal(t, tt.want, Suggest(tt.typo), tt.typo)
 	}
 }
+
+// The alternatives of a name come from the catalog (go-dcgm v1.4611.0's
+// dcgm_fields.h), each with the factor into the first name's unit.
+func TestOtherNames(t *testing.T) {
+	tests := []struct {
+		name string
+		want []Alternative
+	}{
+		{"DCGM_FI_PROF_SM_ACTIVE", []Alternative{{"DCGM_FI_PROF_SM_UTIL_RATIO", 1}}},
+		{"DCGM_FI_PROF_SM_UTIL_RATIO", []Alternative{{"DCGM_FI_PROF_SM_ACTIVE", 1}}},
+		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", []Alternative{{"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1000}}},
+		{"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", []Alternative{{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1e-3}}},
+		{"DCGM_FI_DEV_SM_CLOCK", []Alternative{{"DCGM_FI_DEV_SM_CLOCK_HERTZ", 1e-6}}},
+		{"DCGM_FI_DEV_GPU_UTIL", []Alternative{{"DCGM_FI_DEV_GPU_UTIL_RATIO", 1}}},
+		{"DCGM_FI_DEV_FB_USED", nil},
+		{"DCGM_FI_NOT_A_FIELD", nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, OtherNames(tt.name), tt.name)
+	}
+}

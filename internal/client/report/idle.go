@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -35,15 +34,11 @@ var activityFields = []struct {
 // activityExpr is the rules' activity over rng for the label matchers sel:
 // the largest sample of each field in the range, the first field a series
 // has (PromQL's or keeps a series of the left side over the same labels of
-// the right).
+// the right), each field under either DCGM vocabulary (overTime).
 func activityExpr(sel, rng string) string {
 	parts := make([]string, 0, len(activityFields))
 	for _, f := range activityFields {
-		e := fmt.Sprintf("max_over_time(%s{%s}[%s])", f.metric, sel, rng)
-		if f.div != 1 {
-			e += " / " + strconv.Itoa(f.div)
-		}
-		parts = append(parts, e)
+		parts = append(parts, overTime("max_over_time", f.metric, sel, rng, f.div))
 	}
 	return strings.Join(parts, "\nor ")
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuscope/gpuscope/counters"
 )
 
 // recordingRules is the shipped recording rules file, three levels up.
@@ -53,9 +55,64 @@ func activityRules(t *testing.T) map[string]string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// activityTerm is one alternative of an activity expression: a field's
+// name and what multiplies its largest sample into a share of the time.
+type activityTerm struct {
+	metric string
+	factor float64
+}
+
+var (
+	termMetric = regexp.MustCompile(`max_over_time\(([A-Za-z_:][A-Za-z0-9_:]*)\{`)
+	termScale  = regexp.MustCompile(`([*/])\s*([0-9][0-9.e+-]*)`)
+)
+
+// activityTerms splits an activity expression at its "or"s.
+func activityTerms(t *testing.T, expr string) []activityTerm {
+	t.Helper()
+	var out []activityTerm
+	for _, part := range regexp.MustCompile(`\bor\b`).Split(expr, -1) {
+		m := termMetric.FindStringSubmatch(part)
+		require.NotNil(t, m, "no max_over_time(FIELD{...}) in %q", part)
+		at := activityTerm{metric: m[1], factor: 1}
+		rest := part[strings.Index(part, "]"):]
+		for _, sc := range termScale.FindAllStringSubmatch(rest, -1) {
+			v, err := strconv.ParseFloat(sc[2], 64)
+			require.NoError(t, err, part)
+			if sc[1] == "/" {
+				v = 1 / v
+			}
+			at.factor *= v
+		}
+		out = append(out, at)
+	}
+	return out
+}
+
+// fieldOrder is the order in which terms name fields, a field being all
+// the names of one quantity (counters.OtherNames).
+func fieldOrder(terms []activityTerm) []string {
+	var order []string
+	seen := map[string]bool{}
+	for _, at := range terms {
+		if seen[at.metric] {
+			continue
+		}
+		order = append(order, at.metric)
+		seen[at.metric] = true
+		for _, alt := range counters.OtherNames(at.metric) {
+			seen[alt.Name] = true
+		}
+	}
+	return order
+}
+
 // The report's idle is the rules' idle: the same recorded name and window,
 // the same fields in the same order with the same scale, the same
-// threshold. A change to either side fails here until the other follows.
+// threshold. The rule text is the source of truth: every alternative it
+// reads, the report reads with the same factor; the report may read a
+// field's other DCGM names as well, each scaled into the same unit. A
+// change to either side fails here until the other follows.
 func TestIdleIsTheRulesDefinition(t *testing.T) {
 	rules := activityRules(t)
 	expr, ok := rules[activityRecord]
@@ -67,13 +124,42 @@ func TestIdleIsTheRulesDefinition(t *testing.T) {
 		require.NoError(t, err, r[1])
 		assert.Equal(t, activityWindow, d, "the window of %s", activityRecord)
 	}
-	assert.Equal(t, oneLine(expr), oneLine(activityExpr(`GPU_CI_ID=""`, ranges[0][1])),
-		"the report's activity (activityFields) is not the expression %s records", activityRecord)
+	ours := activityExpr(`GPU_CI_ID=""`, ranges[0][1])
+	for _, sel := range regexp.MustCompile(`\{[^}]*\}`).FindAllString(expr, -1) {
+		assert.Equal(t, `{GPU_CI_ID=""}`, sel, "the rules select what the report's idle selects")
+	}
+	ruleTerms, ourTerms := activityTerms(t, expr), activityTerms(t, ours)
+	byMetric := map[string]float64{}
+	for _, at := range ourTerms {
+		byMetric[at.metric] = at.factor
+	}
+	for _, at := range ruleTerms {
+		f, ok := byMetric[at.metric]
+		if assert.True(t, ok, "the rules read %s, the report does not (activityFields)", at.metric) {
+			assert.InDelta(t, at.factor, f, 1e-12, "the scale of %s", at.metric)
+		}
+	}
+	assert.Equal(t, fieldOrder(ruleTerms), fieldOrder(ourTerms), "the fields, in the rules' order of preference")
 
 	idle, ok := rules["gpu:gpuscope_idle:bool"]
 	require.True(t, ok, "%s records no gpu:gpuscope_idle:bool", recordingRules)
 	assert.Equal(t, activityRecord+" < bool "+strconv.FormatFloat(IdleBelow, 'g', -1, 64), oneLine(idle),
 		"the rules' idle threshold is not report.IdleBelow")
+}
+
+// Each activity field is read in both DCGM vocabularies, each name scaled
+// into a share of the time (names and units from go-dcgm v1.4611.0's
+// dcgm_fields.h, through the catalog).
+func TestActivityReadsBothVocabularies(t *testing.T) {
+	got := map[string]float64{}
+	for _, at := range activityTerms(t, activityExpr(`GPU_CI_ID=""`, "2m")) {
+		got[at.metric] = at.factor
+	}
+	assert.Equal(t, map[string]float64{
+		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 1, "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO": 1,
+		"DCGM_FI_DEV_GPU_UTIL": 0.01, "DCGM_FI_DEV_GPU_UTIL_RATIO": 0.01,
+		"DCGM_FI_PROF_SM_ACTIVE": 1, "DCGM_FI_PROF_SM_UTIL_RATIO": 1,
+	}, got)
 }
 
 // fakeProm answers the report's idle queries: the recorded activity for

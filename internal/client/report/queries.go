@@ -91,7 +91,7 @@ func (b *builder) activity(ctx context.Context, s *Summary, _ map[string]*device
 		dst    **Stat
 	}{{smActive, &s.SM}, {tensorAct, &s.Tensor}} {
 		var h ratioHist
-		err := b.stream(ctx, f.metric, func(_ map[string]string, _ string, smp sample) { h.add(smp.v) })
+		err := b.streamEither(ctx, f.metric, func(_ map[string]string, _ string, smp sample) { h.add(smp.v) })
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (b *builder) energy(ctx context.Context, s *Summary, _ map[string]*device) 
 	per := map[string]*counter{}
 	perDevice := map[string]string{}
 	excluded := map[string]bool{}
-	err := b.stream(ctx, energyTotal, func(l map[string]string, key string, smp sample) {
+	err := b.streamEither(ctx, energyTotal, func(l map[string]string, key string, smp sample) {
 		dev := deviceKey(l)
 		if l["GPU_I_ID"] != "" || l["vgpu"] != "" {
 			excluded[dev] = true
