@@ -34,8 +34,8 @@ func newerFlagCases() map[string]flagCase {
 			got: get(func(c *config.Config) any {
 				return c.ConfigFile + " " + c.Counters.File + " " + c.Collection.DefaultInterval.String()
 			})},
-		"web-read-timeout":  {value: "15s", got: get(func(c *config.Config) any { return c.Web.ReadTimeout }), want: "15s"},
-		"web-write-timeout": {value: "45s", got: get(func(c *config.Config) any { return c.Web.WriteTimeout }), want: "45s"},
+		"web-read-timeout":       {value: "15s", got: get(func(c *config.Config) any { return c.Web.ReadTimeout }), want: "15s"},
+		"web-write-timeout":      {value: "45s", got: get(func(c *config.Config) any { return c.Web.WriteTimeout }), want: "45s"},
 		"max-concurrent-scrapes": {value: "4", got: get(func(c *config.Config) any { return c.Web.MaxConcurrentScrapes }), want: "4"},
 		// gpuscope serves the Go and process families unless told not to;
 		// the flag overrides a --web.disable-exporter-metrics variable.
