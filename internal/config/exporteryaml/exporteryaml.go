@@ -240,7 +240,7 @@ func (p *parser) metrics(n *yaml.Node) {
 }
 
 // refuseIntervals explains what to do with per-field intervals.
-const refuseIntervals = "per-field intervals are set in gpuscope's counters file instead: add the interval as the fourth column of each field's line (README.md, "The counters file")"
+const refuseIntervals = "per-field intervals are set in gpuscope's counters file instead: add the interval as the fourth column of each field's line (README.md, The counters file)"
 
 func (p *parser) collection(n *yaml.Node) {
 	for _, f := range p.mapping(n, "collection", "interval", "watchGroups") {
