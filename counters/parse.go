@@ -266,6 +266,9 @@ func (p *parser) resolveName(n int, f *Field) bool {
 		if c, isCompat := lookupCompat(f.Name); isCompat {
 			return p.resolveCompat(n, f, c)
 		}
+		if c, isTotal := expTotals[f.Name]; isTotal {
+			return p.resolveExpTotal(n, f, c)
+		}
 		if len(p.errs.Errors) >= maxLineErrors {
 			// Past the cap the problem is only counted; a suggestion costs a
 			// walk of the whole catalog.
@@ -335,6 +338,9 @@ func (p *parser) checkType(n int, f Field) bool {
 			p.fail(n, "%s is a counter: window statistics apply to gauges only", f.Name)
 			ok = false
 		}
+	}
+	if _, isTotal := expTotals[f.Name]; isTotal {
+		return ok && p.checkExpTotal(n, f)
 	}
 	if c, isCompat := lookupCompat(f.Name); isCompat {
 		if f.Type != c.Type {

@@ -91,3 +91,20 @@ func startDumps(ctx context.Context, cfg *config.Config, eng *engine.Engine, sou
 	go d.Run(ctx)
 	return nil
 }
+
+// gpuHealth is /health's check under --health-require-gpus: unhealthy while
+// the source shows no GPU nor MIG instance, so that a liveness probe
+// restarts an exporter that started before the driver was ready.
+func gpuHealth(require bool, eng interface{ Entities() []*source.Entity }) func() (bool, string) {
+	if !require {
+		return nil
+	}
+	return func() (bool, string) {
+		for _, e := range eng.Entities() {
+			if e.Kind == source.GPU || e.Kind == source.GPUInstance {
+				return true, "ok"
+			}
+		}
+		return false, "no GPU seen (" + "--" + config.FlagHealthRequireGPUs + ")"
+	}
+}

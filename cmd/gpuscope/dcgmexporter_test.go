@@ -29,7 +29,13 @@ type flagRow struct {
 
 func readFlagsTSV(t *testing.T) []flagRow {
 	t.Helper()
-	f, err := os.Open(filepath.Join(compattest.Dir(t), "flags.tsv"))
+	return readFlagsFile(t, filepath.Join(compattest.Dir(t), "flags.tsv"))
+}
+
+// readFlagsFile reads a flag list in flags.tsv's columns.
+func readFlagsFile(t *testing.T, path string) []flagRow {
+	t.Helper()
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	var rows []flagRow
@@ -39,7 +45,7 @@ func readFlagsTSV(t *testing.T) []flagRow {
 			continue
 		}
 		cols := strings.Split(sc.Text(), "\t")
-		require.Len(t, cols, 5, "flags.tsv:%d", line)
+		require.Len(t, cols, 5, "%s:%d", path, line)
 		r := flagRow{name: cols[0], env: cols[2], def: cols[3], typ: cols[4]}
 		if cols[1] != "" {
 			r.aliases = strings.Split(cols[1], ",")
@@ -192,9 +198,15 @@ var defaultDifferences = map[string]string{
 // TestDCGMExporterDefaults checks that each flag left alone means what it
 // means in dcgm-exporter, apart from the differences listed above.
 func TestDCGMExporterDefaults(t *testing.T) {
+	checkDefaults(t, readFlagsTSV(t), defaultDifferences)
+}
+
+// checkDefaults checks that each flag of rows left alone means what it
+// means in dcgm-exporter, apart from differences.
+func checkDefaults(t *testing.T, rows []flagRow, differences map[string]string) {
 	p, err := parseArgs(t)
 	require.NoError(t, err)
-	for _, r := range readFlagsTSV(t) {
+	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			var got string
 			for _, f := range p.c.App.Flags {
@@ -206,7 +218,7 @@ func TestDCGMExporterDefaults(t *testing.T) {
 				}
 			}
 			want := r.def
-			if d, ok := defaultDifferences[r.name]; ok {
+			if d, ok := differences[r.name]; ok {
 				want = d
 			}
 			switch r.name {

@@ -262,9 +262,13 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 		Pprof:            web.Pprof,
 		SystemdSocket:    web.SystemdSocket,
 
-		EnableProfilingAPI: web.EnableProfilingAPI,
-		MaxConnections:     web.MaxConnections,
-		Fields:             fields,
+		EnableProfilingAPI:   web.EnableProfilingAPI,
+		MaxConnections:       web.MaxConnections,
+		ReadTimeout:          web.ReadTimeout,
+		WriteTimeout:         web.WriteTimeout,
+		MaxConcurrentScrapes: web.MaxConcurrentScrapes,
+		Health:               gpuHealth(web.HealthRequireGPUs, eng),
+		Fields:               fields,
 		OnServing: func(addr string) {
 			log.WithFields(logrus.Fields{
 				"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,

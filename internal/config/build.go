@@ -27,6 +27,7 @@ import (
 // error lists every problem found, one per line, each naming its flag.
 func Build(in Input) (*Config, error) {
 	b := &builder{in: in, cfg: &Config{given: in.Given, bad: map[string]bool{}}}
+	b.exporterYAML()
 	b.sources()
 	b.counters()
 	b.collection()
@@ -36,6 +37,7 @@ func Build(in Input) (*Config, error) {
 	b.sim()
 	b.kubernetes()
 	b.serving()
+	b.exporter48()
 	errs := b.errs
 	if err := b.cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -51,6 +53,9 @@ type builder struct {
 	in   Input
 	cfg  *Config
 	errs []error
+	// yamlInterval and yamlWatch say that --config-file set the collect
+	// interval and the watch retention.
+	yamlInterval, yamlWatch bool
 }
 
 // fail records a problem with flag's value.
@@ -145,7 +150,7 @@ func (b *builder) collection() {
 	// dcgm-exporter counts the clock-event samples it took every -c (30 s
 	// unless given: pkg/cmd/app.go); gpuscope's own default is faster.
 	c.Collection.ClockEventsPeriod = DCGMExporterCollectInterval
-	if c.Given(FlagCollectInterval) {
+	if c.Given(FlagCollectInterval) || b.yamlInterval {
 		c.Collection.ClockEventsPeriod = c.Collection.DefaultInterval
 	}
 	for _, d := range []struct {
@@ -206,6 +211,7 @@ func (b *builder) labels() {
 // itself when it has no port, as dcgm-exporter's parseRemoteHostname reads
 // it.
 func remoteHost(addr string) string {
+	addr = strings.TrimPrefix(addr, "tcp://")
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
@@ -234,7 +240,7 @@ func (b *builder) logging() {
 // mode.
 func (b *builder) dcgm() {
 	c, in := b.cfg, b.in
-	c.DCGM.RemoteHostengine = in.DCGMRemote
+	c.DCGM.RemoteHostengine = b.hostengineAddress(in.DCGMRemote)
 	mode := in.DCGMMode
 	if in.DCGMRemote != "" && !c.Given(FlagDCGMMode) {
 		mode = string(dcgm.ModeRemote)

@@ -63,6 +63,9 @@ type Config struct {
 	Insight   Insight
 	Web       Web
 	Dump      Dump
+	// ConfigFile is dcgm-exporter's YAML configuration the values came
+	// from where no flag was given; empty: none.
+	ConfigFile string
 	// Engine is the engine's options that flags set as they are, each
 	// bound to its field by its Option; the runtime ones (source, counters,
 	// clock, log) are added when the engine starts.
@@ -116,6 +119,10 @@ type Collection struct {
 	// BindUnbindPoll is how often the sources look for GPUs bound to or
 	// unbound from the driver; 0 when the watch is off.
 	BindUnbindPoll time.Duration
+	// WatchMaxKeepAge and WatchMaxKeepSamples are dcgm-exporter's field
+	// watch retention; gpuscope keeps its own rings and only checks them.
+	WatchMaxKeepAge     time.Duration
+	WatchMaxKeepSamples int64
 }
 
 // Labels shapes the identity labels.
@@ -226,6 +233,15 @@ type Web struct {
 	// DisableExporterMetrics leaves out the Go runtime's (go_*) and the
 	// process's (process_*) families, as node_exporter's flag does.
 	DisableExporterMetrics bool
+	// ReadTimeout and WriteTimeout bound a whole request's reading and a
+	// response's writing (dcgm-exporter's --web-read-timeout and
+	// --web-write-timeout); 0 keeps the server's defaults.
+	ReadTimeout, WriteTimeout time.Duration
+	// MaxConcurrentScrapes bounds the /metrics requests served at once;
+	// 0: no bound of its own.
+	MaxConcurrentScrapes int
+	// HealthRequireGPUs makes /health fail while no GPU is seen.
+	HealthRequireGPUs bool
 }
 
 // Dump is the debug dumps of --dump-enabled.

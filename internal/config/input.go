@@ -58,6 +58,16 @@ type Input struct {
 	BindUnbindPoll                         string
 	Pprof, SystemdSocket, ComputeInstances bool
 
+	// dcgm-exporter's flags after 4.8.2.
+	ConfigFile                               string
+	WebReadTimeout, WebWriteTimeout          time.Duration
+	MaxConcurrentScrapes                     int
+	EnableExporterMetrics, HealthRequireGPUs bool
+	WatchMaxKeepAge                          time.Duration
+	WatchMaxKeepSamples                      int64
+	ContainerLabels                          bool
+	ContainerRuntimeSocket                   string
+
 	// Engine holds the engine's options that flags set as they are
 	// (an option binds to its field); cmd/gpuscope adds the rest.
 	Engine engine.Options

@@ -19,7 +19,7 @@ import (
 func Options(in *Input) []Option {
 	var out []Option
 	for _, group := range [][]Option{collectionOptions(in), labelOptions(in), sourceOptions(in), simOptions(in),
-		kubernetesOptions(in), podLabelOptions(in), webOptions(in), loggingOptions(in)} {
+		kubernetesOptions(in), podLabelOptions(in), webOptions(in), loggingOptions(in), exporter48Options(in)} {
 		out = append(out, group...)
 	}
 	return out

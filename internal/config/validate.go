@@ -54,7 +54,7 @@ func (c *Config) Validate() error {
 // validateDCGM checks the mode and host-engine address whatever the source:
 // a typo must not quietly serve NVML and probe DCGM forever in auto mode.
 func (c *Config) validateDCGM() error {
-	if c.bad[FlagDCGMMode] {
+	if c.bad[FlagDCGMMode] || c.bad[FlagDCGMRemote] {
 		return nil
 	}
 	d := c.DCGM

@@ -57,7 +57,8 @@ func (m *metric) shows(es *entityState, layout counters.Layout) bool {
 }
 
 // renderNvidiaGPUExporter writes the lines of the file's roles: the info and index
-// series, the MIG inventory, the XID families and the collection status.
+// series, the MIG inventory, the XID families and the collection status of
+// nvidia_gpu_exporter's names, and dcgm-exporter's cumulative totals.
 func (e *Engine) renderNvidiaGPUExporter(w *snapshotWriter) {
 	p := e.plan
 	for i := range p.roles {
@@ -101,6 +102,10 @@ func (e *Engine) renderNvidiaGPUExporter(w *snapshotWriter) {
 					w.sample(f.Name, labels, `,`+labelXID+`="`+eventnames.XIDLabel(x.code)+`"} `, v)
 				}
 			})
+		case counters.RoleExpXIDTotal:
+			e.renderXIDTotal(w, f)
+		case counters.RoleExpClockEventsTotal:
+			e.renderClockEventsTotal(w, f)
 		case counters.RoleComputeAppInfo, counters.RoleComputeAppMemory, counters.RoleComputeApps, counters.RoleComputeAppsSuccess:
 			e.renderComputeApps(w, f)
 		default:

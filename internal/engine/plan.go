@@ -152,8 +152,16 @@ func (p *plan) resolveFields(w *intervalWants) []counters.Field {
 		f := p.set.Fields[i]
 		if f.Export.Role != counters.RoleValue {
 			p.roles = append(p.roles, f)
-			if r := f.Export.Role; r == counters.RoleXIDTotal || r == counters.RoleXIDLast {
+			switch f.Export.Role {
+			case counters.RoleXIDTotal, counters.RoleXIDLast:
 				w.want(fieldid.XIDErrors, 0)
+			case counters.RoleExpXIDTotal:
+				p.xid = true
+				w.want(fieldid.XIDErrors, f.Interval)
+			case counters.RoleExpClockEventsTotal:
+				// Counted from the reasons field, as gpuscope's own totals are.
+				p.clock = true
+				w.want(fieldid.ClocksEventReasons, f.Interval)
 			}
 			continue
 		}

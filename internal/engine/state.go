@@ -158,6 +158,10 @@ type entityState struct {
 	clockMask uint64
 	clockSeen bool
 	clockTot  [9]uint64
+	// clockInit holds the reasons set in the first sample: gpuscope's own
+	// totals count them, dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_TOTAL does
+	// not (a reason active at start only initialises its state).
+	clockInit uint64
 	clockRec  eventRing
 	lost      bool
 	// parent is the GPU of a MIG instance or a GPU's link, when exported.
@@ -263,6 +267,9 @@ func (es *entityState) addClockMask(mask uint64, ts int64, ringCap int) {
 		}
 	}
 	es.clockRec.push(event{ts: ts, code: mask}, ringCap)
+	if !es.clockSeen {
+		es.clockInit = mask
+	}
 	es.clockMask, es.clockSeen = mask, true
 }
 

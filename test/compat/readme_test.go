@@ -63,3 +63,40 @@ func TestREADMEDescribesDCGMExporterAsItsSourceDoes(t *testing.T) {
 		assert.ErrorContains(t, err, "h.csv:1", "gpuscope refuses %s, naming the line", typ)
 	}
 }
+
+// The comparison is with the newest dcgm-exporter, and says where each
+// statement about it comes from: per-watch intervals and the cumulative XID
+// counter since 4.8.3 (internal/pkg/appconfig/yaml_config.go at 7ad58324;
+// its README's "Cumulative XID and clock event counters"), per-pod
+// GPU_UTIL and FB_USED on shared GPUs (#594), the scrape limit (pkg/cmd/
+// app.go after 0048f87c), and a source line for every row.
+func TestREADMEComparesWithTheNewestDCGMExporter(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	readme := string(b)
+	rows := comparison(t, readme)
+	for row, want := range map[string][]string{
+		"sampling":                {"since 4.8.3", "own interval"},
+		"repeated XIDs":           {"since 4.8.3", "`DCGM_EXP_XID_ERRORS_TOTAL{xid}`"},
+		"Kubernetes IDs":          {"`--kubernetes-virtual-gpus`", "`DCGM_FI_DEV_GPU_UTIL`", "`DCGM_FI_DEV_FB_USED`", "#594"},
+		"scrape path":             {"`--max-concurrent-scrapes`", "503"},
+		"counters CSV":            {"`--config-file`"},
+		"metric names and labels": {"`DCGM_FI_SYSTEM_DRIVER_VERSION`"},
+	} {
+		for _, w := range want {
+			assert.Contains(t, rows[row][0], w, "dcgm-exporter's cell of %q", row)
+		}
+	}
+	i := strings.Index(readme, "Where each statement about dcgm-exporter comes from")
+	require.GreaterOrEqual(t, i, 0, "the table names its sources")
+	sources := readme[i:]
+	sources = sources[:strings.Index(sources, "\n\n## ")]
+	for row := range rows {
+		if row == "" || row == "---" {
+			continue
+		}
+		assert.True(t, strings.Contains(sources, "\n- "+row+":") || strings.Contains(sources, "\n- "+row+";") ||
+			strings.Contains(sources, "; "+row+":") || strings.Contains(sources, ", "+row+":"),
+			"row %q has a source line", row)
+	}
+}

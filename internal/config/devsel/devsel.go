@@ -11,6 +11,9 @@
 //	g:0,2-3        the top-level entities with these IDs
 //	i              every sub-level entity (MIG GPU instance, NvSwitch link, CPU core)
 //	i:1,4-5        the sub-level entities with these IDs
+//	g:0+i:1-2      both: a g and an i part joined by '+', in either order
+//	               (dcgm-exporter's combined selectors, parseDeviceOptions
+//	               after 4.8.2; f cannot be combined)
 package devsel
 
 import (
@@ -23,7 +26,7 @@ import (
 )
 
 // Accepted says the forms an option takes, for error messages.
-const Accepted = "f, g, g:<id>[,<id>|<from>-<to>...], i or i:<id>[,<id>|<from>-<to>...]"
+const Accepted = "f, g, g:<id>[,<id>|<from>-<to>...], i, i:<id>[,<id>|<from>-<to>...], or a g and an i part joined by + (g:0+i:1)"
 
 // Options is one parsed device option. Major and Minor hold the IDs to
 // keep; a nil list selects none of that level, and All* selects every one.
@@ -37,19 +40,23 @@ type Options struct {
 
 // String gives the option back in dcgm-exporter's syntax.
 func (o Options) String() string {
-	switch {
-	case o.Flex:
+	if o.Flex {
 		return "f"
-	case o.AllMajor:
-		return "g"
-	case o.AllMinor:
-		return "i"
-	case o.Major != nil:
-		return "g:" + joinInts(o.Major)
-	case o.Minor != nil:
-		return "i:" + joinInts(o.Minor)
 	}
-	return ""
+	var parts []string
+	switch {
+	case o.AllMajor:
+		parts = append(parts, "g")
+	case o.Major != nil:
+		parts = append(parts, "g:"+joinInts(o.Major))
+	}
+	switch {
+	case o.AllMinor:
+		parts = append(parts, "i")
+	case o.Minor != nil:
+		parts = append(parts, "i:"+joinInts(o.Minor))
+	}
+	return strings.Join(parts, "+")
 }
 
 func joinInts(v []int) string {
@@ -63,11 +70,40 @@ func joinInts(v []int) string {
 // Parse reads one device option. Its errors start with the value, so that
 // a caller can put the option's name before it.
 func Parse(s string) (Options, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "+") {
+		return parseOne(s, s)
+	}
+	var o Options
+	var seen []string
+	for _, part := range strings.Split(s, "+") {
+		p, err := parseOne(s, strings.TrimSpace(part))
+		if err != nil {
+			return Options{}, err
+		}
+		letter, _, _ := strings.Cut(strings.TrimSpace(part), ":")
+		switch {
+		case p.Flex:
+			return Options{}, fmt.Errorf("%q: the flexible option f cannot be combined with g or i; use %s", s, Accepted)
+		case slices.Contains(seen, letter):
+			return Options{}, fmt.Errorf("%q: %s is given twice; use %s", s, letter, Accepted)
+		}
+		seen = append(seen, letter)
+		if letter == "g" {
+			o.AllMajor, o.Major = p.AllMajor, p.Major
+		} else {
+			o.AllMinor, o.Minor = p.AllMinor, p.Minor
+		}
+	}
+	return o, nil
+}
+
+// parseOne reads one f, g or i part of whole.
+func parseOne(whole, s string) (Options, error) {
 	var o Options
 	bad := func(why string) (Options, error) {
-		return Options{}, fmt.Errorf("%q: %s; use %s", s, why, Accepted)
+		return Options{}, fmt.Errorf("%q: %s; use %s", whole, why, Accepted)
 	}
-	s = strings.TrimSpace(s)
 	letter, ids, ranged := strings.Cut(s, ":")
 	if strings.Contains(ids, ":") {
 		// dcgm-exporter: "there can only be one specified range".

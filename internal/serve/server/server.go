@@ -83,6 +83,15 @@ type Options struct {
 	// waits for its next request and how long a response may take to
 	// write; 0 means the defaults below.
 	IdleTimeout, WriteTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request; 0: only the
+	// headers are bounded (10 s).
+	ReadTimeout time.Duration
+	// MaxConcurrentScrapes bounds the /metrics requests served at once;
+	// the excess is answered 503. 0: no bound beyond MaxConnections.
+	MaxConcurrentScrapes int
+	// Health, when set, is asked by /health: false answers 503 with the
+	// reason.
+	Health func() (ok bool, why string)
 	// OnServing is called once the listener is bound, with its address,
 	// so that "serving" is said only when it is true.
 	OnServing func(addr string)
@@ -207,11 +216,8 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("building the landing page: %w", err)
 	}
 	s.mux.Handle("/", landing)
-	s.mux.Handle("/metrics", readOnly(http.HandlerFunc(s.metrics)))
-	s.mux.Handle("/health", readOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})))
+	s.mux.Handle("/metrics", readOnly(s.limitScrapes(http.HandlerFunc(s.metrics))))
+	s.mux.Handle("/health", readOnly(http.HandlerFunc(s.health)))
 	s.mux.Handle("/ready", readOnly(http.HandlerFunc(s.ready)))
 	if opts.EnableProfilingAPI {
 		s.mux.HandleFunc("/api/v1/profiling/pause", s.profiling(true))
@@ -439,6 +445,7 @@ func (s *Server) httpServer() *http.Server {
 			s.mux.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
 		IdleTimeout:       idle,
 		// A streaming handler lifts this for its own response with
 		// http.NewResponseController(w).SetWriteDeadline(time.Time{}).

@@ -86,6 +86,11 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (*streamConn
 	c := &streamConn{w: w, rc: http.NewResponseController(w), log: s.opts.Log.WithField("remote", r.RemoteAddr),
 		timeout: s.opts.StreamWriteTimeout, cursors: map[string]int64{}, done: r.Context().Done(),
 		slow: func() { s.api.streamDrops.WithLabelValues("slow").Inc() }}
+	// A --web-read-timeout would end the stream's connection (and its
+	// context) once it passed: the request is read, so lift it.
+	if s.opts.ReadTimeout > 0 {
+		_ = c.rc.SetReadDeadline(time.Time{})
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
