@@ -72,6 +72,10 @@ type deviceRead struct {
 	group int
 	// lost is set when an error took the GPU out; the read stops there.
 	lost bool
+	// answered and failed count the fields read and the reads that failed
+	// otherwise than NOT_SUPPORTED; lastErr is the last failure.
+	answered, failed int
+	lastErr          error
 }
 
 // unsupported reports a field once per (entity, field) per Watch; after
@@ -92,19 +96,40 @@ func (dr *deviceRead) unsupported(ent int, e *source.Entity, field uint16, reaso
 func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) bool {
 	switch {
 	case err == nil:
+		dr.answered++
 		return true
 	case errors.Is(err, errBaseline), errors.Is(err, errBlank):
 		// The first reading of a rate only sets its baseline; a reading
 		// DCGM would blank has no value.
+		dr.answered++
 	case isNotSupported(err):
 		dr.unsupported(ent, e, field, err.Error())
 	case isLost(err):
 		dr.s.markLost(dr.d, err, dr.now)
 		dr.lost = true
 	default:
+		dr.failed++
+		dr.lastErr = err
 		dr.res.ops = append(dr.res.ops, op{kind: opFail, e: e, field: field, err: err})
 	}
 	return false
+}
+
+// settle takes the GPU out when every field it was asked for failed in
+// allFailuresLost reads in a row: a GPU that answers nothing is lost even
+// when the driver does not say so.
+func (dr *deviceRead) settle() {
+	d := dr.d
+	if dr.lost || dr.failed == 0 || dr.answered > 0 {
+		d.allFailed = 0
+		return
+	}
+	d.allFailed++
+	if d.allFailed >= allFailuresLost {
+		d.allFailed = 0
+		dr.s.markLost(d, fmt.Errorf("every field failed in %d reads in a row, the last with: %w", allFailuresLost, dr.lastErr), dr.now)
+		dr.lost = true
+	}
 }
 
 func (dr *deviceRead) skip(ent int, field uint16) bool {
@@ -178,6 +203,7 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 		}
 	}
 	dr.readInstances(fields, gpmFields)
+	dr.settle()
 	if !dr.lost {
 		s.refreshProcesses(d, h, now)
 	}

@@ -54,6 +54,8 @@ type device struct {
 	links        int
 	gen          uint64
 	reported     map[fieldKey]bool
+	// allFailed counts the reads in a row in which every field failed.
+	allFailed int
 	gpm          gpmStates
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline

@@ -41,15 +41,17 @@ func isNotSupported(err error) bool {
 }
 
 // isLost reports errors after which a GPU's handle cannot be trusted: the
-// GPU fell off the bus, needs a reset, or the driver answers with an
-// error it does not explain.
+// GPU fell off the bus, needs a reset, or is gone. ERROR_UNKNOWN is not
+// one: nvml.h gives it as the answer of nearly every query "on any
+// unexpected error", and one quirky query must not take every other field
+// of the GPU with it (allFailuresLost covers a GPU that fails throughout).
 func isLost(err error) bool {
 	ret, ok := returnOf(err)
 	if !ok {
 		return false
 	}
 	switch ret {
-	case gonvml.ERROR_GPU_IS_LOST, gonvml.ERROR_UNKNOWN, gonvml.ERROR_RESET_REQUIRED, gonvml.ERROR_GPU_NOT_FOUND:
+	case gonvml.ERROR_GPU_IS_LOST, gonvml.ERROR_RESET_REQUIRED, gonvml.ERROR_GPU_NOT_FOUND:
 		return true
 	}
 	return false
@@ -181,3 +183,8 @@ func decodeFieldValue(v *gonvml.FieldValue) (float64, error) {
 	}
 	return 0, fmt.Errorf("field value %d: unknown value type %d", v.FieldId, v.ValueType)
 }
+
+// allFailuresLost is how many reads in a row in which every field of a GPU
+// failed take the GPU out as lost, as an unexplained error on one field
+// does not.
+const allFailuresLost = 3
