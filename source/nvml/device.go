@@ -56,7 +56,7 @@ type device struct {
 	reported     map[fieldKey]bool
 	// allFailed counts the reads in a row in which every field failed.
 	allFailed int
-	gpm          gpmStates
+	gpm       gpmStates
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 
