@@ -104,6 +104,8 @@ func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) 
 		dr.answered++
 	case isNotSupported(err):
 		dr.unsupported(ent, e, field, err.Error())
+	case isNoPermission(err):
+		dr.noPermission(ent, e, field, err)
 	case isLost(err):
 		dr.s.markLost(dr.d, err, dr.now)
 		dr.lost = true
@@ -130,6 +132,22 @@ func (dr *deviceRead) settle() {
 		dr.s.markLost(d, fmt.Errorf("every field failed in %d reads in a row, the last with: %w", allFailuresLost, dr.lastErr), dr.now)
 		dr.lost = true
 	}
+}
+
+// noPermission makes a field the caller may not read absent, as an
+// unsupported one, with a reason that says what to do; the GPU says so
+// once in the log at warning level.
+func (dr *deviceRead) noPermission(ent int, e *source.Entity, field uint16, err error) {
+	reason := err.Error() + ": " + noPermissionHint
+	if dr.d.migEnabled {
+		reason = err.Error() + ": " + noPermissionMIGHint
+	}
+	if !dr.d.permissionWarned {
+		dr.d.permissionWarned = true
+		dr.s.log.WithFields(logrus.Fields{"gpu": dr.d.index, "uuid": dr.d.uuid, "field": field, "reason": reason}).
+			Warn("NVML refuses some of this GPU's fields to this user; they are left out (gpuscope_field_supported 0)")
+	}
+	dr.unsupported(ent, e, field, reason)
 }
 
 func (dr *deviceRead) skip(ent int, field uint16) bool {

@@ -2,7 +2,6 @@ package nvml
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,7 +55,12 @@ type device struct {
 	reported     map[fieldKey]bool
 	// allFailed counts the reads in a row in which every field failed.
 	allFailed int
-	gpm       gpmStates
+	// permissionWarned is set once a NO_PERMISSION was logged.
+	permissionWarned bool
+	// procPermissionWarned is set once the process list's NO_PERMISSION
+	// was logged.
+	procPermissionWarned bool
+	gpm                  gpmStates
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 
@@ -126,7 +130,10 @@ func (s *Source) openDevice(index int) (*device, error) {
 	d.gpmSupported = queryGPM(h)
 	instances, migEnabled, err := s.enumerateMIG(d, h)
 	if err != nil {
-		return nil, fmt.Errorf("GPU %d (%s): %w", index, uuid, err)
+		// The GPU itself answers: it is served without its MIG instances,
+		// which the next listing looks for again.
+		s.log.WithFields(logrus.Fields{"gpu": index, "uuid": uuid, "error": err.Error()}).
+			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
 	d.instances, d.migEnabled = instances, migEnabled
 	return d, nil
@@ -136,92 +143,6 @@ func (s *Source) openDevice(index int) (*device, error) {
 func queryGPM(h gonvml.Device) bool {
 	sup, ret := h.GpmQueryDeviceSupport()
 	return ret == gonvml.SUCCESS && sup.IsSupportedDevice != 0
-}
-
-// enumerateMIG lists the GPU instances of a GPU in MIG mode.
-func (s *Source) enumerateMIG(d *device, h gonvml.Device) ([]*instance, bool, error) {
-	mode, _, ret := h.GetMigMode()
-	if ret == gonvml.ERROR_NOT_SUPPORTED || ret == gonvml.ERROR_FUNCTION_NOT_FOUND {
-		return nil, false, nil
-	}
-	if err := nvmlErr("GetMigMode", ret); err != nil {
-		return nil, false, err
-	}
-	if mode != gonvml.DEVICE_MIG_ENABLE {
-		return nil, false, nil
-	}
-	count, ret := h.GetMaxMigDeviceCount()
-	if err := nvmlErr("GetMaxMigDeviceCount", ret); err != nil {
-		return nil, true, err
-	}
-	var out []*instance
-	for i := 0; i < count; i++ {
-		mh, ret := h.GetMigDeviceHandleByIndex(i)
-		if ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
-			continue // an empty slot
-		}
-		if err := nvmlErr(fmt.Sprintf("GetMigDeviceHandleByIndex(%d)", i), ret); err != nil {
-			return nil, true, err
-		}
-		gi, ret := mh.GetGpuInstanceId()
-		if err := nvmlErr("GetGpuInstanceId", ret); err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		migUUID, ret := mh.GetUUID()
-		if err := nvmlErr("GetUUID", ret); err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		profile, err := s.profileName(h, gi)
-		if err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		e := *d.gpu
-		e.Kind = source.GPUInstance
-		e.GPUInstanceID = gi
-		e.GPUInstanceProfile = profile
-		e.MIGUUID = migUUID
-		out = append(out, &instance{entity: &e, giID: gi, h: mh})
-	}
-	return out, true, nil
-}
-
-// profileName returns a GPU instance's profile name, "1g.10gb".
-func (s *Source) profileName(h gonvml.Device, giID int) (string, error) {
-	gi, ret := h.GetGpuInstanceById(giID)
-	if err := nvmlErr(fmt.Sprintf("GetGpuInstanceById(%d)", giID), ret); err != nil {
-		return "", err
-	}
-	info, ret := gi.GetInfo()
-	if err := nvmlErr("GpuInstance.GetInfo", ret); err != nil {
-		return "", err
-	}
-	// GpuInstanceInfo holds the profile ID; the profile queries take the
-	// profile index, so look the index up.
-	for idx := 0; idx < gonvml.GPU_INSTANCE_PROFILE_COUNT; idx++ {
-		p, ret := h.GetGpuInstanceProfileInfo(idx)
-		if ret != gonvml.SUCCESS || p.Id != info.ProfileId {
-			continue
-		}
-		if s.realLib {
-			// Only the real library can answer the versioned query: its
-			// handler type is bound to a real device handle.
-			if v2, ret := h.GetGpuInstanceProfileInfoV(idx).V2(); ret == gonvml.SUCCESS {
-				if name := strings.TrimPrefix(cString(v2.Name[:]), "MIG "); name != "" {
-					return name, nil
-				}
-			}
-		}
-		return deriveProfileName(p), nil
-	}
-	return "", fmt.Errorf("GPU instance %d: profile %d not among the device's profiles", giID, info.ProfileId)
-}
-
-// deriveProfileName builds the "<slices>g.<GB>gb" name NVIDIA uses from a
-// profile's slice count and memory, rounding the memory up to whole GB as
-// the published names do (4864 MiB is "5gb").
-func deriveProfileName(p gonvml.GpuInstanceProfileInfo) string {
-	gb := int(math.Ceil(float64(p.MemorySizeMB) / 1024))
-	return fmt.Sprintf("%dg.%dgb", p.SliceCount, gb)
 }
 
 // markLost takes a GPU out of sampling until it answers again.
@@ -258,11 +179,6 @@ func (s *Source) recover(d *device, now time.Time) bool {
 		_, ret = h.GetUUID()
 		err = nvmlErr("GetUUID", ret)
 	}
-	var instances []*instance
-	var migEnabled bool
-	if err == nil {
-		instances, migEnabled, err = s.enumerateMIG(d, h)
-	}
 	if err != nil {
 		d.mu.Lock()
 		d.lostErr = err
@@ -271,6 +187,11 @@ func (s *Source) recover(d *device, now time.Time) bool {
 		d.mu.Unlock()
 		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).Debug("lost GPU still not answering")
 		return false
+	}
+	instances, migEnabled, err := s.enumerateMIG(d, h)
+	if err != nil {
+		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).
+			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
 	changed := !sameInstances(d.instances, instances)
 	d.mu.Lock()
@@ -291,18 +212,5 @@ func (s *Source) recover(d *device, now time.Time) bool {
 	}
 	s.xid.register(d, h)
 	s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid}).Info("lost GPU answers again")
-	return true
-}
-
-func sameInstances(a, b []*instance) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].giID != b[i].giID || a[i].entity.MIGUUID != b[i].entity.MIGUUID ||
-			a[i].entity.GPUInstanceProfile != b[i].entity.GPUInstanceProfile {
-			return false
-		}
-	}
 	return true
 }

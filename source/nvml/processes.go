@@ -2,6 +2,7 @@ package nvml
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -144,6 +145,13 @@ func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
 	d.lastProcRefresh = now
 	log := s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid})
 	procs, err := listProcesses(s.lib, h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
+	if isNoPermission(err) && d.migEnabled {
+		if !d.procPermissionWarned {
+			d.procPermissionWarned = true
+			log.WithError(err).Warn("in MIG mode NVML lists the whole GPU's processes to root only; listing each MIG instance's instead")
+		}
+		procs, err = s.instanceProcesses(d)
+	}
 	switch {
 	case errors.Is(err, errNoProcessList):
 		log.Info("GPU cannot list its compute processes; process list disabled for it")
@@ -155,4 +163,33 @@ func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
 	s.procMu.Lock()
 	s.procs[d.index] = procs
 	s.procMu.Unlock()
+}
+
+// instanceProcesses lists a MIG GPU's processes through its MIG device
+// handles, which nvml.h names for "per-instance information" and which need
+// no privileges; each process carries the instance it was listed on. A
+// PID seen on several compute instances of one GPU instance is kept once.
+func (s *Source) instanceProcesses(d *device) ([]source.Process, error) {
+	d.mu.Lock()
+	instances := d.instances
+	d.mu.Unlock()
+	var procs []source.Process
+	seen := map[uint32]bool{}
+	names := map[uint32]string{}
+	for _, in := range instances {
+		infos, ret := in.h.GetComputeRunningProcesses()
+		if err := nvmlErr("GetComputeRunningProcesses (MIG device)", ret); err != nil {
+			return nil, fmt.Errorf("GPU instance %d: %w", in.giID, err)
+		}
+		for _, p := range infos {
+			if seen[p.Pid] || len(procs) >= s.cfg.MaxProcesses {
+				continue
+			}
+			seen[p.Pid] = true
+			procs = append(procs, source.Process{PID: p.Pid, UUID: d.uuid, GPUInstanceID: in.giID,
+				UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: d.procs.nameOf(s.lib, p.Pid, names)})
+		}
+	}
+	d.procs.names = names
+	return procs, nil
 }

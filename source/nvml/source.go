@@ -6,6 +6,7 @@
 package nvml
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,14 +178,21 @@ func (s *Source) discover() error {
 	if n == 0 {
 		return fmt.Errorf("nvml (driver %s): %w", s.driverVersion, ErrNoGPU)
 	}
+	var firstErr error
 	for i := 0; i < n; i++ {
 		d, err := s.openDevice(i)
 		if err != nil {
-			return fmt.Errorf("nvml: %w", err)
+			// One GPU that cannot be opened leaves the others to sample.
+			s.log.WithFields(logrus.Fields{"gpu": i, "error": err.Error()}).Warn("GPU cannot be opened; it is not sampled")
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
 		s.devices = append(s.devices, d)
 		s.log.WithFields(logrus.Fields{"gpu": i, "uuid": d.uuid, "model": d.gpu.ModelName,
 			"gpm": d.gpmSupported, "mig_instances": len(d.instances)}).Info("GPU found")
+	}
+	if len(s.devices) == 0 {
+		return fmt.Errorf("nvml: none of the %d GPUs can be opened: %w", n, firstErr)
 	}
 	return nil
 }

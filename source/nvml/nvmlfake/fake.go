@@ -72,15 +72,6 @@ type Readings struct {
 	ProcUtil  []gonvml.ProcessUtilizationSample
 }
 
-// Instance is one MIG GPU instance of a fake GPU.
-type Instance struct {
-	GI     *server.GpuInstance
-	Device *mock.Device
-	UUID   string
-	Memory gonvml.Memory_v2
-	GPM    map[gonvml.GpmMetricId]float64
-}
-
 // GPU is one fake GPU.
 type GPU struct {
 	*server.Device
@@ -125,6 +116,8 @@ type Fake struct {
 	// ended or that another PID namespace holds.
 	names     map[uint32]string
 	nameCalls int
+	// nonRoot answers as NVML answers a caller without privileges.
+	nonRoot bool
 }
 
 // SetProcessName names a process for SystemGetProcessName.
@@ -380,6 +373,11 @@ func (g *GPU) install(i int) {
 		return read(g, "GetPcieReplayCounter", func(r *Readings) int { return r.PCIeReplay })
 	}
 	d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+		// nvml.h: "On MIG-enabled GPUs, querying device utilization rates
+		// is not currently supported."
+		if g.migOn() {
+			return gonvml.Utilization{}, gonvml.ERROR_NOT_SUPPORTED
+		}
 		return read(g, "GetUtilizationRates", func(r *Readings) gonvml.Utilization { return r.Util })
 	}
 	d.GetEncoderUtilizationFunc = func() (uint32, uint32, gonvml.Return) {
@@ -396,9 +394,15 @@ func (g *GPU) install(i int) {
 		})
 	}
 	d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return gonvml.Memory_v2{}, ret
+		}
 		return read(g, "GetMemoryInfo_v2", func(r *Readings) gonvml.Memory_v2 { return r.Memory })
 	}
 	d.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return gonvml.Memory{}, ret
+		}
 		return read(g, "GetMemoryInfo", func(r *Readings) gonvml.Memory {
 			return gonvml.Memory{Total: r.Memory.Total, Free: r.Memory.Free, Used: r.Memory.Used}
 		})
@@ -490,6 +494,9 @@ func (g *GPU) install(i int) {
 	d.GpmSampleGetFunc = func(smp gonvml.GpmSample) gonvml.Return { return g.f.takeSample(g, -1, smp) }
 	d.GpmMigSampleGetFunc = func(gi int, smp gonvml.GpmSample) gonvml.Return { return g.f.takeSample(g, gi, smp) }
 	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return nil, ret
+		}
 		return read(g, "GetComputeRunningProcesses", func(r *Readings) []gonvml.ProcessInfo {
 			return append([]gonvml.ProcessInfo(nil), r.Processes...)
 		})
@@ -518,70 +525,12 @@ func (g *GPU) install(i int) {
 		g.f.mu.Unlock()
 		return gonvml.SUCCESS
 	}
-	d.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, g.call("GetMaxMigDeviceCount") }
-	d.GetMigDeviceHandleByIndexFunc = func(n int) (gonvml.Device, gonvml.Return) {
-		if ret := g.call("GetMigDeviceHandleByIndex"); ret != gonvml.SUCCESS {
-			return nil, ret
-		}
-		g.f.mu.Lock()
-		defer g.f.mu.Unlock()
-		if n < 0 || n >= len(g.Instances) {
-			return nil, gonvml.ERROR_NOT_FOUND
-		}
-		return g.Instances[n].Device, gonvml.SUCCESS
-	}
-	d.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
-		g.f.mu.Lock()
-		defer g.f.mu.Unlock()
-		for _, in := range g.Instances {
-			if int(in.GI.Info.Id) == id {
-				return in.GI, gonvml.SUCCESS
-			}
-		}
-		return nil, gonvml.ERROR_NOT_FOUND
-	}
+	g.installMIG()
 }
 
 func setU64(v *gonvml.FieldValue, x uint64) {
 	v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
 	binary.LittleEndian.PutUint64(v.Value[:], x)
-}
-
-// EnableMIG turns MIG on for a GPU and creates one GPU instance per
-// profile index (gonvml.GPU_INSTANCE_PROFILE_*), with a MIG device each.
-func (f *Fake) EnableMIG(gpu int, profiles ...int) []*Instance {
-	g := f.GPUs[gpu]
-	g.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
-	var out []*Instance
-	for _, idx := range profiles {
-		info := g.Config.MIGProfiles.GpuInstanceProfiles[idx]
-		gi, _ := g.CreateGpuInstance(&info)
-		sgi := gi.(*server.GpuInstance)
-		// A MIG UUID has the form of a GPU's (MIG-<8-4-4-4-12 hex>); the
-		// instance's ends in its GPU instance ID.
-		body := g.UUID[len("GPU-"):]
-		in := &Instance{GI: sgi, UUID: fmt.Sprintf("MIG-%s%04x", body[:len(body)-4], sgi.Info.Id),
-			Memory: gonvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: 1 << 30, Free: info.MemorySizeMB<<20 - 1<<30},
-			GPM:    map[gonvml.GpmMetricId]float64{gonvml.GPM_METRIC_SM_UTIL: 25, gonvml.GPM_METRIC_DRAM_BW_UTIL: 15}}
-		md := &mock.Device{}
-		giID := int(sgi.Info.Id)
-		md.GetUUIDFunc = func() (string, gonvml.Return) { return in.UUID, g.call("GetUUID") }
-		md.GetGpuInstanceIdFunc = func() (int, gonvml.Return) { return giID, gonvml.SUCCESS }
-		md.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
-			if ret := g.call("MIG.GetMemoryInfo_v2"); ret != gonvml.SUCCESS {
-				return gonvml.Memory_v2{}, ret
-			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return in.Memory, gonvml.SUCCESS
-		}
-		in.Device = md
-		out = append(out, in)
-	}
-	f.mu.Lock()
-	g.Instances = append(g.Instances, out...)
-	f.mu.Unlock()
-	return out
 }
 
 func (f *Fake) takeSample(g *GPU, gi int, smp gonvml.GpmSample) gonvml.Return {
