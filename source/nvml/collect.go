@@ -220,6 +220,7 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 			}
 		}
 	}
+	s.relistMIG(d, h, now)
 	dr.readInstances(fields, gpmFields)
 	dr.settle()
 	if !dr.lost {
@@ -246,38 +247,6 @@ func (dr *deviceRead) p2p(h gonvml.Device, field uint16) {
 		links = append(links, source.P2PLink{Peer: p.gpu.GPU, Status: int(st)})
 	}
 	dr.res.ops = append(dr.res.ops, op{kind: opP2P, e: dr.d.gpu, field: field, links: links})
-}
-
-// readInstances reads the per-instance fields (memory, GPM) of each MIG
-// GPU instance. Device-level fields stay on the parent GPU only.
-func (dr *deviceRead) readInstances(fields []counters.Field, gpmFields []uint16) {
-	d := dr.d
-	for i, in := range d.instances {
-		ent := i + 1
-		r := &reading{src: dr.s, dev: d, h: in.h}
-		for _, f := range fields {
-			spec, ok := fieldMap[f.ID]
-			if !ok || !spec.instance || spec.value == nil || dr.skip(ent, f.ID) {
-				continue
-			}
-			v, err := spec.value(r)
-			if dr.check(ent, in.entity, f.ID, err) {
-				dr.res.ops = append(dr.res.ops, op{kind: opValue, e: in.entity, field: f.ID, v: v})
-			}
-			if dr.lost {
-				return
-			}
-		}
-		// Without GPM on the parent, the parent already reported the
-		// profiling fields as unsupported.
-		if len(gpmFields) > 0 && d.gpmSupported {
-			h, giID := d.handle(), in.giID
-			dr.gpm(ent, in.entity, in.gpm.of(dr.group), func(smp gonvml.GpmSample) gonvml.Return { return h.GpmMigSampleGet(giID, smp) }, gpmFields)
-			if dr.lost {
-				return
-			}
-		}
-	}
 }
 
 // gpm reads the profiling fields of one entity through GPM.

@@ -14,7 +14,7 @@ import (
 )
 
 // fieldKey names one (entity, field) pair of a device: entity 0 is the GPU,
-// 1.. its MIG instances in order.
+// 1.. its MIG GPU and compute instances in order (numberEntities).
 type fieldKey struct {
 	entity int
 	field  uint16
@@ -23,10 +23,35 @@ type fieldKey struct {
 // instance is one MIG GPU instance of a device.
 type instance struct {
 	entity *source.Entity
+	ent    int
 	giID   int
-	// h is the MIG device handle, for per-instance memory.
+	// h is the handle of the instance's first MIG device, for the GPU
+	// instance's memory.
 	h   gonvml.Device
 	gpm gpmStates
+	cis []*computeInstance
+}
+
+// computeInstance is one MIG device: a compute instance of a GPU instance.
+type computeInstance struct {
+	entity *source.Entity
+	ent    int
+	ciID   int
+	h      gonvml.Device
+}
+
+// numberEntities gives each GPU and compute instance its entity number
+// in fieldKey. Callers hold d.mu or own the device alone.
+func (d *device) numberEntities() {
+	n := 1
+	for _, in := range d.instances {
+		in.ent = n
+		n++
+		for _, ci := range in.cis {
+			ci.ent = n
+			n++
+		}
+	}
 }
 
 // device is one physical GPU. Everything below busy is touched only by the
@@ -47,6 +72,11 @@ type device struct {
 	backoff   time.Duration
 
 	busy atomic.Bool
+
+	// lastMIGList is when the MIG layout was last listed; migStale asks
+	// for a listing at the next read, after an instance's handle failed.
+	lastMIGList time.Time
+	migStale    bool
 
 	gpmSupported bool
 	migEnabled   bool
@@ -80,14 +110,18 @@ func (d *device) isLost() bool {
 	return d.lost
 }
 
-// entities returns the GPU and its MIG instances.
+// entities returns the GPU, its MIG GPU instances and their compute
+// instances.
 func (d *device) entities() []*source.Entity {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*source.Entity, 0, 1+len(d.instances))
+	out := make([]*source.Entity, 0, 1+2*len(d.instances))
 	out = append(out, d.gpu)
 	for _, in := range d.instances {
 		out = append(out, in.entity)
+		for _, ci := range in.cis {
+			out = append(out, ci.entity)
+		}
 	}
 	return out
 }
@@ -135,7 +169,8 @@ func (s *Source) openDevice(index int) (*device, error) {
 		s.log.WithFields(logrus.Fields{"gpu": index, "uuid": uuid, "error": err.Error()}).
 			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
-	d.instances, d.migEnabled = instances, migEnabled
+	d.instances, d.migEnabled, d.lastMIGList = instances, migEnabled, s.cfg.Clock.Now()
+	d.numberEntities()
 	return d, nil
 }
 
@@ -193,23 +228,12 @@ func (s *Source) recover(d *device, now time.Time) bool {
 		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).
 			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
-	changed := !sameInstances(d.instances, instances)
+	s.adoptLayout(d, instances)
 	d.mu.Lock()
 	d.h, d.lost, d.lostErr = h, false, nil
-	if changed {
-		d.instances = instances
-	} else {
-		for i, in := range d.instances {
-			in.h = instances[i].h
-		}
-	}
 	d.mu.Unlock()
-	d.migEnabled, d.links = migEnabled, -1
+	d.migEnabled, d.links, d.lastMIGList = migEnabled, -1, now
 	d.gpmSupported = queryGPM(h)
-	if changed {
-		s.entitiesChanged.Store(true)
-		clear(d.reported)
-	}
 	s.xid.register(d, h)
 	s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid}).Info("lost GPU answers again")
 	return true

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
@@ -39,34 +40,64 @@ func (s *Source) enumerateMIG(d *device, h gonvml.Device) ([]*instance, bool, er
 		if err := nvmlErr(fmt.Sprintf("GetMigDeviceHandleByIndex(%d)", i), ret); err != nil {
 			return out, true, err
 		}
-		in, err := s.openInstance(d, h, mh)
-		if err != nil {
+		if err := s.addMIGDevice(d, h, mh, &out); err != nil {
 			s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_device": i, "error": err.Error()}).
 				Warn("MIG device cannot be read; it is not sampled")
-			continue
 		}
-		out = append(out, in)
 	}
 	return out, true, nil
 }
 
-// openInstance reads the identity of one MIG device.
-func (s *Source) openInstance(d *device, h, mh gonvml.Device) (*instance, error) {
-	gi, ret := mh.GetGpuInstanceId()
+// addMIGDevice files one MIG device under its GPU instance. NVML's MIG
+// device is a compute instance (nvmlDeviceGetComputeInstanceId): a GPU
+// instance with several compute instances has a MIG device for each, so
+// the GPU instance is one entity (DCGM's FE_GPU_I, dcgm-exporter's
+// GPU_I_ID and GPU_I_PROFILE labels) and each compute instance another
+// (FE_GPU_CI, GPU_CI_ID), as DCGM's entity model has them. The GPU
+// instance takes the MIG UUID of its first compute instance, which is the
+// MIG device the device plugin hands out when the two are one.
+func (s *Source) addMIGDevice(d *device, h, mh gonvml.Device, out *[]*instance) error {
+	giID, ret := mh.GetGpuInstanceId()
 	if err := nvmlErr("GetGpuInstanceId", ret); err != nil {
-		return nil, err
+		return err
+	}
+	ciID, ret := mh.GetComputeInstanceId()
+	if err := nvmlErr("GetComputeInstanceId", ret); err != nil {
+		return err
 	}
 	migUUID, ret := mh.GetUUID()
 	if err := nvmlErr("GetUUID", ret); err != nil {
-		return nil, err
+		return err
 	}
-	e := *d.gpu
-	e.Kind = source.GPUInstance
-	e.GPUInstanceID = gi
-	e.GPUInstanceProfile = s.profileName(d, h, mh, gi)
-	e.MIGUUID = migUUID
-	return &instance{entity: &e, giID: gi, h: mh}, nil
+	var in *instance
+	for _, o := range *out {
+		if o.giID == giID {
+			in = o
+		}
+	}
+	if in == nil {
+		if len(*out) >= maxMIGInstances {
+			return fmt.Errorf("more than %d GPU instances", maxMIGInstances)
+		}
+		e := *d.gpu
+		e.Kind = source.GPUInstance
+		e.GPUInstanceID = giID
+		e.GPUInstanceProfile = s.profileName(d, h, mh, giID)
+		e.MIGUUID = migUUID
+		in = &instance{entity: &e, giID: giID, h: mh}
+		*out = append(*out, in)
+	}
+	ce := *in.entity
+	ce.Kind = source.ComputeInstance
+	ce.ComputeInstanceID = ciID
+	ce.MIGUUID = migUUID
+	in.cis = append(in.cis, &computeInstance{entity: &ce, ciID: ciID, h: mh})
+	return nil
 }
+
+// maxMIGInstances bounds the GPU instances kept per GPU: NVML has at most
+// seven per GPU today, and a driver that answered more is not believed.
+const maxMIGInstances = 64
 
 // profileName returns a GPU instance's profile name, "1g.10gb". The
 // profile ID comes from the GPU instance, which nvml.h says only a
@@ -129,15 +160,77 @@ func deriveProfileName(slices uint32, memoryMB uint64) string {
 	return fmt.Sprintf("%dg.%dgb", slices, gb)
 }
 
-func sameInstances(a, b []*instance) bool {
-	if len(a) != len(b) {
-		return false
+// layoutKey says what identifies a MIG layout: the instances, their
+// profiles and the MIG devices (compute instances) in each.
+func layoutKey(ins []*instance) string {
+	var b strings.Builder
+	for _, in := range ins {
+		fmt.Fprintf(&b, "%d/%s:", in.giID, in.entity.GPUInstanceProfile)
+		for _, ci := range in.cis {
+			fmt.Fprintf(&b, "%d=%s,", ci.ciID, ci.entity.MIGUUID)
+		}
+		b.WriteByte(';')
 	}
-	for i := range a {
-		if a[i].giID != b[i].giID || a[i].entity.MIGUUID != b[i].entity.MIGUUID ||
-			a[i].entity.GPUInstanceProfile != b[i].entity.GPUInstanceProfile {
-			return false
+	return b.String()
+}
+
+// adoptLayout replaces a GPU's MIG instances with a fresh listing, which
+// has fresh handles. A GPU instance that stays keeps its GPM samples; the
+// samples of one that went are freed. It reports whether the layout
+// changed, and with it the entities; then what was reported unsupported
+// is reported again for the new entities. It runs where the GPU's reads
+// cannot: in its read goroutine, or while the GPU is not busy.
+func (s *Source) adoptLayout(d *device, next []*instance) bool {
+	d.mu.Lock()
+	old := d.instances
+	changed := layoutKey(old) != layoutKey(next)
+	for _, o := range old {
+		kept := false
+		for _, n := range next {
+			if n.giID == o.giID && n.entity.MIGUUID == o.entity.MIGUUID {
+				n.gpm, kept = o.gpm, true
+			}
+		}
+		if !kept {
+			o.gpm.free()
 		}
 	}
-	return true
+	d.instances = next
+	d.numberEntities()
+	d.mu.Unlock()
+	if changed {
+		clear(d.reported)
+		s.entitiesChanged.Store(true)
+	}
+	return changed
+}
+
+// relistMIG looks at a GPU's MIG layout again, at most once per MIGPoll or
+// at the next read after an instance's handle went stale, so that new
+// instances appear and removed ones go without a restart. It costs one
+// nvmlDeviceGetMigMode on a GPU without MIG, and the listing's few calls
+// per MIG device on one with MIG.
+func (s *Source) relistMIG(d *device, h gonvml.Device, now time.Time) {
+	if !d.migStale && now.Sub(d.lastMIGList) < s.cfg.MIGPoll {
+		return
+	}
+	d.lastMIGList, d.migStale = now, false
+	next, migEnabled, err := s.enumerateMIG(d, h)
+	if err != nil {
+		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).
+			Debug("cannot list the GPU's MIG instances; keeping the known ones")
+		return
+	}
+	d.migEnabled = migEnabled
+	if s.adoptLayout(d, next) {
+		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_instances": len(next)}).
+			Info("MIG layout changed; its instances' series follow it")
+	}
+}
+
+// isStaleHandle reports errors a MIG device handle answers once its
+// instance was destroyed.
+func isStaleHandle(err error) bool {
+	ret, ok := returnOf(err)
+	return ok && (ret == gonvml.ERROR_INVALID_ARGUMENT || ret == gonvml.ERROR_NOT_FOUND)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 )
@@ -113,4 +114,106 @@ func TestMIGProcessesWithoutPrivileges(t *testing.T) {
 	require.NoError(t, s.Collect(context.Background(), 0, newSink()))
 	assert.Equal(t, []source.Process{{PID: 300, UUID: f.GPUs[0].UUID, GPUInstanceID: int(ins[1].GI.Info.Id),
 		UsedMemoryBytes: 1 << 30, SMUtil: -1, Name: "trainer"}}, s.Processes())
+}
+
+// NVML's MIG device is a compute instance (nvml.h,
+// nvmlDeviceGetComputeInstanceId): a GPU instance split into several
+// compute instances has a MIG device for each. DCGM models them as FE_GPU_I
+// and FE_GPU_CI entities (dcgm_structs.h), and dcgm-exporter labels the GPU
+// instance's series with GPU_I_ID and GPU_I_PROFILE
+// (internal/pkg/collector/gpu_collector.go, toMetric): one GPU instance is
+// one set of series however many compute instances it has, and each
+// compute instance is an entity of its own under it.
+func TestMIGComputeInstancesAreEntitiesUnderTheirGPUInstance(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	ins := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	extra := []*nvmlfake.ComputeInstance{f.AddComputeInstance(0, ins[0]), f.AddComputeInstance(0, ins[0])}
+	s := open(t, f, time.Second, fieldid.FBUsed, fieldid.FBTotal, fieldid.ProfSMActive)
+
+	gis, cis := kindOf(s, source.GPUInstance), kindOf(s, source.ComputeInstance)
+	require.Len(t, gis, 2, "one entity per GPU instance")
+	require.Len(t, cis, 4, "one entity per compute instance")
+	keys := map[string]bool{}
+	for _, e := range s.Entities() {
+		assert.False(t, keys[e.Key()], "key %s is taken once", e.Key())
+		keys[e.Key()] = true
+	}
+	assert.Equal(t, "3g.40gb", gis[0].GPUInstanceProfile)
+	assert.Equal(t, ins[0].UUID, gis[0].MIGUUID, "the GPU instance carries its first MIG device's UUID")
+	wantCIs := []struct {
+		gi, ci int
+		uuid   string
+	}{
+		{int(ins[0].GI.Info.Id), 0, ins[0].UUID},
+		{int(ins[0].GI.Info.Id), extra[0].ID, extra[0].UUID},
+		{int(ins[0].GI.Info.Id), extra[1].ID, extra[1].UUID},
+		{int(ins[1].GI.Info.Id), 0, ins[1].UUID},
+	}
+	for i, w := range wantCIs {
+		assert.Equal(t, w.gi, cis[i].GPUInstanceID, "CI %d", i)
+		assert.Equal(t, w.ci, cis[i].ComputeInstanceID, "CI %d", i)
+		assert.Equal(t, w.uuid, cis[i].MIGUUID, "CI %d", i)
+		assert.NotEmpty(t, cis[i].GPUInstanceProfile, "CI %d carries its GPU instance's profile", i)
+	}
+
+	sink := newSink()
+	collectTwice(t, s, sink)
+	for _, e := range append(gis, cis...) {
+		total, ok := sink.value(e, fieldid.FBTotal)
+		assert.True(t, ok, "%s has its memory", e.Key())
+		want := 40960.0
+		if e.GPUInstanceID == int(ins[1].GI.Info.Id) {
+			want = 10240
+		}
+		assert.Equal(t, want, total, e.Key())
+	}
+	for _, e := range gis {
+		_, ok := sink.value(e, fieldid.ProfSMActive)
+		assert.True(t, ok, "GPM per GPU instance")
+	}
+	for _, e := range cis {
+		assert.Equal(t, []string{reasonCIGPM}, sink.unsupported[sample{e.Key(), fieldid.ProfSMActive}])
+	}
+}
+
+// A MIG layout changes without a restart (nvidia-smi mig -cgi/-dgi, the
+// GPU operator's MIG manager). The source lists it again every MIGPoll,
+// and at once after an instance's handle answers as a destroyed one's, so
+// new instances appear and removed ones go, with their GPM samples.
+func TestMIGLayoutFollowedWhileRunning(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	ins := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond, Clock: clk, MIGPoll: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.FBUsed, fieldid.ProfSMActive)}}))
+	collect := func() error { clk.Add(time.Second); return s.Collect(context.Background(), 0, newSink()) }
+	require.NoError(t, collect())
+	require.Len(t, kindOf(s, source.GPUInstance), 1)
+
+	added := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_2_SLICE)
+	migModeCalls := len(f.GPUs[0].GetMigModeCalls())
+	for range 28 { // up to 29 s after the first listing
+		require.NoError(t, collect())
+	}
+	assert.Len(t, kindOf(s, source.GPUInstance), 1, "not listed again before MIGPoll")
+	assert.Equal(t, migModeCalls, len(f.GPUs[0].GetMigModeCalls()), "no MIG call between polls")
+	require.ErrorIs(t, collect(), source.ErrEntitiesChanged)
+	gis := kindOf(s, source.GPUInstance)
+	require.Len(t, gis, 2, "the new instance appears at the poll")
+	assert.Equal(t, added[0].UUID, gis[1].MIGUUID)
+	require.NoError(t, collect())
+	assert.Equal(t, 2*len(f.GPUs)+2*2, f.LiveSamples(), "each GPU instance has its GPM samples")
+
+	f.DestroyInstance(0, ins[0])
+	sink := newSink()
+	clk.Add(time.Second)
+	require.NoError(t, s.Collect(context.Background(), 0, sink))
+	assert.Len(t, sink.fails[sample{gis[0].Key(), fieldid.FBUsed}], 1, "the destroyed instance fails once")
+	require.ErrorIs(t, collect(), source.ErrEntitiesChanged, "and is listed again at the next read")
+	gis = kindOf(s, source.GPUInstance)
+	require.Len(t, gis, 1)
+	assert.Equal(t, added[0].UUID, gis[0].MIGUUID)
+	assert.Equal(t, 2*len(f.GPUs)+2, f.LiveSamples(), "the removed instance's GPM samples are freed")
 }

@@ -177,17 +177,19 @@ func (s *Source) instanceProcesses(d *device) ([]source.Process, error) {
 	seen := map[uint32]bool{}
 	names := map[uint32]string{}
 	for _, in := range instances {
-		infos, ret := in.h.GetComputeRunningProcesses()
-		if err := nvmlErr("GetComputeRunningProcesses (MIG device)", ret); err != nil {
-			return nil, fmt.Errorf("GPU instance %d: %w", in.giID, err)
-		}
-		for _, p := range infos {
-			if seen[p.Pid] || len(procs) >= s.cfg.MaxProcesses {
-				continue
+		for _, ci := range in.cis {
+			infos, ret := ci.h.GetComputeRunningProcesses()
+			if err := nvmlErr("GetComputeRunningProcesses (MIG device)", ret); err != nil {
+				return nil, fmt.Errorf("GPU instance %d, compute instance %d: %w", in.giID, ci.ciID, err)
 			}
-			seen[p.Pid] = true
-			procs = append(procs, source.Process{PID: p.Pid, UUID: d.uuid, GPUInstanceID: in.giID,
-				UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: d.procs.nameOf(s.lib, p.Pid, names)})
+			for _, p := range infos {
+				if seen[p.Pid] || len(procs) >= s.cfg.MaxProcesses {
+					continue
+				}
+				seen[p.Pid] = true
+				procs = append(procs, source.Process{PID: p.Pid, UUID: d.uuid, GPUInstanceID: in.giID,
+					UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: d.procs.nameOf(s.lib, p.Pid, names)})
+			}
 		}
 	}
 	d.procs.names = names

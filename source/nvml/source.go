@@ -51,6 +51,10 @@ type Config struct {
 	// ProcessInterval is how often the process list is refreshed during
 	// collections. Default 5s.
 	ProcessInterval time.Duration
+	// MIGPoll is how often each GPU's MIG layout is listed again, so that
+	// instances created or destroyed while running appear and go. Default
+	// 30s.
+	MIGPoll time.Duration
 	// MaxProcesses caps the processes kept per GPU. Default 256.
 	MaxProcesses int
 	// EventWait is the XID event set's wait timeout, which bounds how long
@@ -83,6 +87,7 @@ func (c *Config) defaults() {
 	setDur(&c.MaxRetryBackoff, time.Minute)
 	setDur(&c.ReadTimeout, time.Second)
 	setDur(&c.ProcessInterval, 5*time.Second)
+	setDur(&c.MIGPoll, 30*time.Second)
 	setDur(&c.EventWait, 500*time.Millisecond)
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		c.MaxRetryBackoff = c.RetryBackoff
