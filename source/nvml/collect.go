@@ -139,7 +139,7 @@ func (dr *deviceRead) settle() {
 // once in the log at warning level.
 func (dr *deviceRead) noPermission(ent int, e *source.Entity, field uint16, err error) {
 	reason := err.Error() + ": " + noPermissionHint
-	if dr.d.migEnabled {
+	if dr.d.migEnabled.Load() {
 		reason = err.Error() + ": " + noPermissionMIGHint
 	}
 	if !dr.d.permissionWarned {
@@ -223,9 +223,6 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 	s.relistMIG(d, h, now)
 	dr.readInstances(fields, gpmFields)
 	dr.settle()
-	if !dr.lost {
-		s.refreshProcesses(d, h, now)
-	}
 	return res
 }
 
@@ -262,7 +259,7 @@ func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gon
 	if len(metrics) == 0 {
 		return
 	}
-	vals, ok, err := dr.s.gpmRead(st, take, metrics)
+	vals, ok, err := dr.s.gpmRead(st, take, metrics, dr.now)
 	if err != nil {
 		// One error for the whole sample: report it on each field, but
 		// stop at the first if it took the GPU out.
@@ -275,7 +272,7 @@ func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gon
 		return
 	}
 	if !ok {
-		return // the first sample only sets the baseline
+		return // the first sample only sets the baseline; one too early is skipped
 	}
 	for i, id := range wanted {
 		m := vals[i]

@@ -79,10 +79,11 @@ type device struct {
 	migStale    bool
 
 	gpmSupported bool
-	migEnabled   bool
-	links        int
-	gen          uint64
-	reported     map[fieldKey]bool
+	// migEnabled is read by the process refresh beside the reads.
+	migEnabled atomic.Bool
+	links      int
+	gen        uint64
+	reported   map[fieldKey]bool
 	// allFailed counts the reads in a row in which every field failed.
 	allFailed int
 	// permissionWarned is set once a NO_PERMISSION was logged.
@@ -94,8 +95,8 @@ type device struct {
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 
-	lastProcRefresh time.Time
-	procs           procCursor
+	// procs is touched only by the process refresh, one at a time.
+	procs procCursor
 }
 
 func (d *device) handle() gonvml.Device {
@@ -169,7 +170,8 @@ func (s *Source) openDevice(index int) (*device, error) {
 		s.log.WithFields(logrus.Fields{"gpu": index, "uuid": uuid, "error": err.Error()}).
 			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
-	d.instances, d.migEnabled, d.lastMIGList = instances, migEnabled, s.cfg.Clock.Now()
+	d.instances, d.lastMIGList = instances, s.cfg.Clock.Now()
+	d.migEnabled.Store(migEnabled)
 	d.numberEntities()
 	return d, nil
 }
@@ -232,7 +234,8 @@ func (s *Source) recover(d *device, now time.Time) bool {
 	d.mu.Lock()
 	d.h, d.lost, d.lostErr = h, false, nil
 	d.mu.Unlock()
-	d.migEnabled, d.links, d.lastMIGList = migEnabled, -1, now
+	d.links, d.lastMIGList = -1, now
+	d.migEnabled.Store(migEnabled)
 	d.gpmSupported = queryGPM(h)
 	s.xid.register(d, h)
 	s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid}).Info("lost GPU answers again")

@@ -221,7 +221,7 @@ func (s *Source) relistMIG(d *device, h gonvml.Device, now time.Time) {
 			Debug("cannot list the GPU's MIG instances; keeping the known ones")
 		return
 	}
-	d.migEnabled = migEnabled
+	d.migEnabled.Store(migEnabled)
 	if s.adoptLayout(d, next) {
 		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_instances": len(next)}).
 			Info("MIG layout changed; its instances' series follow it")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	timesource "github.com/gpuscope/gpuscope/internal/clock"
+	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 )
@@ -112,6 +113,7 @@ func TestMIGProcessesWithoutPrivileges(t *testing.T) {
 	f.SetProcessName(300, "trainer")
 	s := open(t, f, time.Second, fieldid.GPUTemp)
 	require.NoError(t, s.Collect(context.Background(), 0, newSink()))
+	testwait.For(t, "the process snapshot", func() bool { return len(s.Processes()) == 1 })
 	assert.Equal(t, []source.Process{{PID: 300, UUID: f.GPUs[0].UUID, GPUInstanceID: int(ins[1].GI.Info.Id),
 		UsedMemoryBytes: 1 << 30, SMUtil: -1, Name: "trainer"}}, s.Processes())
 }

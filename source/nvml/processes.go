@@ -136,16 +136,38 @@ func (s *Source) Processes() []source.Process {
 	return out
 }
 
-// refreshProcesses renews a GPU's process snapshot when it is older than
-// the process interval. It runs in the GPU's read goroutine.
-func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
-	if d.procs.disabled || now.Sub(d.lastProcRefresh) < s.cfg.ProcessInterval {
+// refreshProcesses starts a refresh of every GPU's process snapshot when
+// the last is older than the process interval and none still runs. The
+// refresh runs beside the reads, in a goroutine of its own: listing and
+// naming processes is a driver call per GPU and one per new process, which
+// a 100 ms group cannot wait for, and a GPU whose process list hangs
+// keeps its fields. Only Collect calls it, one collection at a time.
+func (s *Source) refreshProcesses(devices []*device, now time.Time) {
+	if now.Sub(s.lastProcRefresh) < s.cfg.ProcessInterval || !s.procRunning.CompareAndSwap(false, true) {
 		return
 	}
-	d.lastProcRefresh = now
+	s.lastProcRefresh = now
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		defer s.procRunning.Store(false)
+		for _, d := range devices {
+			if s.closed.Load() {
+				return
+			}
+			if !d.isLost() && !d.procs.disabled {
+				s.refreshGPUProcesses(d)
+			}
+		}
+	}()
+}
+
+// refreshGPUProcesses renews one GPU's process snapshot.
+func (s *Source) refreshGPUProcesses(d *device) {
+	mig := d.migEnabled.Load()
 	log := s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid})
-	procs, err := listProcesses(s.lib, h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
-	if isNoPermission(err) && d.migEnabled {
+	procs, err := listProcesses(s.lib, d.handle(), d.uuid, mig, &d.procs, s.cfg.MaxProcesses)
+	if isNoPermission(err) && mig {
 		if !d.procPermissionWarned {
 			d.procPermissionWarned = true
 			log.WithError(err).Warn("in MIG mode NVML lists the whole GPU's processes to root only; listing each MIG instance's instead")

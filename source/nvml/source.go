@@ -129,6 +129,10 @@ type Source struct {
 
 	procMu sync.RWMutex
 	procs  map[int][]source.Process
+	// procRunning is set while a process refresh runs; lastProcRefresh is
+	// when the last started (Collect only).
+	procRunning     atomic.Bool
+	lastProcRefresh time.Time
 }
 
 var (
@@ -304,7 +308,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	devices := s.devs()
 	timeout := s.cfg.ReadTimeout
 	if g.Interval > 0 {
-		timeout = g.Interval
+		// Three quarters of the interval: a collection that waited for a
+		// hung GPU as long as the interval would leave no time before the
+		// next tick, and run back to back with it.
+		timeout = g.Interval * 3 / 4
 	}
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
@@ -318,6 +325,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w after %s", d.index, ErrReadTimeout, timeout))
 		}
 	}
+	s.refreshProcesses(devices, now)
 	for _, f := range g.Fields {
 		if f.ID == fieldid.XIDErrors {
 			s.deliverXIDs(sink, devices, now)

@@ -16,6 +16,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 )
 
 // Model picks the DGX server the fake is built on.
@@ -87,7 +89,9 @@ type GPU struct {
 	// closed: a GPU that hangs for as long as the test wants, however slow
 	// the machine running it.
 	Hold chan struct{}
-	Lost bool
+	// HoldCall holds only the named NVML method, as Hold holds them all.
+	HoldCall map[string]chan struct{}
+	Lost     bool
 	// Unbound takes the GPU away from its driver: NVML no longer counts,
 	// indexes or finds it, and its old handle answers GPU_IS_LOST. The
 	// bound GPUs are indexed from 0 in slot order, as NVML re-enumerates.
@@ -101,6 +105,7 @@ type sampleState struct {
 	gi    int
 	taken bool
 	freed bool
+	at    time.Time
 }
 
 // Fake is a scripted NVML.
@@ -118,6 +123,27 @@ type Fake struct {
 	nameCalls int
 	// nonRoot answers as NVML answers a caller without privileges.
 	nonRoot bool
+	// gpmClock stamps GPM samples; metrics between samples closer than
+	// gpmRefresh are 0 (SetGPMRefresh).
+	gpmClock   timesource.Clock
+	gpmRefresh time.Duration
+}
+
+// SetGPMRefresh makes GPM answer as nvml.h warns it does: "The interval
+// between two nvmlGpmSampleGet() calls should be greater than 100ms due
+// to the internal sample refresh rate"; metrics between two samples taken
+// closer than refresh on clock are 0, the counters not having moved.
+func (f *Fake) SetGPMRefresh(clock timesource.Clock, refresh time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gpmClock, f.gpmRefresh = clock, refresh
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // SetProcessName names a process for SystemGetProcessName.
@@ -230,6 +256,7 @@ func BusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)
 func (g *GPU) call(name string) gonvml.Return {
 	g.f.mu.Lock()
 	delay, hold, lost := g.Delay, g.Hold, g.Lost || g.Unbound
+	holdCall := g.HoldCall[name]
 	ret, injected := g.Errs[name]
 	g.f.mu.Unlock()
 	if delay > 0 {
@@ -237,6 +264,9 @@ func (g *GPU) call(name string) gonvml.Return {
 	}
 	if hold != nil {
 		<-hold
+	}
+	if holdCall != nil {
+		<-holdCall
 	}
 	switch {
 	case lost:
@@ -544,6 +574,9 @@ func (f *Fake) takeSample(g *GPU, gi int, smp gonvml.GpmSample) gonvml.Return {
 		return gonvml.ERROR_INVALID_ARGUMENT
 	}
 	st.gpu, st.gi, st.taken = g, gi, true
+	if f.gpmClock != nil {
+		st.at = f.gpmClock.Now()
+	}
 	return gonvml.SUCCESS
 }
 
@@ -583,6 +616,13 @@ func (f *Fake) installServer() {
 		s2, ok2 := f.samples[m.Sample2.(*mock.GpmSample)]
 		if !ok1 || !ok2 || !s1.taken || !s2.taken || s1.freed || s2.freed || s1.gpu != s2.gpu || s1.gi != s2.gi {
 			return gonvml.ERROR_INVALID_ARGUMENT
+		}
+		if f.gpmClock != nil && absDuration(s2.at.Sub(s1.at)) < f.gpmRefresh {
+			// Inside one refresh period the counters have not moved.
+			for i := 0; i < int(m.NumMetrics); i++ {
+				m.Metrics[i].NvmlReturn, m.Metrics[i].Value = uint32(gonvml.SUCCESS), 0
+			}
+			return gonvml.SUCCESS
 		}
 		values := s2.gpu.R.GPM
 		if s2.gi >= 0 {
