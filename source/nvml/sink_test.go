@@ -122,7 +122,9 @@ func (c *steppingClock) Now() time.Time {
 	return c.now
 }
 
-func (c *steppingClock) NewTimer(d time.Duration) timesource.Timer { return timesource.Real.NewTimer(d) }
+func (c *steppingClock) NewTimer(d time.Duration) timesource.Timer {
+	return timesource.Real.NewTimer(d)
+}
 
 // open starts a source on the fake, watching one group of ids, and closes
 // it at the end of the test.
