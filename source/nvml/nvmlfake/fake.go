@@ -62,6 +62,12 @@ type Readings struct {
 	FieldValues map[uint32]uint64
 	// NVLinkRawKiB answers the per-link raw throughput fields: [link]{tx, rx}.
 	NVLinkRawKiB [][2]uint64
+	// NVLinkDataKiB answers the per-link data throughput fields (the
+	// payload, without the protocol overhead the raw ones count):
+	// [link]{tx, rx}. Scope 0xFFFFFFFF answers the sum over the links, the
+	// scope DCGM reads the total with (DcgmCacheManager.cpp,
+	// DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL).
+	NVLinkDataKiB [][2]uint64
 	// VGPULicensed nil means "not a vGPU guest".
 	VGPULicensed  *bool
 	Serial, VBIOS string
@@ -211,8 +217,9 @@ func defaultReadings(i int, total uint64) Readings {
 			gonvml.FI_DEV_NVLINK_LINK_COUNT: 2, gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION: 0,
 			gonvml.FI_DEV_POWER_INSTANT: 325_125,
 		},
-		NVLinkRawKiB: [][2]uint64{{100, 200}, {300, 400}},
-		Serial:       fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
+		NVLinkRawKiB:  [][2]uint64{{100, 200}, {300, 400}},
+		NVLinkDataKiB: [][2]uint64{{90, 180}, {270, 360}},
+		Serial:        fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
 		GPM: map[gonvml.GpmMetricId]float64{
 			gonvml.GPM_METRIC_GRAPHICS_UTIL: 90, gonvml.GPM_METRIC_SM_UTIL: 80, gonvml.GPM_METRIC_SM_OCCUPANCY: 50,
 			gonvml.GPM_METRIC_ANY_TENSOR_UTIL: 40, gonvml.GPM_METRIC_DRAM_BW_UTIL: 30, gonvml.GPM_METRIC_FP64_UTIL: 1,
@@ -476,6 +483,20 @@ func (g *GPU) install(i int) {
 					continue
 				}
 				setU64(v, g.R.NVLinkRawKiB[v.ScopeId][v.FieldId-gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX])
+			case v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+				dir := v.FieldId - gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+				switch {
+				case v.ScopeId == allLinks:
+					var sum uint64
+					for _, l := range g.R.NVLinkDataKiB {
+						sum += l[dir]
+					}
+					setU64(v, sum)
+				case int(v.ScopeId) < len(g.R.NVLinkDataKiB):
+					setU64(v, g.R.NVLinkDataKiB[v.ScopeId][dir])
+				default:
+					v.NvmlReturn = uint32(gonvml.ERROR_INVALID_ARGUMENT)
+				}
 			case v.FieldId == gonvml.FI_DEV_MEMORY_TEMP:
 				v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
 				binary.LittleEndian.PutUint32(v.Value[:], g.R.MemoryTemp)
@@ -557,6 +578,9 @@ func (g *GPU) install(i int) {
 	}
 	g.installMIG()
 }
+
+// allLinks is the field-value scope of every NVLink of a GPU.
+const allLinks = 0xFFFFFFFF
 
 func setU64(v *gonvml.FieldValue, x uint64) {
 	v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
