@@ -172,7 +172,7 @@ func (s *Source) refreshGPUProcesses(d *device) {
 			d.procPermissionWarned = true
 			log.WithError(err).Warn("in MIG mode NVML lists the whole GPU's processes to root only; listing each MIG instance's instead")
 		}
-		procs, err = s.instanceProcesses(d)
+		procs, err = listMIGDeviceProcesses(s.lib, d.handle(), d.uuid, &d.procs, s.cfg.MaxProcesses)
 	}
 	switch {
 	case errors.Is(err, errNoProcessList):
@@ -187,33 +187,44 @@ func (s *Source) refreshGPUProcesses(d *device) {
 	s.procMu.Unlock()
 }
 
-// instanceProcesses lists a MIG GPU's processes through its MIG device
-// handles, which nvml.h names for "per-instance information" and which need
-// no privileges; each process carries the instance it was listed on. A
-// PID seen on several compute instances of one GPU instance is kept once.
-func (s *Source) instanceProcesses(d *device) ([]source.Process, error) {
-	d.mu.Lock()
-	instances := d.instances
-	d.mu.Unlock()
+// listMIGDeviceProcesses lists a MIG GPU's processes through its MIG
+// device handles, which nvml.h names for "per-instance information" and
+// which need no privileges where the whole GPU's list does. Each process
+// carries the GPU instance it was listed on; a PID that several compute
+// instances list is kept once. At most maxN processes are kept.
+func listMIGDeviceProcesses(lib gonvml.Interface, h gonvml.Device, uuid string, cur *procCursor, maxN int) ([]source.Process, error) {
+	count, ret := h.GetMaxMigDeviceCount()
+	if err := nvmlErr("GetMaxMigDeviceCount", ret); err != nil {
+		return nil, err
+	}
 	var procs []source.Process
 	seen := map[uint32]bool{}
 	names := map[uint32]string{}
-	for _, in := range instances {
-		for _, ci := range in.cis {
-			infos, ret := ci.h.GetComputeRunningProcesses()
-			if err := nvmlErr("GetComputeRunningProcesses (MIG device)", ret); err != nil {
-				return nil, fmt.Errorf("GPU instance %d, compute instance %d: %w", in.giID, ci.ciID, err)
+	for i := 0; i < count; i++ {
+		mh, ret := h.GetMigDeviceHandleByIndex(i)
+		if ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
+			continue // an empty slot
+		}
+		if err := nvmlErr(fmt.Sprintf("GetMigDeviceHandleByIndex(%d)", i), ret); err != nil {
+			return nil, err
+		}
+		gi, ret := mh.GetGpuInstanceId()
+		if err := nvmlErr("GetGpuInstanceId", ret); err != nil {
+			return nil, fmt.Errorf("MIG device %d: %w", i, err)
+		}
+		infos, ret := mh.GetComputeRunningProcesses()
+		if err := nvmlErr("GetComputeRunningProcesses", ret); err != nil {
+			return nil, fmt.Errorf("MIG device %d: %w", i, err)
+		}
+		for _, p := range infos {
+			if seen[p.Pid] || len(procs) >= maxN {
+				continue
 			}
-			for _, p := range infos {
-				if seen[p.Pid] || len(procs) >= s.cfg.MaxProcesses {
-					continue
-				}
-				seen[p.Pid] = true
-				procs = append(procs, source.Process{PID: p.Pid, UUID: d.uuid, GPUInstanceID: in.giID,
-					UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: d.procs.nameOf(s.lib, p.Pid, names)})
-			}
+			seen[p.Pid] = true
+			procs = append(procs, source.Process{PID: p.Pid, UUID: uuid, GPUInstanceID: gi,
+				UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: cur.nameOf(lib, p.Pid, names)})
 		}
 	}
-	d.procs.names = names
+	cur.names = names
 	return procs, nil
 }
