@@ -72,6 +72,10 @@ type deviceRead struct {
 	group int
 	// lost is set when an error took the GPU out; the read stops there.
 	lost bool
+	// answered and failed count the fields read and the reads that failed
+	// otherwise than NOT_SUPPORTED; lastErr is the last failure.
+	answered, failed int
+	lastErr          error
 }
 
 // unsupported reports a field once per (entity, field) per Watch; after
@@ -92,19 +96,58 @@ func (dr *deviceRead) unsupported(ent int, e *source.Entity, field uint16, reaso
 func (dr *deviceRead) check(ent int, e *source.Entity, field uint16, err error) bool {
 	switch {
 	case err == nil:
+		dr.answered++
 		return true
 	case errors.Is(err, errBaseline), errors.Is(err, errBlank):
 		// The first reading of a rate only sets its baseline; a reading
 		// DCGM would blank has no value.
+		dr.answered++
 	case isNotSupported(err):
 		dr.unsupported(ent, e, field, err.Error())
+	case isNoPermission(err):
+		dr.noPermission(ent, e, field, err)
 	case isLost(err):
 		dr.s.markLost(dr.d, err, dr.now)
 		dr.lost = true
 	default:
+		dr.failed++
+		dr.lastErr = err
 		dr.res.ops = append(dr.res.ops, op{kind: opFail, e: e, field: field, err: err})
 	}
 	return false
+}
+
+// settle takes the GPU out when every field it was asked for failed in
+// allFailuresLost reads in a row: a GPU that answers nothing is lost even
+// when the driver does not say so.
+func (dr *deviceRead) settle() {
+	d := dr.d
+	if dr.lost || dr.failed == 0 || dr.answered > 0 {
+		d.allFailed = 0
+		return
+	}
+	d.allFailed++
+	if d.allFailed >= allFailuresLost {
+		d.allFailed = 0
+		dr.s.markLost(d, fmt.Errorf("every field failed in %d reads in a row, the last with: %w", allFailuresLost, dr.lastErr), dr.now)
+		dr.lost = true
+	}
+}
+
+// noPermission makes a field the caller may not read absent, as an
+// unsupported one, with a reason that says what to do; the GPU says so
+// once in the log at warning level.
+func (dr *deviceRead) noPermission(ent int, e *source.Entity, field uint16, err error) {
+	reason := err.Error() + ": " + noPermissionHint
+	if dr.d.migEnabled.Load() {
+		reason = err.Error() + ": " + noPermissionMIGHint
+	}
+	if !dr.d.permissionWarned {
+		dr.d.permissionWarned = true
+		dr.s.log.WithFields(logrus.Fields{"gpu": dr.d.index, "uuid": dr.d.uuid, "field": field, "reason": reason}).
+			Warn("NVML refuses some of this GPU's fields to this user; they are left out (gpuscope_field_supported 0)")
+	}
+	dr.unsupported(ent, e, field, reason)
 }
 
 func (dr *deviceRead) skip(ent int, field uint16) bool {
@@ -177,10 +220,9 @@ func (s *Source) read(d *device, group int, fields []counters.Field, gen uint64,
 			}
 		}
 	}
+	s.relistMIG(d, h, now)
 	dr.readInstances(fields, gpmFields)
-	if !dr.lost {
-		s.refreshProcesses(d, h, now)
-	}
+	dr.settle()
 	return res
 }
 
@@ -204,38 +246,6 @@ func (dr *deviceRead) p2p(h gonvml.Device, field uint16) {
 	dr.res.ops = append(dr.res.ops, op{kind: opP2P, e: dr.d.gpu, field: field, links: links})
 }
 
-// readInstances reads the per-instance fields (memory, GPM) of each MIG
-// GPU instance. Device-level fields stay on the parent GPU only.
-func (dr *deviceRead) readInstances(fields []counters.Field, gpmFields []uint16) {
-	d := dr.d
-	for i, in := range d.instances {
-		ent := i + 1
-		r := &reading{src: dr.s, dev: d, h: in.h}
-		for _, f := range fields {
-			spec, ok := fieldMap[f.ID]
-			if !ok || !spec.instance || spec.value == nil || dr.skip(ent, f.ID) {
-				continue
-			}
-			v, err := spec.value(r)
-			if dr.check(ent, in.entity, f.ID, err) {
-				dr.res.ops = append(dr.res.ops, op{kind: opValue, e: in.entity, field: f.ID, v: v})
-			}
-			if dr.lost {
-				return
-			}
-		}
-		// Without GPM on the parent, the parent already reported the
-		// profiling fields as unsupported.
-		if len(gpmFields) > 0 && d.gpmSupported {
-			h, giID := d.handle(), in.giID
-			dr.gpm(ent, in.entity, in.gpm.of(dr.group), func(smp gonvml.GpmSample) gonvml.Return { return h.GpmMigSampleGet(giID, smp) }, gpmFields)
-			if dr.lost {
-				return
-			}
-		}
-	}
-}
-
 // gpm reads the profiling fields of one entity through GPM.
 func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gonvml.GpmSample) gonvml.Return, ids []uint16) {
 	var wanted []uint16
@@ -249,7 +259,7 @@ func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gon
 	if len(metrics) == 0 {
 		return
 	}
-	vals, ok, err := dr.s.gpmRead(st, take, metrics)
+	vals, ok, err := dr.s.gpmRead(st, take, metrics, dr.now)
 	if err != nil {
 		// One error for the whole sample: report it on each field, but
 		// stop at the first if it took the GPU out.
@@ -262,7 +272,7 @@ func (dr *deviceRead) gpm(ent int, e *source.Entity, st *gpmState, take func(gon
 		return
 	}
 	if !ok {
-		return // the first sample only sets the baseline
+		return // the first sample only sets the baseline; one too early is skipped
 	}
 	for i, id := range wanted {
 		m := vals[i]

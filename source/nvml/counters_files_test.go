@@ -35,7 +35,7 @@ func TestCountersFilesOnDGXH100(t *testing.T) {
 			set, err := counters.Load(file)
 			require.NoError(t, err)
 			f := nvmlfake.New(nvmlfake.DGXH100)
-			s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond})
+			s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond, Clock: newSteppingClock()})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Close()) }()
 			require.NoError(t, s.Watch([]source.Group{source.GroupOf(time.Second, set.Fields)}))

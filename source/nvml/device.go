@@ -2,7 +2,6 @@ package nvml
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,7 @@ import (
 )
 
 // fieldKey names one (entity, field) pair of a device: entity 0 is the GPU,
-// 1.. its MIG instances in order.
+// 1.. its MIG GPU and compute instances in order (numberEntities).
 type fieldKey struct {
 	entity int
 	field  uint16
@@ -24,10 +23,35 @@ type fieldKey struct {
 // instance is one MIG GPU instance of a device.
 type instance struct {
 	entity *source.Entity
+	ent    int
 	giID   int
-	// h is the MIG device handle, for per-instance memory.
+	// h is the handle of the instance's first MIG device, for the GPU
+	// instance's memory.
 	h   gonvml.Device
 	gpm gpmStates
+	cis []*computeInstance
+}
+
+// computeInstance is one MIG device: a compute instance of a GPU instance.
+type computeInstance struct {
+	entity *source.Entity
+	ent    int
+	ciID   int
+	h      gonvml.Device
+}
+
+// numberEntities gives each GPU and compute instance its entity number
+// in fieldKey. Callers hold d.mu or own the device alone.
+func (d *device) numberEntities() {
+	n := 1
+	for _, in := range d.instances {
+		in.ent = n
+		n++
+		for _, ci := range in.cis {
+			ci.ent = n
+			n++
+		}
+	}
 }
 
 // device is one physical GPU. Everything below busy is touched only by the
@@ -49,17 +73,30 @@ type device struct {
 
 	busy atomic.Bool
 
+	// lastMIGList is when the MIG layout was last listed; migStale asks
+	// for a listing at the next read, after an instance's handle failed.
+	lastMIGList time.Time
+	migStale    bool
+
 	gpmSupported bool
-	migEnabled   bool
-	links        int
-	gen          uint64
-	reported     map[fieldKey]bool
-	gpm          gpmStates
+	// migEnabled is read by the process refresh beside the reads.
+	migEnabled atomic.Bool
+	links      int
+	gen        uint64
+	reported   map[fieldKey]bool
+	// allFailed counts the reads in a row in which every field failed.
+	allFailed int
+	// permissionWarned is set once a NO_PERMISSION was logged.
+	permissionWarned bool
+	// procPermissionWarned is set once the process list's NO_PERMISSION
+	// was logged.
+	procPermissionWarned bool
+	gpm                  gpmStates
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 
-	lastProcRefresh time.Time
-	procs           procCursor
+	// procs is touched only by the process refresh, one at a time.
+	procs procCursor
 }
 
 func (d *device) handle() gonvml.Device {
@@ -74,14 +111,18 @@ func (d *device) isLost() bool {
 	return d.lost
 }
 
-// entities returns the GPU and its MIG instances.
+// entities returns the GPU, its MIG GPU instances and their compute
+// instances.
 func (d *device) entities() []*source.Entity {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*source.Entity, 0, 1+len(d.instances))
+	out := make([]*source.Entity, 0, 1+2*len(d.instances))
 	out = append(out, d.gpu)
 	for _, in := range d.instances {
 		out = append(out, in.entity)
+		for _, ci := range in.cis {
+			out = append(out, ci.entity)
+		}
 	}
 	return out
 }
@@ -124,9 +165,14 @@ func (s *Source) openDevice(index int) (*device, error) {
 	d.gpmSupported = queryGPM(h)
 	instances, migEnabled, err := s.enumerateMIG(d, h)
 	if err != nil {
-		return nil, fmt.Errorf("GPU %d (%s): %w", index, uuid, err)
+		// The GPU itself answers: it is served without its MIG instances,
+		// which the next listing looks for again.
+		s.log.WithFields(logrus.Fields{"gpu": index, "uuid": uuid, "error": err.Error()}).
+			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
 	}
-	d.instances, d.migEnabled = instances, migEnabled
+	d.instances, d.lastMIGList = instances, s.cfg.Clock.Now()
+	d.migEnabled.Store(migEnabled)
+	d.numberEntities()
 	return d, nil
 }
 
@@ -134,92 +180,6 @@ func (s *Source) openDevice(index int) (*device, error) {
 func queryGPM(h gonvml.Device) bool {
 	sup, ret := h.GpmQueryDeviceSupport()
 	return ret == gonvml.SUCCESS && sup.IsSupportedDevice != 0
-}
-
-// enumerateMIG lists the GPU instances of a GPU in MIG mode.
-func (s *Source) enumerateMIG(d *device, h gonvml.Device) ([]*instance, bool, error) {
-	mode, _, ret := h.GetMigMode()
-	if ret == gonvml.ERROR_NOT_SUPPORTED || ret == gonvml.ERROR_FUNCTION_NOT_FOUND {
-		return nil, false, nil
-	}
-	if err := nvmlErr("GetMigMode", ret); err != nil {
-		return nil, false, err
-	}
-	if mode != gonvml.DEVICE_MIG_ENABLE {
-		return nil, false, nil
-	}
-	count, ret := h.GetMaxMigDeviceCount()
-	if err := nvmlErr("GetMaxMigDeviceCount", ret); err != nil {
-		return nil, true, err
-	}
-	var out []*instance
-	for i := 0; i < count; i++ {
-		mh, ret := h.GetMigDeviceHandleByIndex(i)
-		if ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
-			continue // an empty slot
-		}
-		if err := nvmlErr(fmt.Sprintf("GetMigDeviceHandleByIndex(%d)", i), ret); err != nil {
-			return nil, true, err
-		}
-		gi, ret := mh.GetGpuInstanceId()
-		if err := nvmlErr("GetGpuInstanceId", ret); err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		migUUID, ret := mh.GetUUID()
-		if err := nvmlErr("GetUUID", ret); err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		profile, err := s.profileName(h, gi)
-		if err != nil {
-			return nil, true, fmt.Errorf("MIG device %d: %w", i, err)
-		}
-		e := *d.gpu
-		e.Kind = source.GPUInstance
-		e.GPUInstanceID = gi
-		e.GPUInstanceProfile = profile
-		e.MIGUUID = migUUID
-		out = append(out, &instance{entity: &e, giID: gi, h: mh})
-	}
-	return out, true, nil
-}
-
-// profileName returns a GPU instance's profile name, "1g.10gb".
-func (s *Source) profileName(h gonvml.Device, giID int) (string, error) {
-	gi, ret := h.GetGpuInstanceById(giID)
-	if err := nvmlErr(fmt.Sprintf("GetGpuInstanceById(%d)", giID), ret); err != nil {
-		return "", err
-	}
-	info, ret := gi.GetInfo()
-	if err := nvmlErr("GpuInstance.GetInfo", ret); err != nil {
-		return "", err
-	}
-	// GpuInstanceInfo holds the profile ID; the profile queries take the
-	// profile index, so look the index up.
-	for idx := 0; idx < gonvml.GPU_INSTANCE_PROFILE_COUNT; idx++ {
-		p, ret := h.GetGpuInstanceProfileInfo(idx)
-		if ret != gonvml.SUCCESS || p.Id != info.ProfileId {
-			continue
-		}
-		if s.realLib {
-			// Only the real library can answer the versioned query: its
-			// handler type is bound to a real device handle.
-			if v2, ret := h.GetGpuInstanceProfileInfoV(idx).V2(); ret == gonvml.SUCCESS {
-				if name := strings.TrimPrefix(cString(v2.Name[:]), "MIG "); name != "" {
-					return name, nil
-				}
-			}
-		}
-		return deriveProfileName(p), nil
-	}
-	return "", fmt.Errorf("GPU instance %d: profile %d not among the device's profiles", giID, info.ProfileId)
-}
-
-// deriveProfileName builds the "<slices>g.<GB>gb" name NVIDIA uses from a
-// profile's slice count and memory, rounding the memory up to whole GB as
-// the published names do (4864 MiB is "5gb").
-func deriveProfileName(p gonvml.GpuInstanceProfileInfo) string {
-	gb := int(math.Ceil(float64(p.MemorySizeMB) / 1024))
-	return fmt.Sprintf("%dg.%dgb", p.SliceCount, gb)
 }
 
 // markLost takes a GPU out of sampling until it answers again.
@@ -256,11 +216,6 @@ func (s *Source) recover(d *device, now time.Time) bool {
 		_, ret = h.GetUUID()
 		err = nvmlErr("GetUUID", ret)
 	}
-	var instances []*instance
-	var migEnabled bool
-	if err == nil {
-		instances, migEnabled, err = s.enumerateMIG(d, h)
-	}
 	if err != nil {
 		d.mu.Lock()
 		d.lostErr = err
@@ -270,37 +225,19 @@ func (s *Source) recover(d *device, now time.Time) bool {
 		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).Debug("lost GPU still not answering")
 		return false
 	}
-	changed := !sameInstances(d.instances, instances)
+	instances, migEnabled, err := s.enumerateMIG(d, h)
+	if err != nil {
+		s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "error": err.Error()}).
+			Warn("cannot list the GPU's MIG instances; the GPU is sampled without them")
+	}
+	s.adoptLayout(d, instances)
 	d.mu.Lock()
 	d.h, d.lost, d.lostErr = h, false, nil
-	if changed {
-		d.instances = instances
-	} else {
-		for i, in := range d.instances {
-			in.h = instances[i].h
-		}
-	}
 	d.mu.Unlock()
-	d.migEnabled, d.links = migEnabled, -1
+	d.links, d.lastMIGList = -1, now
+	d.migEnabled.Store(migEnabled)
 	d.gpmSupported = queryGPM(h)
-	if changed {
-		s.entitiesChanged.Store(true)
-		clear(d.reported)
-	}
 	s.xid.register(d, h)
 	s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid}).Info("lost GPU answers again")
-	return true
-}
-
-func sameInstances(a, b []*instance) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].giID != b[i].giID || a[i].entity.MIGUUID != b[i].entity.MIGUUID ||
-			a[i].entity.GPUInstanceProfile != b[i].entity.GPUInstanceProfile {
-			return false
-		}
-	}
 	return true
 }

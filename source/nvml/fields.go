@@ -3,6 +3,7 @@ package nvml
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -330,11 +331,16 @@ func readMemoryTemp(r *reading) (float64, error) {
 	return v, err
 }
 
-// readNVLinkBandwidth reports DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL as DCGM
-// defines it (dcgm_fields.h: "NVLink Bandwidth Counter Total for all Lanes in
-// MB/s"): the rate, in MB/s, of the data sent and received over all links,
-// from the raw TX and RX counters (KiB) between two readings. The first
-// reading of a GPU only sets the baseline.
+// readNVLinkBandwidth reports DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (field
+// 449, DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL) as DCGM computes it
+// (DcgmCacheManager.cpp, ReadAndCacheNvLinkBandwidth): the data counters
+// (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX and _RX, the payload without the
+// protocol overhead the raw ones count) of all links in one call, scope
+// 0xFFFFFFFF, summed; their increase in KiB per second divided by 1000 and
+// truncated to a whole number, so that the series keeps its level when
+// the source switches between DCGM and NVML. Where DCGM publishes 0 at the
+// first reading, this source leaves the field without a value: a 0 would
+// read as idle links.
 func readNVLinkBandwidth(r *reading) (float64, error) {
 	links, err := r.linkCount()
 	if err != nil {
@@ -343,13 +349,11 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 	if links == 0 {
 		return 0, notSupported("NVLink throughput (no NVLink on this GPU)")
 	}
-	vals := make([]gonvml.FieldValue, 0, 2*links)
-	for l := 0; l < links; l++ {
-		vals = append(vals,
-			gonvml.FieldValue{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX, ScopeId: uint32(l)},
-			gonvml.FieldValue{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX, ScopeId: uint32(l)})
+	vals := []gonvml.FieldValue{
+		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: nvlinkAllLinks},
+		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: nvlinkAllLinks},
 	}
-	if err := nvmlErr("GetFieldValues(NVLINK_THROUGHPUT_RAW)", r.h.GetFieldValues(vals)); err != nil {
+	if err := nvmlErr("GetFieldValues(NVLINK_THROUGHPUT_DATA)", r.h.GetFieldValues(vals)); err != nil {
 		return 0, err
 	}
 	var kib float64
@@ -364,8 +368,13 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 	if !ok {
 		return 0, errBaseline
 	}
-	return perSec * 1024 / 1e6, nil
+	return math.Trunc(perSec / 1000), nil
 }
+
+// nvlinkAllLinks is the field-value scope DCGM passes for all NVLinks of a
+// GPU ("std::numeric_limits<unsigned>::max() represents all NvLinks of the
+// GPU and is passed verbatim to nvml", DcgmCacheManager.cpp).
+const nvlinkAllLinks = 0xFFFFFFFF
 
 // errBaseline says a rate has no value yet: its counter has been read once.
 var errBaseline = errors.New("first reading of the counter sets the baseline")

@@ -1,6 +1,8 @@
 package nvml
 
 import (
+	"time"
+
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
@@ -12,7 +14,15 @@ import (
 type gpmState struct {
 	prev, cur gonvml.GpmSample
 	have      bool
+	// prevAt is when prev was taken.
+	prevAt time.Time
 }
+
+// gpmMinGap is the shortest span GPM measures over. nvml.h: "The interval
+// between two nvmlGpmSampleGet() calls should be greater than 100ms due to
+// the internal sample refresh rate"; closer samples can give 0 or NaN for
+// counters that have not moved yet, which would read as a stall.
+const gpmMinGap = 100 * time.Millisecond
 
 // gpmStates holds one gpmState per watched field group of an entity: a
 // group read every second measures between its own samples, not against
@@ -49,9 +59,14 @@ func (g *gpmState) free() {
 	g.prev, g.cur, g.have = nil, nil, false
 }
 
-// gpmRead takes one sample with take and returns the metrics between it
-// and the previous sample; ok is false on the first sample.
-func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return, metrics []gonvml.GpmMetricId) ([]gonvml.GpmMetric, bool, error) {
+// gpmRead takes one sample with take at now and returns the metrics
+// between it and the previous sample; ok is false on the first sample, and
+// when the previous sample is less than gpmMinGap old: then no sample is
+// taken, and the next read measures over the longer span.
+func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return, metrics []gonvml.GpmMetricId, now time.Time) ([]gonvml.GpmMetric, bool, error) {
+	if g.have && now.Sub(g.prevAt) < gpmMinGap {
+		return nil, false, nil
+	}
 	for _, p := range []*gonvml.GpmSample{&g.cur, &g.prev} {
 		if *p == nil {
 			smp, ret := s.lib.GpmSampleAlloc()
@@ -66,7 +81,7 @@ func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return,
 		return nil, false, err
 	}
 	if !g.have {
-		g.prev, g.cur, g.have = g.cur, g.prev, true
+		g.prev, g.cur, g.have, g.prevAt = g.cur, g.prev, true, now
 		return nil, false, nil
 	}
 	m := &gonvml.GpmMetricsGetType{NumMetrics: uint32(len(metrics)), Sample1: g.prev, Sample2: g.cur}
@@ -74,7 +89,7 @@ func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return,
 		m.Metrics[i].MetricId = uint32(id)
 	}
 	ret := s.lib.GpmMetricsGet(m)
-	g.prev, g.cur = g.cur, g.prev
+	g.prev, g.cur, g.prevAt = g.cur, g.prev, now
 	if err := nvmlErr("GpmMetricsGet", ret); err != nil {
 		return nil, false, err
 	}

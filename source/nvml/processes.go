@@ -2,6 +2,7 @@ package nvml
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -135,15 +136,44 @@ func (s *Source) Processes() []source.Process {
 	return out
 }
 
-// refreshProcesses renews a GPU's process snapshot when it is older than
-// the process interval. It runs in the GPU's read goroutine.
-func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
-	if d.procs.disabled || now.Sub(d.lastProcRefresh) < s.cfg.ProcessInterval {
+// refreshProcesses starts a refresh of every GPU's process snapshot when
+// the last is older than the process interval and none still runs. The
+// refresh runs beside the reads, in a goroutine of its own: listing and
+// naming processes is a driver call per GPU and one per new process, which
+// a 100 ms group cannot wait for, and a GPU whose process list hangs
+// keeps its fields. Only Collect calls it, one collection at a time.
+func (s *Source) refreshProcesses(devices []*device, now time.Time) {
+	if now.Sub(s.lastProcRefresh) < s.cfg.ProcessInterval || !s.procRunning.CompareAndSwap(false, true) {
 		return
 	}
-	d.lastProcRefresh = now
+	s.lastProcRefresh = now
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		defer s.procRunning.Store(false)
+		for _, d := range devices {
+			if s.closed.Load() {
+				return
+			}
+			if !d.isLost() && !d.procs.disabled {
+				s.refreshGPUProcesses(d)
+			}
+		}
+	}()
+}
+
+// refreshGPUProcesses renews one GPU's process snapshot.
+func (s *Source) refreshGPUProcesses(d *device) {
+	mig := d.migEnabled.Load()
 	log := s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid})
-	procs, err := listProcesses(s.lib, h, d.uuid, d.migEnabled, &d.procs, s.cfg.MaxProcesses)
+	procs, err := listProcesses(s.lib, d.handle(), d.uuid, mig, &d.procs, s.cfg.MaxProcesses)
+	if isNoPermission(err) && mig {
+		if !d.procPermissionWarned {
+			d.procPermissionWarned = true
+			log.WithError(err).Warn("in MIG mode NVML lists the whole GPU's processes to root only; listing each MIG instance's instead")
+		}
+		procs, err = listMIGDeviceProcesses(s.lib, d.handle(), d.uuid, &d.procs, s.cfg.MaxProcesses)
+	}
 	switch {
 	case errors.Is(err, errNoProcessList):
 		log.Info("GPU cannot list its compute processes; process list disabled for it")
@@ -155,4 +185,46 @@ func (s *Source) refreshProcesses(d *device, h gonvml.Device, now time.Time) {
 	s.procMu.Lock()
 	s.procs[d.index] = procs
 	s.procMu.Unlock()
+}
+
+// listMIGDeviceProcesses lists a MIG GPU's processes through its MIG
+// device handles, which nvml.h names for "per-instance information" and
+// which need no privileges where the whole GPU's list does. Each process
+// carries the GPU instance it was listed on; a PID that several compute
+// instances list is kept once. At most maxN processes are kept.
+func listMIGDeviceProcesses(lib gonvml.Interface, h gonvml.Device, uuid string, cur *procCursor, maxN int) ([]source.Process, error) {
+	count, ret := h.GetMaxMigDeviceCount()
+	if err := nvmlErr("GetMaxMigDeviceCount", ret); err != nil {
+		return nil, err
+	}
+	var procs []source.Process
+	seen := map[uint32]bool{}
+	names := map[uint32]string{}
+	for i := 0; i < count; i++ {
+		mh, ret := h.GetMigDeviceHandleByIndex(i)
+		if ret == gonvml.ERROR_NOT_FOUND || ret == gonvml.ERROR_INVALID_ARGUMENT {
+			continue // an empty slot
+		}
+		if err := nvmlErr(fmt.Sprintf("GetMigDeviceHandleByIndex(%d)", i), ret); err != nil {
+			return nil, err
+		}
+		gi, ret := mh.GetGpuInstanceId()
+		if err := nvmlErr("GetGpuInstanceId", ret); err != nil {
+			return nil, fmt.Errorf("MIG device %d: %w", i, err)
+		}
+		infos, ret := mh.GetComputeRunningProcesses()
+		if err := nvmlErr("GetComputeRunningProcesses", ret); err != nil {
+			return nil, fmt.Errorf("MIG device %d: %w", i, err)
+		}
+		for _, p := range infos {
+			if seen[p.Pid] || len(procs) >= maxN {
+				continue
+			}
+			seen[p.Pid] = true
+			procs = append(procs, source.Process{PID: p.Pid, UUID: uuid, GPUInstanceID: gi,
+				UsedMemoryBytes: p.UsedGpuMemory, SMUtil: -1, Name: cur.nameOf(lib, p.Pid, names)})
+		}
+	}
+	cur.names = names
+	return procs, nil
 }

@@ -85,6 +85,10 @@ func (r *ProcessReader) GPUProcesses(uuid string) ([]source.Process, error) {
 	mode, _, ret := g.h.GetMigMode()
 	mig := ret == gonvml.SUCCESS && mode == gonvml.DEVICE_MIG_ENABLE
 	procs, err := listProcesses(r.lib, g.h, uuid, mig, &g.cur, r.max)
+	if isNoPermission(err) && mig {
+		// A non-root caller lists each MIG device's processes instead.
+		procs, err = listMIGDeviceProcesses(r.lib, g.h, uuid, &g.cur, r.max)
+	}
 	if err != nil {
 		if isLost(err) {
 			delete(r.gpus, uuid)

@@ -148,3 +148,29 @@ func TestProcessReaderAfterClose(t *testing.T) {
 	_, err = r.GPUProcesses(f.GPUs[0].UUID)
 	require.ErrorContains(t, err, "closed")
 }
+
+// In MIG mode nvml.h gives the whole GPU's process list "only if the
+// caller has appropriate privileges"; per instance it is "queried by using
+// specific MIG device handles". The reader beside DCGM runs as the same
+// non-root user, so it lists each MIG device's processes instead.
+func TestProcessReaderListsMIGProcessesWithoutPrivileges(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXA100)
+	ins := f.EnableMIG(1, gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.GPU_INSTANCE_PROFILE_3_SLICE)
+	f.AddComputeInstance(1, ins[1])
+	gi0, gi1 := ins[0].GI.Info.Id, ins[1].GI.Info.Id
+	f.SetNonRoot(true)
+	f.Update(1, func(g *nvmlfake.GPU) {
+		ins[0].Processes = []gonvml.ProcessInfo{{Pid: 10, UsedGpuMemory: 4 << 30, GpuInstanceId: gi0}}
+		ins[1].Processes = []gonvml.ProcessInfo{{Pid: 11, UsedGpuMemory: 6 << 30, GpuInstanceId: gi1}}
+	})
+	f.SetProcessName(10, "infer")
+	f.SetProcessName(11, "train")
+	r := openReader(t, f)
+	uuid := f.GPUs[1].UUID
+	got, err := r.GPUProcesses(uuid)
+	require.NoError(t, err)
+	assert.Equal(t, []source.Process{
+		{PID: 10, UUID: uuid, GPUInstanceID: int(gi0), UsedMemoryBytes: 4 << 30, SMUtil: -1, Name: "infer"},
+		{PID: 11, UUID: uuid, GPUInstanceID: int(gi1), UsedMemoryBytes: 6 << 30, SMUtil: -1, Name: "train"},
+	}, got, "each process once, however many compute instances list it")
+}

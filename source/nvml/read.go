@@ -40,16 +40,32 @@ func isNotSupported(err error) bool {
 	return ok && (ret == gonvml.ERROR_NOT_SUPPORTED || ret == gonvml.ERROR_FUNCTION_NOT_FOUND)
 }
 
+// isNoPermission reports a query the caller is not privileged for, such as
+// a MIG-enabled GPU's whole memory for a non-root user.
+func isNoPermission(err error) bool {
+	ret, ok := returnOf(err)
+	return ok && ret == gonvml.ERROR_NO_PERMISSION
+}
+
+// The reasons a field refused for lack of privileges is left out.
+const (
+	noPermissionHint    = "NVML gives this field to root only; run gpuscope as root (securityContext.runAsUser: 0) to export it"
+	noPermissionMIGHint = "in MIG mode NVML gives the whole GPU's memory and processes to root only; the MIG instances' own series " +
+		"are exported, and running gpuscope as root (securityContext.runAsUser: 0) exports the whole GPU's too"
+)
+
 // isLost reports errors after which a GPU's handle cannot be trusted: the
-// GPU fell off the bus, needs a reset, or the driver answers with an
-// error it does not explain.
+// GPU fell off the bus, needs a reset, or is gone. ERROR_UNKNOWN is not
+// one: nvml.h gives it as the answer of nearly every query "on any
+// unexpected error", and one quirky query must not take every other field
+// of the GPU with it (allFailuresLost covers a GPU that fails throughout).
 func isLost(err error) bool {
 	ret, ok := returnOf(err)
 	if !ok {
 		return false
 	}
 	switch ret {
-	case gonvml.ERROR_GPU_IS_LOST, gonvml.ERROR_UNKNOWN, gonvml.ERROR_RESET_REQUIRED, gonvml.ERROR_GPU_NOT_FOUND:
+	case gonvml.ERROR_GPU_IS_LOST, gonvml.ERROR_RESET_REQUIRED, gonvml.ERROR_GPU_NOT_FOUND:
 		return true
 	}
 	return false
@@ -181,3 +197,8 @@ func decodeFieldValue(v *gonvml.FieldValue) (float64, error) {
 	}
 	return 0, fmt.Errorf("field value %d: unknown value type %d", v.FieldId, v.ValueType)
 }
+
+// allFailuresLost is how many reads in a row in which every field of a GPU
+// failed take the GPU out as lost, as an unexplained error on one field
+// does not.
+const allFailuresLost = 3

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 )
@@ -104,12 +105,33 @@ func quietLogger() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
+// steppingClock moves a second forward at each reading, so that
+// collections a test makes back to back are a second apart, as a 1 s
+// group's are: GPM measures only between samples at least 100 ms apart.
+type steppingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newSteppingClock() *steppingClock { return &steppingClock{now: time.Unix(1_750_000_000, 0)} }
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Second)
+	return c.now
+}
+
+func (c *steppingClock) NewTimer(d time.Duration) timesource.Timer {
+	return timesource.Real.NewTimer(d)
+}
+
 // open starts a source on the fake, watching one group of ids, and closes
 // it at the end of the test.
 func open(t *testing.T, f *nvmlfake.Fake, interval time.Duration, ids ...uint16) *Source {
 	t.Helper()
 	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 20 * time.Millisecond,
-		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond})
+		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond, Clock: newSteppingClock()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Watch([]source.Group{source.GroupOf(interval, fields(ids...))}))

@@ -6,6 +6,7 @@
 package nvml
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,10 @@ type Config struct {
 	// ProcessInterval is how often the process list is refreshed during
 	// collections. Default 5s.
 	ProcessInterval time.Duration
+	// MIGPoll is how often each GPU's MIG layout is listed again, so that
+	// instances created or destroyed while running appear and go. Default
+	// 30s.
+	MIGPoll time.Duration
 	// MaxProcesses caps the processes kept per GPU. Default 256.
 	MaxProcesses int
 	// EventWait is the XID event set's wait timeout, which bounds how long
@@ -82,6 +87,7 @@ func (c *Config) defaults() {
 	setDur(&c.MaxRetryBackoff, time.Minute)
 	setDur(&c.ReadTimeout, time.Second)
 	setDur(&c.ProcessInterval, 5*time.Second)
+	setDur(&c.MIGPoll, 30*time.Second)
 	setDur(&c.EventWait, 500*time.Millisecond)
 	if c.MaxRetryBackoff < c.RetryBackoff {
 		c.MaxRetryBackoff = c.RetryBackoff
@@ -126,6 +132,10 @@ type Source struct {
 
 	procMu sync.RWMutex
 	procs  map[int][]source.Process
+	// procRunning is set while a process refresh runs; lastProcRefresh is
+	// when the last started (Collect only).
+	procRunning     atomic.Bool
+	lastProcRefresh time.Time
 }
 
 var (
@@ -180,14 +190,21 @@ func (s *Source) discover() error {
 	if n == 0 {
 		return fmt.Errorf("nvml (driver %s): %w", s.driverVersion, ErrNoGPU)
 	}
+	var firstErr error
 	for i := 0; i < n; i++ {
 		d, err := s.openDevice(i)
 		if err != nil {
-			return fmt.Errorf("nvml: %w", err)
+			// One GPU that cannot be opened leaves the others to sample.
+			s.log.WithFields(logrus.Fields{"gpu": i, "error": err.Error()}).Warn("GPU cannot be opened; it is not sampled")
+			firstErr = cmp.Or(firstErr, err)
+			continue
 		}
 		s.devices = append(s.devices, d)
 		s.log.WithFields(logrus.Fields{"gpu": i, "uuid": d.uuid, "model": d.gpu.ModelName,
 			"gpm": d.gpmSupported, "mig_instances": len(d.instances)}).Info("GPU found")
+	}
+	if len(s.devices) == 0 {
+		return fmt.Errorf("nvml: none of the %d GPUs can be opened: %w", n, firstErr)
 	}
 	return nil
 }
@@ -303,7 +320,10 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	devices := s.devs()
 	timeout := s.cfg.ReadTimeout
 	if g.Interval > 0 {
-		timeout = g.Interval
+		// Three quarters of the interval: a collection that waited for a
+		// hung GPU as long as the interval would leave no time before the
+		// next tick, and run back to back with it.
+		timeout = g.Interval * 3 / 4
 	}
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
@@ -317,6 +337,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			s.failAll(sink, d, g.Fields, fmt.Errorf("GPU %d: %w after %s", d.index, ErrReadTimeout, timeout))
 		}
 	}
+	s.refreshProcesses(devices, now)
 	for _, f := range g.Fields {
 		if f.ID == fieldid.XIDErrors {
 			s.deliverXIDs(sink, devices, now)

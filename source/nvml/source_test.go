@@ -411,7 +411,7 @@ func TestSlowGPUDoesNotStallOthers(t *testing.T) {
 	for _, err := range slowFails {
 		assert.True(t, errors.Is(err, ErrReadTimeout), err)
 	}
-	assert.ErrorContains(t, slowFails[0], "after 2s")
+	assert.ErrorContains(t, slowFails[0], "after 1.5s", "three quarters of the interval")
 	assert.ErrorContains(t, slowFails[1], "since an earlier collection")
 
 	f.Update(5, func(g *nvmlfake.GPU) { g.Hold = nil })
@@ -437,6 +437,8 @@ func TestProcessesFromSnapshot(t *testing.T) {
 	s := open(t, f, time.Second, fieldid.GPUTemp)
 	require.Empty(t, s.Processes(), "nothing before the first collection")
 	require.NoError(t, s.Collect(context.Background(), 0, newSink()))
+	// The list is refreshed beside the reads: the snapshot follows.
+	testwait.For(t, "the process snapshot", func() bool { return len(s.Processes()) == 2 })
 	got := s.Processes()
 	require.Len(t, got, 2)
 	assert.Equal(t, source.Process{PID: 100, UUID: f.GPUs[0].UUID, GPUInstanceID: -1, UsedMemoryBytes: 2 << 30, SMUtil: 70, Name: "/usr/bin/python3"}, got[0])
@@ -460,11 +462,14 @@ func TestDeviceLabelFollowsTheIndexNotTheMinorNumber(t *testing.T) {
 	assert.Equal(t, "nvidia1", gpuEntity(t, s, 1).Device)
 }
 
-// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is, in DCGM (dcgm_fields.h), the
-// bandwidth in MB/s of all lanes, TX and RX; the sim reports it so too. NVML
-// gives cumulative KiB counters per link and direction, so the source reports
-// their rate: nothing at the first reading, then MB/s.
-func TestNVLinkBandwidthTotalIsARateInMBPerSecond(t *testing.T) {
+// DCGM computes DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (field 449) from NVML's
+// data counters of all links, scope 0xFFFFFFFF, TX plus RX, their increase
+// in KiB per second divided by 1000 and truncated (DCGM commit 72fa3fe,
+// dcgmlib/src/DcgmCacheManager.cpp, ReadAndCacheNvLinkBandwidth). The NVML
+// source does the same, so that the series keeps its level when `auto`
+// switches source; the raw counters, which include the protocol overhead,
+// are not used. The first reading only sets the baseline.
+func TestNVLinkBandwidthTotalIsDCGMsRateOfTheDataCounters(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	clk := timesource.NewFake(time.Unix(1_700_000_000, 0))
 	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 20 * time.Millisecond,
@@ -478,15 +483,17 @@ func TestNVLinkBandwidthTotalIsARateInMBPerSecond(t *testing.T) {
 	assert.False(t, ok, "the first reading only sets the baseline")
 	assert.Empty(t, sink.fails[sample{gpuEntity(t, s, 0).Key(), fieldid.NVLinkBandwidthTotal}], "and is no failure")
 
-	// 2 s later the links moved 1 000 000 KiB TX and 500 000 KiB RX.
+	// 2 s later the links carried 1 000 000 KiB of data out and 501 001 KiB
+	// in, over two links; the raw counters moved more, by the overhead.
 	f.Update(0, func(g *nvmlfake.GPU) {
-		g.R.NVLinkRawKiB = [][2]uint64{{100 + 1_000_000, 200 + 500_000}, {300, 400}}
+		g.R.NVLinkDataKiB = [][2]uint64{{90 + 600_000, 180 + 300_000}, {270 + 400_000, 360 + 201_001}}
+		g.R.NVLinkRawKiB = [][2]uint64{{100 + 660_000, 200 + 330_000}, {300 + 440_000, 400 + 221_100}}
 	})
 	clk.Add(2 * time.Second)
 	require.NoError(t, s.Collect(context.Background(), 0, sink))
 	v, ok := sink.value(gpuEntity(t, s, 0), fieldid.NVLinkBandwidthTotal)
 	require.True(t, ok)
-	assert.InDelta(t, 1_500_000*1024/1e6/2, v, 1e-6, "MB/s over the 2 s")
+	assert.Equal(t, 750.0, v, "1 501 001 KiB over 2 s, /1000, truncated")
 }
 
 // DCGM keeps GPM state per watch: a field read every second is measured
@@ -498,7 +505,7 @@ func TestGPMStatePerFieldGroupAndNaNLeftOut(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	f.Update(0, func(g *nvmlfake.GPU) { g.R.GPM[gonvml.GPM_METRIC_DRAM_BW_UTIL] = math.NaN() })
 	s, err := New(Config{Lib: f, Logger: quietLogger(), RetryBackoff: 20 * time.Millisecond,
-		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond})
+		ProcessInterval: time.Millisecond, EventWait: 20 * time.Millisecond, Clock: newSteppingClock()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Watch([]source.Group{

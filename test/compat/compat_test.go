@@ -163,7 +163,7 @@ func TestSimSeriesHaveDCGMExportersLayouts(t *testing.T) {
 // NVML on a DGX H100 fake: GPUs only.
 func TestNVMLSeriesHaveDCGMExportersLayouts(t *testing.T) {
 	clk := sourcetest.NewClock(time.Unix(1_750_000_000, 0))
-	src, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+	src, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = src.Close() })
 	mfs := render(t, src, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FB_USED, gauge, f\nDCGM_FI_DEV_XID_ERRORS, gauge, x\nDCGM_EXP_XID_ERRORS_COUNT, gauge, c\nDCGM_FI_DRIVER_VERSION, label, d\n", clk)
@@ -268,7 +268,7 @@ func TestP2PStatusIsOneSeriesPerOrderedPair(t *testing.T) {
 			f.Update(1, func(g *nvmlfake.GPU) {
 				g.R.P2P = map[int]gonvml.GpuP2PStatus{6: gonvml.P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED}
 			})
-			src, err := nvml.New(nvml.Config{Lib: f, Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+			src, err := nvml.New(nvml.Config{Lib: f, Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond, Clock: clk})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = src.Close() })
 			return src

@@ -83,10 +83,12 @@ func checkNoInsight(t *testing.T, exposition []byte, gpu string, missing string)
 func TestInsightOverTheNVMLSource(t *testing.T) {
 	t.Run("hopper with GPM", func(t *testing.T) {
 		f := nvmlfake.New(nvmlfake.DGXH100)
-		nv, err := nvml.New(nvml.Config{Lib: f, Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+		// The source takes the engine's clock: GPM measures only between
+		// samples at least 100 ms apart on it.
+		clk := newClock()
+		nv, err := nvml.New(nvml.Config{Lib: f, Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond, Clock: clk})
 		require.NoError(t, err)
 		defer nv.Close()
-		clk := newClock()
 		e := insightEngine(t, nv, minimalSet(t), clk)
 		seq := int64(0)
 		drive(t, e, clk, scriptSamples*100*time.Millisecond, func(time.Time) {
@@ -114,10 +116,10 @@ func TestInsightOverTheNVMLSource(t *testing.T) {
 		assert.Zero(t, got[1].period, "a flat signal has no period")
 	})
 	t.Run("ampere without GPM", func(t *testing.T) {
-		nv, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXA100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+		clk := newClock()
+		nv, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXA100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond, Clock: clk})
 		require.NoError(t, err)
 		defer nv.Close()
-		clk := newClock()
 		e := insightEngine(t, nv, minimalSet(t), clk)
 		drive(t, e, clk, 5*time.Second, nil)
 		out := e.Render(nil)

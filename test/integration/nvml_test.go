@@ -44,7 +44,9 @@ func TestNVMLSourceMatchesTheSimSeries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := tc.set(t)
 			clk := newClock()
-			nv, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond})
+			// The source takes the engine's clock: GPM measures only
+			// between samples at least 100 ms apart on it.
+			nv, err := nvml.New(nvml.Config{Lib: nvmlfake.New(nvmlfake.DGXH100), Hostname: "node-1", Logger: quietLog(), EventWait: 20 * time.Millisecond, Clock: clk})
 			require.NoError(t, err)
 			defer nv.Close()
 			nvmlFamilies := scrapeOnce(t, nv, set, clk)

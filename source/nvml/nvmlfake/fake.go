@@ -16,6 +16,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	timesource "github.com/gpuscope/gpuscope/internal/clock"
 )
 
 // Model picks the DGX server the fake is built on.
@@ -60,6 +62,12 @@ type Readings struct {
 	FieldValues map[uint32]uint64
 	// NVLinkRawKiB answers the per-link raw throughput fields: [link]{tx, rx}.
 	NVLinkRawKiB [][2]uint64
+	// NVLinkDataKiB answers the per-link data throughput fields (the
+	// payload, without the protocol overhead the raw ones count):
+	// [link]{tx, rx}. Scope 0xFFFFFFFF answers the sum over the links, the
+	// scope DCGM reads the total with (DcgmCacheManager.cpp,
+	// DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL).
+	NVLinkDataKiB [][2]uint64
 	// VGPULicensed nil means "not a vGPU guest".
 	VGPULicensed  *bool
 	Serial, VBIOS string
@@ -70,15 +78,6 @@ type Readings struct {
 	P2P       map[int]gonvml.GpuP2PStatus
 	Processes []gonvml.ProcessInfo
 	ProcUtil  []gonvml.ProcessUtilizationSample
-}
-
-// Instance is one MIG GPU instance of a fake GPU.
-type Instance struct {
-	GI     *server.GpuInstance
-	Device *mock.Device
-	UUID   string
-	Memory gonvml.Memory_v2
-	GPM    map[gonvml.GpmMetricId]float64
 }
 
 // GPU is one fake GPU.
@@ -96,7 +95,9 @@ type GPU struct {
 	// closed: a GPU that hangs for as long as the test wants, however slow
 	// the machine running it.
 	Hold chan struct{}
-	Lost bool
+	// HoldCall holds only the named NVML method, as Hold holds them all.
+	HoldCall map[string]chan struct{}
+	Lost     bool
 	// Unbound takes the GPU away from its driver: NVML no longer counts,
 	// indexes or finds it, and its old handle answers GPU_IS_LOST. The
 	// bound GPUs are indexed from 0 in slot order, as NVML re-enumerates.
@@ -110,6 +111,7 @@ type sampleState struct {
 	gi    int
 	taken bool
 	freed bool
+	at    time.Time
 }
 
 // Fake is a scripted NVML.
@@ -125,6 +127,29 @@ type Fake struct {
 	// ended or that another PID namespace holds.
 	names     map[uint32]string
 	nameCalls int
+	// nonRoot answers as NVML answers a caller without privileges.
+	nonRoot bool
+	// gpmClock stamps GPM samples; metrics between samples closer than
+	// gpmRefresh are 0 (SetGPMRefresh).
+	gpmClock   timesource.Clock
+	gpmRefresh time.Duration
+}
+
+// SetGPMRefresh makes GPM answer as nvml.h warns it does: "The interval
+// between two nvmlGpmSampleGet() calls should be greater than 100ms due
+// to the internal sample refresh rate"; metrics between two samples taken
+// closer than refresh on clock are 0, the counters not having moved.
+func (f *Fake) SetGPMRefresh(clock timesource.Clock, refresh time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gpmClock, f.gpmRefresh = clock, refresh
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // SetProcessName names a process for SystemGetProcessName.
@@ -192,8 +217,9 @@ func defaultReadings(i int, total uint64) Readings {
 			gonvml.FI_DEV_NVLINK_LINK_COUNT: 2, gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION: 0,
 			gonvml.FI_DEV_POWER_INSTANT: 325_125,
 		},
-		NVLinkRawKiB: [][2]uint64{{100, 200}, {300, 400}},
-		Serial:       fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
+		NVLinkRawKiB:  [][2]uint64{{100, 200}, {300, 400}},
+		NVLinkDataKiB: [][2]uint64{{90, 180}, {270, 360}},
+		Serial:        fmt.Sprintf("165232300%04d", i), VBIOS: "96.00.74.00.01",
 		GPM: map[gonvml.GpmMetricId]float64{
 			gonvml.GPM_METRIC_GRAPHICS_UTIL: 90, gonvml.GPM_METRIC_SM_UTIL: 80, gonvml.GPM_METRIC_SM_OCCUPANCY: 50,
 			gonvml.GPM_METRIC_ANY_TENSOR_UTIL: 40, gonvml.GPM_METRIC_DRAM_BW_UTIL: 30, gonvml.GPM_METRIC_FP64_UTIL: 1,
@@ -237,6 +263,7 @@ func BusID(i int) string { return fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10)
 func (g *GPU) call(name string) gonvml.Return {
 	g.f.mu.Lock()
 	delay, hold, lost := g.Delay, g.Hold, g.Lost || g.Unbound
+	holdCall := g.HoldCall[name]
 	ret, injected := g.Errs[name]
 	g.f.mu.Unlock()
 	if delay > 0 {
@@ -244,6 +271,9 @@ func (g *GPU) call(name string) gonvml.Return {
 	}
 	if hold != nil {
 		<-hold
+	}
+	if holdCall != nil {
+		<-holdCall
 	}
 	switch {
 	case lost:
@@ -380,6 +410,11 @@ func (g *GPU) install(i int) {
 		return read(g, "GetPcieReplayCounter", func(r *Readings) int { return r.PCIeReplay })
 	}
 	d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+		// nvml.h: "On MIG-enabled GPUs, querying device utilization rates
+		// is not currently supported."
+		if g.migOn() {
+			return gonvml.Utilization{}, gonvml.ERROR_NOT_SUPPORTED
+		}
 		return read(g, "GetUtilizationRates", func(r *Readings) gonvml.Utilization { return r.Util })
 	}
 	d.GetEncoderUtilizationFunc = func() (uint32, uint32, gonvml.Return) {
@@ -396,9 +431,15 @@ func (g *GPU) install(i int) {
 		})
 	}
 	d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return gonvml.Memory_v2{}, ret
+		}
 		return read(g, "GetMemoryInfo_v2", func(r *Readings) gonvml.Memory_v2 { return r.Memory })
 	}
 	d.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return gonvml.Memory{}, ret
+		}
 		return read(g, "GetMemoryInfo", func(r *Readings) gonvml.Memory {
 			return gonvml.Memory{Total: r.Memory.Total, Free: r.Memory.Free, Used: r.Memory.Used}
 		})
@@ -442,6 +483,20 @@ func (g *GPU) install(i int) {
 					continue
 				}
 				setU64(v, g.R.NVLinkRawKiB[v.ScopeId][v.FieldId-gonvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX])
+			case v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+				dir := v.FieldId - gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+				switch {
+				case v.ScopeId == allLinks:
+					var sum uint64
+					for _, l := range g.R.NVLinkDataKiB {
+						sum += l[dir]
+					}
+					setU64(v, sum)
+				case int(v.ScopeId) < len(g.R.NVLinkDataKiB):
+					setU64(v, g.R.NVLinkDataKiB[v.ScopeId][dir])
+				default:
+					v.NvmlReturn = uint32(gonvml.ERROR_INVALID_ARGUMENT)
+				}
 			case v.FieldId == gonvml.FI_DEV_MEMORY_TEMP:
 				v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
 				binary.LittleEndian.PutUint32(v.Value[:], g.R.MemoryTemp)
@@ -490,6 +545,9 @@ func (g *GPU) install(i int) {
 	d.GpmSampleGetFunc = func(smp gonvml.GpmSample) gonvml.Return { return g.f.takeSample(g, -1, smp) }
 	d.GpmMigSampleGetFunc = func(gi int, smp gonvml.GpmSample) gonvml.Return { return g.f.takeSample(g, gi, smp) }
 	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		if ret := g.privileged(); ret != gonvml.SUCCESS {
+			return nil, ret
+		}
 		return read(g, "GetComputeRunningProcesses", func(r *Readings) []gonvml.ProcessInfo {
 			return append([]gonvml.ProcessInfo(nil), r.Processes...)
 		})
@@ -518,70 +576,15 @@ func (g *GPU) install(i int) {
 		g.f.mu.Unlock()
 		return gonvml.SUCCESS
 	}
-	d.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, g.call("GetMaxMigDeviceCount") }
-	d.GetMigDeviceHandleByIndexFunc = func(n int) (gonvml.Device, gonvml.Return) {
-		if ret := g.call("GetMigDeviceHandleByIndex"); ret != gonvml.SUCCESS {
-			return nil, ret
-		}
-		g.f.mu.Lock()
-		defer g.f.mu.Unlock()
-		if n < 0 || n >= len(g.Instances) {
-			return nil, gonvml.ERROR_NOT_FOUND
-		}
-		return g.Instances[n].Device, gonvml.SUCCESS
-	}
-	d.GetGpuInstanceByIdFunc = func(id int) (gonvml.GpuInstance, gonvml.Return) {
-		g.f.mu.Lock()
-		defer g.f.mu.Unlock()
-		for _, in := range g.Instances {
-			if int(in.GI.Info.Id) == id {
-				return in.GI, gonvml.SUCCESS
-			}
-		}
-		return nil, gonvml.ERROR_NOT_FOUND
-	}
+	g.installMIG()
 }
+
+// allLinks is the field-value scope of every NVLink of a GPU.
+const allLinks = 0xFFFFFFFF
 
 func setU64(v *gonvml.FieldValue, x uint64) {
 	v.NvmlReturn, v.ValueType = uint32(gonvml.SUCCESS), uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
 	binary.LittleEndian.PutUint64(v.Value[:], x)
-}
-
-// EnableMIG turns MIG on for a GPU and creates one GPU instance per
-// profile index (gonvml.GPU_INSTANCE_PROFILE_*), with a MIG device each.
-func (f *Fake) EnableMIG(gpu int, profiles ...int) []*Instance {
-	g := f.GPUs[gpu]
-	g.SetMigMode(gonvml.DEVICE_MIG_ENABLE)
-	var out []*Instance
-	for _, idx := range profiles {
-		info := g.Config.MIGProfiles.GpuInstanceProfiles[idx]
-		gi, _ := g.CreateGpuInstance(&info)
-		sgi := gi.(*server.GpuInstance)
-		// A MIG UUID has the form of a GPU's (MIG-<8-4-4-4-12 hex>); the
-		// instance's ends in its GPU instance ID.
-		body := g.UUID[len("GPU-"):]
-		in := &Instance{GI: sgi, UUID: fmt.Sprintf("MIG-%s%04x", body[:len(body)-4], sgi.Info.Id),
-			Memory: gonvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: 1 << 30, Free: info.MemorySizeMB<<20 - 1<<30},
-			GPM:    map[gonvml.GpmMetricId]float64{gonvml.GPM_METRIC_SM_UTIL: 25, gonvml.GPM_METRIC_DRAM_BW_UTIL: 15}}
-		md := &mock.Device{}
-		giID := int(sgi.Info.Id)
-		md.GetUUIDFunc = func() (string, gonvml.Return) { return in.UUID, g.call("GetUUID") }
-		md.GetGpuInstanceIdFunc = func() (int, gonvml.Return) { return giID, gonvml.SUCCESS }
-		md.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
-			if ret := g.call("MIG.GetMemoryInfo_v2"); ret != gonvml.SUCCESS {
-				return gonvml.Memory_v2{}, ret
-			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			return in.Memory, gonvml.SUCCESS
-		}
-		in.Device = md
-		out = append(out, in)
-	}
-	f.mu.Lock()
-	g.Instances = append(g.Instances, out...)
-	f.mu.Unlock()
-	return out
 }
 
 func (f *Fake) takeSample(g *GPU, gi int, smp gonvml.GpmSample) gonvml.Return {
@@ -595,6 +598,9 @@ func (f *Fake) takeSample(g *GPU, gi int, smp gonvml.GpmSample) gonvml.Return {
 		return gonvml.ERROR_INVALID_ARGUMENT
 	}
 	st.gpu, st.gi, st.taken = g, gi, true
+	if f.gpmClock != nil {
+		st.at = f.gpmClock.Now()
+	}
 	return gonvml.SUCCESS
 }
 
@@ -634,6 +640,13 @@ func (f *Fake) installServer() {
 		s2, ok2 := f.samples[m.Sample2.(*mock.GpmSample)]
 		if !ok1 || !ok2 || !s1.taken || !s2.taken || s1.freed || s2.freed || s1.gpu != s2.gpu || s1.gi != s2.gi {
 			return gonvml.ERROR_INVALID_ARGUMENT
+		}
+		if f.gpmClock != nil && absDuration(s2.at.Sub(s1.at)) < f.gpmRefresh {
+			// Inside one refresh period the counters have not moved.
+			for i := 0; i < int(m.NumMetrics); i++ {
+				m.Metrics[i].NvmlReturn, m.Metrics[i].Value = uint32(gonvml.SUCCESS), 0
+			}
+			return gonvml.SUCCESS
 		}
 		values := s2.gpu.R.GPM
 		if s2.gi >= 0 {
