@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -113,7 +114,7 @@ func checkSnapshot(c *smicapture.Capture, s *smicapture.Snapshot) ([]Row, error)
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	src, err := nvml.New(nvml.Config{Lib: fake, Logger: logrus.NewEntry(log)})
+	src, err := nvml.New(nvml.Config{Lib: fake, Logger: logrus.NewEntry(log), EventWait: 10 * time.Millisecond})
 	if err != nil {
 		return nil, fmt.Errorf("NVML source on the capture: %w", err)
 	}
