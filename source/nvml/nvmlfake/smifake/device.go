@@ -61,9 +61,22 @@ func ViolationNs(g *smicapture.GPU, p gonvml.PerfPolicyType) (uint64, bool) {
 
 func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Device, []string, error) {
 	d := &mock.Device{}
-	q := g.Q
 	uuid := g.Field("uuid").Text()
 	d.GetUUIDFunc = func() (string, gonvml.Return) { return uuid, gonvml.SUCCESS }
+	installIdentity(d, g)
+	installClocks(d, g)
+	installPower(d, g)
+	installStates(d, g)
+	migUUIDs, err := installRest(d, c, index, g, uuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, migUUIDs, nil
+}
+
+// installIdentity answers the identity calls.
+func installIdentity(d *mock.Device, g *smicapture.GPU) {
+	q := g.Q
 	d.GetNameFunc = func() (string, gonvml.Return) { return g.Field("name").Text(), gonvml.SUCCESS }
 	d.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
 		var p gonvml.PciInfo
@@ -91,6 +104,11 @@ func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Devic
 		}
 		return b, gonvml.SUCCESS
 	}
+}
+
+// installClocks answers the clock and temperature calls.
+func installClocks(d *mock.Device, g *smicapture.GPU) {
+	q := g.Q
 	clocks := map[gonvml.ClockType]smicapture.Value{gonvml.CLOCK_SM: g.Field("clocks.current.sm"),
 		gonvml.CLOCK_MEM: g.Field("clocks.current.memory"), gonvml.CLOCK_VIDEO: g.Field("clocks.current.video"),
 		gonvml.CLOCK_GRAPHICS: g.Field("clocks.current.graphics")}
@@ -120,6 +138,11 @@ func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Devic
 		}
 		return 0, notSupported
 	}
+}
+
+// installPower answers the power, PCIe and utilisation calls.
+func installPower(d *mock.Device, g *smicapture.GPU) {
+	q := g.Q
 	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return u32(g.Field("power.draw"), 1000) }
 	d.GetPowerManagementLimitFunc = func() (uint32, gonvml.Return) { return u32(g.Field("power.limit"), 1000) }
 	d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return u32(g.Field("enforced.power.limit"), 1000) }
@@ -171,6 +194,11 @@ func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Devic
 		}
 		return gonvml.ViolationTime{ReferenceTime: 1, ViolationTime: ns}, gonvml.SUCCESS
 	}
+}
+
+// installStates answers the state, mode and memory calls.
+func installStates(d *mock.Device, g *smicapture.GPU) {
+	q := g.Q
 	d.GetPerformanceStateFunc = func() (gonvml.Pstates, gonvml.Return) {
 		p := g.Field("pstate").Text()
 		n, ret := integer(smicapture.NewValue(strings.TrimPrefix(p, "P")))
@@ -240,6 +268,12 @@ func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Devic
 		m, ret := d.GetMemoryInfo_v2Func()
 		return gonvml.Memory{Total: m.Total, Free: m.Free, Used: m.Used}, ret
 	}
+}
+
+// installRest answers the calls nvidia-smi has nothing for, and the MIG
+// and process calls.
+func installRest(d *mock.Device, c *smicapture.Capture, index int, g *smicapture.GPU, uuid string) ([]string, error) {
+	q := g.Q
 	installErrors(d, g)
 	installFieldValues(d, c, index, g)
 	d.GetGridLicensableFeaturesFunc = func() (gonvml.GridLicensableFeatures, gonvml.Return) {
@@ -258,11 +292,7 @@ func newDevice(c *smicapture.Capture, index int, g *smicapture.GPU) (*mock.Devic
 	d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) { return gonvml.EventTypeXidCriticalError, gonvml.SUCCESS }
 	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return computeProcesses(g), gonvml.SUCCESS }
 	d.GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) { return nil, notSupported }
-	migUUIDs, err := installMIG(d, g, uuid)
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, migUUIDs, nil
+	return installMIG(d, g, uuid)
 }
 
 func migMode(on bool) int {
