@@ -8,6 +8,7 @@
 # Exit 0 when every field agrees, 1 when one differs, 2 on bad input.
 #
 #   scripts/check-capture.sh my-node.txt
+#   scripts/check-capture.sh -quiet my-node.txt   # only the lines that differ
 #   scripts/check-capture.sh               # every capture in $GPUSCOPE_CAPTURES_DIR
 #                                          # (default ../shared/compat/nvidia-smi-captures)
 #
@@ -16,7 +17,14 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 
-files=("$@")
+flags=()
+files=()
+for a in "$@"; do
+  case "$a" in
+    -*) flags+=("$a") ;;
+    *) files+=("$a") ;;
+  esac
+done
 if [ "${#files[@]}" -eq 0 ]; then
   dir="${GPUSCOPE_CAPTURES_DIR:-$repo/../shared/compat/nvidia-smi-captures}"
   shopt -s nullglob
@@ -41,4 +49,4 @@ elif [ ! -x "$bin" ]; then
   echo "check-capture: no Go toolchain and no prebuilt $bin" >&2
   exit 2
 fi
-exec "$bin" "${files[@]}"
+exec "$bin" ${flags[@]+"${flags[@]}"} "${files[@]}"
