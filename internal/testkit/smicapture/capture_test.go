@@ -1,6 +1,7 @@
 package smicapture
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,4 +162,18 @@ func TestSharedCapturesParse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDirEnvMovesTheCaptures: GPUSCOPE_CAPTURES_DIR points the tests and
+// scripts/check-capture.sh at another folder of captures.
+func TestDirEnvMovesTheCaptures(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.txt"), []byte(tiny), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte(tiny), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), nil, 0o600))
+	t.Setenv(DirEnv, dir)
+	assert.Equal(t, dir, DefaultDir())
+	assert.Equal(t, []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")}, TestFiles(t))
+	t.Setenv(DirEnv, "")
+	assert.True(t, strings.HasSuffix(DefaultDir(), filepath.Join("shared", "compat", "nvidia-smi-captures")))
 }
