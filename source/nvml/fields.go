@@ -100,6 +100,10 @@ var fieldMap = map[uint16]fieldSpec{
 		v, ret := r.h.GetPcieReplayCounter()
 		return float64(v), nvmlErr("GetPcieReplayCounter", ret)
 	}},
+	fieldid.PCIeLinkGen:      {value: readPCIeLinkGen},
+	fieldid.PCIeMaxLinkGen:   {value: readPCIeMaxLinkGen},
+	fieldid.PCIeLinkWidth:    {value: readPCIeLinkWidth},
+	fieldid.PCIeMaxLinkWidth: {value: readPCIeMaxLinkWidth},
 
 	fieldid.GPUUtil:     {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Gpu), err }},
 	fieldid.MemCopyUtil: {value: func(r *reading) (float64, error) { u, err := r.utilization(); return float64(u.Memory), err }},

@@ -19,8 +19,18 @@ func readPstate(r *reading) (float64, error) {
 	return float64(p), nvmlErr("GetPerformanceState", ret)
 }
 
+// readComputeMode is the compute mode in DCGM's numbering, which drops
+// NVML's removed exclusive-thread mode: NVML's prohibited (2) is DCGM's 1
+// and its exclusive-process (3) DCGM's 2 (DCGM,
+// dcgmlib/src/DcgmCacheManager.cpp, case DCGM_FI_DEV_GPU_COMPUTE_MODE).
 func readComputeMode(r *reading) (float64, error) {
 	m, ret := r.h.GetComputeMode()
+	switch m {
+	case gonvml.COMPUTEMODE_PROHIBITED:
+		m = 1
+	case gonvml.COMPUTEMODE_EXCLUSIVE_PROCESS:
+		m = 2
+	}
 	return float64(m), nvmlErr("GetComputeMode", ret)
 }
 

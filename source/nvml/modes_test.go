@@ -23,7 +23,19 @@ func TestStatesInDCGMsEncoding(t *testing.T) {
 	}{
 		{"P-state 8", fieldid.Pstate, func(r *nvmlfake.Readings) { r.Pstate = gonvml.PSTATE_8 }, 8, false},
 		{"unknown P-state is absent", fieldid.Pstate, func(r *nvmlfake.Readings) { r.Pstate = gonvml.PSTATE_UNKNOWN }, 0, true},
-		{"exclusive-process compute mode", fieldid.ComputeMode, func(r *nvmlfake.Readings) { r.ComputeMode = gonvml.COMPUTEMODE_EXCLUSIVE_PROCESS }, 3, false},
+		// DCGM numbers compute modes without NVML's removed exclusive-thread
+		// mode (DCGM, dcgmlib/src/DcgmCacheManager.cpp, case
+		// DCGM_FI_DEV_GPU_COMPUTE_MODE): prohibited is 1, exclusive-process 2.
+		{"default compute mode", fieldid.ComputeMode, func(r *nvmlfake.Readings) { r.ComputeMode = gonvml.COMPUTEMODE_DEFAULT }, 0, false},
+		{"prohibited compute mode", fieldid.ComputeMode, func(r *nvmlfake.Readings) { r.ComputeMode = gonvml.COMPUTEMODE_PROHIBITED }, 1, false},
+		{"exclusive-process compute mode", fieldid.ComputeMode, func(r *nvmlfake.Readings) { r.ComputeMode = gonvml.COMPUTEMODE_EXCLUSIVE_PROCESS }, 2, false},
+		// The PCIe link as nvidia-smi's pcie.link.* shows it: a Gen5 x16
+		// GPU that trained at Gen4 x8 (DcgmCacheManager.cpp,
+		// DCGM_FI_DEV_PCIE_LINK_GEN and the three beside it).
+		{"PCIe link generation", fieldid.PCIeLinkGen, func(r *nvmlfake.Readings) { r.PCIeGen = [2]int{4, 5} }, 4, false},
+		{"PCIe max link generation", fieldid.PCIeMaxLinkGen, func(r *nvmlfake.Readings) { r.PCIeGen = [2]int{4, 5} }, 5, false},
+		{"PCIe link width", fieldid.PCIeLinkWidth, func(r *nvmlfake.Readings) { r.PCIeWidth = [2]int{8, 16} }, 8, false},
+		{"PCIe max link width", fieldid.PCIeMaxLinkWidth, func(r *nvmlfake.Readings) { r.PCIeWidth = [2]int{8, 16} }, 16, false},
 		{"persistence off", fieldid.PersistenceMode, func(r *nvmlfake.Readings) { r.Persistence = gonvml.FEATURE_DISABLED }, 0, false},
 		{"fabric training in progress", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
 			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_IN_PROGRESS}

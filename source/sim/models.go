@@ -14,14 +14,26 @@ type model struct {
 	// Framebuffer, MiB, as NVML reports it.
 	fbTotal, fbReserved int64
 	idleW, limitW       float64
-	maxSMClock          float64 // MHz
-	idleSMClock         float64
-	memClock            float64
-	links               int     // NVLinks per GPU
-	linkBytes           float64 // bytes/s per direction per link
-	pcieBytes           float64 // usable bytes/s per direction
-	tempRise            float64 // C above ambient at the power limit
-	vbios               string
+	// minLimitW and maxLimitW bound the power limit an operator may set;
+	// zero takes 2/7 of the limit and the limit, as on an H100 SXM.
+	minLimitW, maxLimitW float64
+	maxSMClock           float64 // MHz
+	idleSMClock          float64
+	memClock             float64
+	// idleVideo and busyVideo are the video clock idle and busy, MHz;
+	// zero follows the SM clock (0.386 and 0.886 of its maximum).
+	idleVideo, busyVideo float64
+	// pcieGen and pcieWidth are the PCIe link the GPU trains at in a slot
+	// of its own generation (nvidia-smi's pcie.link.gen.max, .width.max).
+	pcieGen, pcieWidth int
+	links              int     // NVLinks per GPU
+	linkBytes          float64 // bytes/s per direction per link
+	pcieBytes          float64 // usable bytes/s per direction
+	tempRise           float64 // C above ambient at the power limit
+	// tempBase is how far (C) the die sits above ambient at no power: the
+	// fan curve of a card that keeps its fan slow until it is warm.
+	tempBase float64
+	vbios    string
 	// computeCap is the CUDA compute capability as DCGM reports it,
 	// major<<16|minor written out ("589824" is 9.0); fabric says whether the GPU joins an NVLink fabric that
 	// the fabric manager sets up (Hopper's NVSwitch systems).
@@ -39,6 +51,10 @@ type migProfile struct {
 	name      string
 	compute   int // compute slices out of 7
 	memSlices int // memory slices out of 8
+	// memMiB is the instance's framebuffer as nvidia-smi shows it, where
+	// a capture shows one; zero takes memSlices eighths of the usable
+	// framebuffer.
+	memMiB int64
 }
 
 // migSlices is the number of compute slices of a full GPU.
@@ -47,46 +63,83 @@ const (
 	migMemSlices     = 8
 )
 
+// hopper80Profiles are the H100's; the instance memory of 1g.10gb,
+// 2g.20gb and 3g.40gb is what nvidia-smi -q shows on a real H100 in MIG
+// mode (../shared/compat/nvidia-smi-captures, h100-mig).
 var hopper80Profiles = []migProfile{
-	{"1g.10gb", 1, 1}, {"1g.20gb", 1, 2}, {"2g.20gb", 2, 2}, {"3g.40gb", 3, 4}, {"4g.40gb", 4, 4}, {"7g.80gb", 7, 8},
+	{"1g.10gb", 1, 1, 9984}, {"1g.20gb", 1, 2, 0}, {"2g.20gb", 2, 2, 20096}, {"3g.40gb", 3, 4, 40448}, {"4g.40gb", 4, 4, 0}, {"7g.80gb", 7, 8, 0},
+}
+
+// ampere80Profiles are the A100's, without measured instance memory.
+var ampere80Profiles = []migProfile{
+	{"1g.10gb", 1, 1, 0}, {"1g.20gb", 1, 2, 0}, {"2g.20gb", 2, 2, 0}, {"3g.40gb", 3, 4, 0}, {"4g.40gb", 4, 4, 0}, {"7g.80gb", 7, 8, 0},
 }
 
 var models = map[string]*model{
 	"h100": {
-		key: "h100", name: "NVIDIA H100 80GB HBM3", fbTotal: 81559, fbReserved: 592,
-		idleW: 72, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 2619,
-		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 42, vbios: "96.00.99.00.01",
+		key: "h100", name: "NVIDIA H100 80GB HBM3", fbTotal: 81559, fbReserved: 479,
+		idleW: 70, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 2619,
+		idleVideo: 765, busyVideo: 1545, pcieGen: 5, pcieWidth: 16,
+		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempBase: 11, tempRise: 22, vbios: "96.00.A5.00.01",
 		computeCap: "589824", fabric: true,
 		migProfiles: hopper80Profiles,
 	},
 	"h200": {
-		key: "h200", name: "NVIDIA H200", fbTotal: 143771, fbReserved: 638,
+		key: "h200", name: "NVIDIA H200", fbTotal: 143771, fbReserved: 614,
 		idleW: 78, limitW: 700, maxSMClock: 1980, idleSMClock: 345, memClock: 3201,
-		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 40, vbios: "96.00.A5.00.01",
+		idleVideo: 765, busyVideo: 1545, pcieGen: 5, pcieWidth: 16,
+		links: 18, linkBytes: 25e9, pcieBytes: 50e9, tempRise: 27, vbios: "96.00.A5.00.03",
 		computeCap: "589824", fabric: true,
 		migProfiles: []migProfile{
-			{"1g.18gb", 1, 1}, {"1g.35gb", 1, 2}, {"2g.35gb", 2, 2}, {"3g.71gb", 3, 4}, {"4g.71gb", 4, 4}, {"7g.141gb", 7, 8},
+			{"1g.18gb", 1, 1, 0}, {"1g.35gb", 1, 2, 0}, {"2g.35gb", 2, 2, 0}, {"3g.71gb", 3, 4, 0}, {"4g.71gb", 4, 4, 0}, {"7g.141gb", 7, 8, 0},
 		},
 	},
 	"a100": {
 		key: "a100", name: "NVIDIA A100-SXM4-80GB", fbTotal: 81920, fbReserved: 571,
 		idleW: 58, limitW: 400, maxSMClock: 1410, idleSMClock: 210, memClock: 1593,
 		links: 12, linkBytes: 25e9, pcieBytes: 25e9, tempRise: 38, vbios: "92.00.45.00.06",
-		computeCap:  "524288",
-		migProfiles: hopper80Profiles,
+		computeCap: "524288", pcieGen: 4, pcieWidth: 16,
+		migProfiles: ampere80Profiles,
 	},
 	// A workstation card with a blower fan, for the fan scenarios.
 	"rtx6000ada": {
 		key: "rtx6000ada", name: "NVIDIA RTX 6000 Ada Generation", fbTotal: 49140, fbReserved: 495,
 		idleW: 24, limitW: 300, maxSMClock: 2505, idleSMClock: 210, memClock: 10001,
 		links: 0, pcieBytes: 25e9, tempRise: 38, vbios: "95.02.5C.00.02",
+		computeCap: "524297", fan: true, pcieGen: 4, pcieWidth: 16,
+	},
+	// The models below are calibrated against real nvidia-smi captures
+	// (../shared/compat/nvidia-smi-captures; capture_test.go holds the
+	// sim to them). The L40S of the capture ran at its maximum clocks in
+	// P0 throughout, drawing 110 W and more without load, so its idle
+	// power is that.
+	"l40s": {
+		key: "l40s", name: "NVIDIA L40S", fbTotal: 46068, fbReserved: 609,
+		idleW: 110, limitW: 350, minLimitW: 100, maxSMClock: 2520, idleSMClock: 2520, memClock: 9001,
+		idleVideo: 1965, busyVideo: 1965, pcieGen: 4, pcieWidth: 16,
+		links: 0, pcieBytes: 25e9, tempBase: 20, tempRise: 30, vbios: "95.02.66.00.02",
+		computeCap: "524297",
+	},
+	// Consumer cards with fans of their own.
+	"rtx4080super": {
+		key: "rtx4080super", name: "NVIDIA GeForce RTX 4080 SUPER", fbTotal: 16376, fbReserved: 434,
+		idleW: 26, limitW: 320, minLimitW: 150, maxLimitW: 400, maxSMClock: 3165, idleSMClock: 210, memClock: 11501,
+		idleVideo: 1185, busyVideo: 2145, pcieGen: 4, pcieWidth: 16,
+		links: 0, pcieBytes: 25e9, tempBase: 14, tempRise: 20, vbios: "95.03.44.00.B2",
 		computeCap: "524297", fan: true,
+	},
+	"rtx2080super": {
+		key: "rtx2080super", name: "NVIDIA GeForce RTX 2080 SUPER", fbTotal: 8192, fbReserved: 408,
+		idleW: 39, limitW: 250, minLimitW: 105, maxLimitW: 350, maxSMClock: 2145, idleSMClock: 765, memClock: 7751,
+		idleVideo: 705, busyVideo: 1905, pcieGen: 3, pcieWidth: 16,
+		links: 0, pcieBytes: 12e9, tempBase: 10, tempRise: 20, vbios: "90.04.7A.40.73",
+		computeCap: "458757", fan: true,
 	},
 	"l4": {
 		key: "l4", name: "NVIDIA L4", fbTotal: 23034, fbReserved: 431,
 		idleW: 16, limitW: 72, maxSMClock: 2040, idleSMClock: 210, memClock: 6251,
 		links: 0, pcieBytes: 25e9, tempRise: 45, vbios: "95.04.29.00.01",
-		computeCap: "524297",
+		computeCap: "524297", pcieGen: 4, pcieWidth: 16,
 	},
 }
 

@@ -251,7 +251,7 @@ func (s *Source) addInstances(g *gpuSim, pid func(a, b uint64) uint32) {
 		key := uint64(1000 + i*16 + k)
 		gi := &giSim{
 			idx: k, ent: &e, prof: p, job: newJob(s.seed, key),
-			fbTotal: int64(p.memSlices) * (usable / migMemSlices),
+			fbTotal: instanceMemory(p, usable),
 			memFrac: 0.75 + 0.13*fraction(hash4(s.seed, key, tagMem, 0)),
 			pid:     pid(uint64(i), uint64(10+k)),
 		}
@@ -570,4 +570,14 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// instanceMemory is a MIG instance's framebuffer, MiB: what a real GPU
+// shows for the profile where it is known, else its share of the usable
+// framebuffer.
+func instanceMemory(p migProfile, usable int64) int64 {
+	if p.memMiB > 0 {
+		return p.memMiB
+	}
+	return int64(p.memSlices) * (usable / migMemSlices)
 }

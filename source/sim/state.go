@@ -83,8 +83,8 @@ func (s *Source) start(tick int64) {
 	m := s.cfg.model
 	idle := m.idleW / m.limitW
 	for _, g := range s.gpus {
-		g.temp = g.ambient + m.tempRise*idle
-		g.memTemp = g.ambient + m.tempRise*idle + hbmMargin
+		g.temp = g.ambient + m.tempBase + m.tempRise*idle
+		g.memTemp = g.ambient + m.tempBase + m.tempRise*idle + hbmMargin
 		g.powerAvg = m.idleW
 		uptime := (1 + 29*fraction(hash4(s.seed, uint64(g.idx), tagEnergy, 0))) * 86400
 		g.energy = math.Floor(uptime * m.idleW * 1.5 * 1000)
@@ -109,8 +109,8 @@ func (s *Source) step(g *gpuSim, t int64, tsec float64) {
 	if g.plan != nil {
 		s.stepPlan(g, t, tsec, frac)
 	}
-	g.temp += (g.ambient + m.tempRise*frac + g.sinkExcess - g.temp) * (tickSec / 25)
-	g.memTemp += (g.ambient + m.tempRise*frac + hbmMargin + 6*a.dram - g.memTemp) * (tickSec / 40)
+	g.temp += (g.ambient + m.tempBase + m.tempRise*frac + g.sinkExcess - g.temp) * (tickSec / 25)
+	g.memTemp += (g.ambient + m.tempBase + m.tempRise*frac + hbmMargin + 6*a.dram - g.memTemp) * (tickSec / 40)
 	const dt = float64(tickNS)
 	if capped {
 		g.viol[violPower] += dt
@@ -262,12 +262,7 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 	case fieldid.MemClock:
 		return m.memClock, true
 	case fieldid.VideoClock:
-		// The video clock follows the SM clock at about the ratio an H100
-		// shows (765 MHz idle, 1755 MHz busy against 1980 MHz SM).
-		if g.act.idle {
-			return math.Round(m.maxSMClock * 0.386), true
-		}
-		return math.Round(m.maxSMClock * 0.886), true
+		return videoClock(m, g.act.idle), true
 	case fieldid.Pstate, fieldid.ComputeMode, fieldid.GetGPURecoveryAction:
 		// Data-center GPUs stay in P0 under persistence mode, busy or not;
 		// the compute mode is Default and no recovery action is pending.
@@ -282,11 +277,14 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 	case fieldid.FabricManagerStatus:
 		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
 		return 3, true
-	case fieldid.PowerMgmtLimitDef, fieldid.PowerMgmtLimitMax:
+	case fieldid.PowerMgmtLimitDef:
 		return m.limitW, true
-	case fieldid.PowerMgmtLimitMin:
-		// About 2/7 of the limit, as an H100 SXM allows 200 W of 700 W.
-		return math.Round(m.limitW * 2 / 7), true
+	case fieldid.PowerMgmtLimitMin, fieldid.PowerMgmtLimitMax:
+		return powerLimitRange(m, id == fieldid.PowerMgmtLimitMax), true
+	case fieldid.PCIeLinkGen, fieldid.PCIeMaxLinkGen:
+		return float64(m.pcieGen), true
+	case fieldid.PCIeLinkWidth, fieldid.PCIeMaxLinkWidth:
+		return float64(m.pcieWidth), true
 	case fieldid.PCIeTXThroughput:
 		return math.Round(g.act.pcieTX * m.pcieBytes / 1024), true
 	case fieldid.PCIeRXThroughput:
@@ -523,4 +521,33 @@ func (s *Source) text(g *gpuSim, id uint16) string {
 		return s.cfg.model.computeCap
 	}
 	return ""
+}
+
+// videoClock is the model's video clock idle or busy; a model without
+// measured ones follows its SM clock at the ratio an H100 shows.
+func videoClock(m *model, idle bool) float64 {
+	switch {
+	case idle && m.idleVideo > 0:
+		return m.idleVideo
+	case !idle && m.busyVideo > 0:
+		return m.busyVideo
+	case idle:
+		return math.Round(m.maxSMClock * 0.386)
+	}
+	return math.Round(m.maxSMClock * 0.886)
+}
+
+// powerLimitRange is the lowest or highest power limit an operator may
+// set; a model without measured ones allows 2/7 of its limit up to the
+// limit, as an H100 SXM allows 200 W to 700 W.
+func powerLimitRange(m *model, highest bool) float64 {
+	switch {
+	case highest && m.maxLimitW > 0:
+		return m.maxLimitW
+	case highest:
+		return m.limitW
+	case m.minLimitW > 0:
+		return m.minLimitW
+	}
+	return math.Round(m.limitW * 2 / 7)
 }

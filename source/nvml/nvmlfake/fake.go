@@ -46,9 +46,12 @@ type Readings struct {
 	EnergyMJ                                              uint64
 	PCIeTxKBs, PCIeRxKBs                                  uint32
 	PCIeReplay                                            int
-	Util                                                  gonvml.Utilization
-	EncUtil, DecUtil                                      uint32
-	ClockEventReasons                                     uint64
+	// PCIeGen and PCIeWidth are the link's current and maximum
+	// generation and width: {current, max}.
+	PCIeGen, PCIeWidth [2]int
+	Util               gonvml.Utilization
+	EncUtil, DecUtil   uint32
+	ClockEventReasons  uint64
 	// ViolationNs is indexed by gonvml.PerfPolicyType.
 	ViolationNs map[gonvml.PerfPolicyType]uint64
 	Memory      gonvml.Memory_v2
@@ -199,6 +202,7 @@ func defaultReadings(i int, total uint64) Readings {
 		GPUTemp: uint32(40 + i), SlowdownTemp: 87, ShutdownTemp: 92, MemoryTemp: uint32(50 + i),
 		PowerMW: 312_500, PowerLimitMW: 700_000, EnforcedLimitMW: 700_000, EnergyMJ: 123_456_789,
 		PCIeTxKBs: 2048, PCIeRxKBs: 4096, PCIeReplay: 3,
+		PCIeGen: [2]int{5, 5}, PCIeWidth: [2]int{16, 16},
 		Util: gonvml.Utilization{Gpu: 87, Memory: 42}, EncUtil: 0, DecUtil: 5,
 		ClockEventReasons: 0x1,
 		ViolationNs: map[gonvml.PerfPolicyType]uint64{
@@ -408,6 +412,18 @@ func (g *GPU) install(i int) {
 	}
 	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) {
 		return read(g, "GetPcieReplayCounter", func(r *Readings) int { return r.PCIeReplay })
+	}
+	d.GetCurrPcieLinkGenerationFunc = func() (int, gonvml.Return) {
+		return read(g, "GetCurrPcieLinkGeneration", func(r *Readings) int { return r.PCIeGen[0] })
+	}
+	d.GetMaxPcieLinkGenerationFunc = func() (int, gonvml.Return) {
+		return read(g, "GetMaxPcieLinkGeneration", func(r *Readings) int { return r.PCIeGen[1] })
+	}
+	d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) {
+		return read(g, "GetCurrPcieLinkWidth", func(r *Readings) int { return r.PCIeWidth[0] })
+	}
+	d.GetMaxPcieLinkWidthFunc = func() (int, gonvml.Return) {
+		return read(g, "GetMaxPcieLinkWidth", func(r *Readings) int { return r.PCIeWidth[1] })
 	}
 	d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
 		// nvml.h: "On MIG-enabled GPUs, querying device utilization rates
