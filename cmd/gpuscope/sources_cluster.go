@@ -33,7 +33,7 @@ func openClusterEnrichers(ctx context.Context, cfg *config.Config, set *counters
 		out = append(out, pa)
 	}
 	if dir := cfg.HPCJobDir; dir != "" {
-		hj, err := hpcjob.New(dir, hpcjob.WithLogger(log.WithField("component", "hpcjob")))
+		hj, err := hpcjob.New(dir, hpcjob.WithLogger(log.WithField("component", "hpcjob")), hpcjob.WithEntities(entities))
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", cfg.Flag(config.FlagHPCJobDir), dir, err)
 		}

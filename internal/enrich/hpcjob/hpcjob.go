@@ -14,11 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -40,6 +43,9 @@ const (
 	maxJobsPerFile = 64
 	maxJobIDLen    = 128
 	maxLogged      = 256
+	// maxGPUIndex bounds the GPU index of a file read before the node's
+	// entity list is known: no node has more GPUs.
+	maxGPUIndex = 63
 )
 
 // DefaultInterval is the period of the background refresh.
@@ -66,6 +72,11 @@ func WithInterval(d time.Duration) Option { return func(e *Enricher) { e.interva
 // WithReadTimeout bounds each read of the directory.
 func WithReadTimeout(d time.Duration) Option { return func(e *Enricher) { e.readTimeout = d } }
 
+// WithEntities gives the node's entities: files naming a GPU or MIG
+// instance not among them are neither read nor held. An empty list (not
+// known yet) reads GPU indexes up to maxGPUIndex.
+func WithEntities(f func() []*source.Entity) Option { return func(e *Enricher) { e.entities = f } }
+
 // WithLogger sets the logger.
 func WithLogger(l logrus.FieldLogger) Option { return func(e *Enricher) { e.log = l } }
 
@@ -76,6 +87,7 @@ type Enricher struct {
 	readTimeout time.Duration
 	log         logrus.FieldLogger
 	now         func() time.Time
+	entities    func() []*source.Entity
 	// open opens a mapping file for reading; openRegular.
 	open func(path string) (io.ReadCloser, error)
 	// inflight is closed when a read that outlived its timeout returns;
@@ -258,6 +270,7 @@ func (e *Enricher) readBounded(prev map[string][]string) (map[string][]string, e
 // names returns the GPU and MIG file names of the directory, looking at
 // every entry, at most maxFiles of them.
 func (e *Enricher) names() ([]string, error) {
+	keep := e.wanted()
 	d, err := os.Open(e.dir)
 	if err != nil {
 		return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
@@ -267,7 +280,7 @@ func (e *Enricher) names() ([]string, error) {
 	for {
 		batch, err := d.Readdirnames(dirBatch)
 		for _, n := range batch {
-			if !fileNameRe.MatchString(n) {
+			if !keep(n) {
 				continue
 			}
 			if len(out) == maxFiles {
@@ -285,6 +298,41 @@ func (e *Enricher) names() ([]string, error) {
 			return nil, fmt.Errorf("job mapping directory %s: %w", e.dir, err)
 		}
 	}
+}
+
+// wanted returns the test a file name passes to be read: a GPU or MIG
+// instance of the node, or, while the node's entities are not known, a GPU
+// index up to maxGPUIndex. A directory of files naming GPUs that do not
+// exist then costs a listing, not a parse and a copy of each.
+func (e *Enricher) wanted() func(string) bool {
+	var ents []*source.Entity
+	if e.entities != nil {
+		ents = e.entities()
+	}
+	if len(ents) == 0 {
+		return func(n string) bool {
+			m := fileNameRe.FindStringSubmatch(n)
+			if m == nil {
+				return false
+			}
+			idx, err := strconv.Atoi(m[1])
+			return err == nil && idx <= maxGPUIndex
+		}
+	}
+	known := make(map[string]bool, len(ents))
+	for _, ent := range ents {
+		if ent == nil || ent.GPU < 0 {
+			continue
+		}
+		switch ent.Kind {
+		case source.GPU:
+			known[strconv.Itoa(ent.GPU)] = true
+		case source.GPUInstance, source.ComputeInstance:
+			known[strconv.Itoa(ent.GPU)] = true
+			known[strconv.Itoa(ent.GPU)+"."+strconv.Itoa(ent.GPUInstanceID)] = true
+		}
+	}
+	return func(n string) bool { return known[n] }
 }
 
 func (e *Enricher) read(prev map[string][]string) (map[string][]string, error) {
@@ -324,16 +372,29 @@ func (e *Enricher) midWrite(path string) bool {
 // errNotRegular is a mapping entry that is not a regular file.
 var errNotRegular = errors.New("not a regular file; skipped")
 
+// errLink is a mapping entry that is a symbolic or hard link.
+var errLink = errors.New("a link (symbolic, or hard with more than one name); refused, the scheduler writes plain files")
+
 // openRegular opens path without blocking (a FIFO would block an open for
 // reading until a writer comes) and refuses anything but a regular file.
+// Links are refused: every line read becomes a label on an endpoint that
+// may be unauthenticated, so an entry must not lead to a file the
+// exporter's user can read but the directory's writers cannot (a private
+// key, /proc/self/cmdline).
 func openRegular(path string) (io.ReadCloser, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("hpc job file %s: %w", path, errLink)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("hpc job file: %w", err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("hpc job file %s: %w", path, errNotRegular)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); err == nil && ok && st.Nlink > 1 {
+		err = fmt.Errorf("hpc job file %s: %w", path, errLink)
 	}
 	if err != nil {
 		f.Close()
@@ -343,7 +404,7 @@ func openRegular(path string) (io.ReadCloser, error) {
 }
 
 // readJobs reads the job IDs of one file: one per line, blank lines and
-// surrounding space ignored, at most maxJobsPerFile.
+// surrounding space ignored, a repeated ID once, at most maxJobsPerFile.
 func (e *Enricher) readJobs(path string) ([]string, error) {
 	f, err := e.open(path)
 	if err != nil {
@@ -367,6 +428,13 @@ func parseJobs(path string, r io.Reader) ([]string, error) {
 		if len(id) > maxJobIDLen || strings.ContainsAny(id, ", \t") {
 			return nil, fmt.Errorf("%s:%d: job ID %.40q is longer than %d bytes or holds ',' or spaces", path, line, id, maxJobIDLen)
 		}
+		if !printable(id) {
+			return nil, fmt.Errorf("%s:%d: job ID %.40q holds a control character or is not UTF-8", path, line, id)
+		}
+		if slices.Contains(jobs, id) {
+			// Twice the same job would be the same series twice.
+			continue
+		}
 		if len(jobs) == maxJobsPerFile {
 			return nil, fmt.Errorf("%s:%d: more than %d job IDs", path, line, maxJobsPerFile)
 		}
@@ -378,6 +446,20 @@ func parseJobs(path string, r io.Reader) ([]string, error) {
 	return jobs, nil
 }
 
+// printable says whether a job ID can go into a label as it is: valid
+// UTF-8 with no control character (a terminal escape, CR, NUL, DEL).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *Enricher) logOnce(key string, f func()) { e.logged.Do(key, f) }
 
 func same(a, b map[string][]string) bool {
@@ -386,7 +468,8 @@ func same(a, b map[string][]string) bool {
 	}
 	for k, v := range a {
 		w, ok := b[k]
-		if !ok || len(w) != len(v) || (len(v) > 0 && v[0] != w[0]) {
+		// Every job counts: each is a copy of the GPU's series.
+		if !ok || !slices.Equal(v, w) {
 			return false
 		}
 	}

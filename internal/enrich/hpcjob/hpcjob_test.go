@@ -2,6 +2,7 @@ package hpcjob
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,7 +103,11 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "0", "ok\n")
 	write(t, dir, "1", "has space\n")
-	write(t, dir, "2", strings.Repeat("9\n", maxJobsPerFile+1))
+	var many strings.Builder
+	for i := range maxJobsPerFile + 1 {
+		fmt.Fprintf(&many, "%d\n", 9000+i)
+	}
+	write(t, dir, "2", many.String())
 	logger, hook := logtest.NewNullLogger()
 	e, err := New(dir, WithLogger(logger))
 	require.NoError(t, err)

@@ -76,7 +76,10 @@ func (g *authGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	release := func(code int) {
 		once.Do(func() {
 			<-g.slots
-			if code != http.StatusUnauthorized {
+			// Only a success says the credential is good: a broken web
+			// config answers 500 to every credential, and remembering
+			// those would let junk push the scrapers' out.
+			if code >= 200 && code < 400 {
 				g.remember(key)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,8 +20,11 @@ const (
 )
 
 var (
-	// pod<uid> in cgroupfs paths (dashes) and systemd slices (underscores).
-	podUIDRe = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})`)
+	// A pod's segment, the whole of it: pod<uid> (cgroupfs) or
+	// <prefix>-pod<uid>.slice (systemd, UID with underscores).
+	podSegRe = regexp.MustCompile(`^(?:[a-z]+(?:-[a-z]+)*-)?pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?$`)
+	// A QoS class segment between the kubepods root and the pod.
+	qosSegRe = regexp.MustCompile(`^(?:burstable|besteffort|(?:[a-z]+-)*kubepods-(?:burstable|besteffort)\.slice)$`)
 	// The container segment: cri-containerd-<id>.scope, crio-<id>.scope,
 	// docker-<id>.scope (systemd driver) or a bare <id> (cgroupfs driver).
 	containerSegRe = regexp.MustCompile(`^(?:cri-containerd-|crio-|docker-)?([0-9a-f]{64})(?:\.scope)?$`)
@@ -43,21 +47,62 @@ func parseCgroup(r io.Reader) (cgroupOwner, bool) {
 		if len(parts) != 3 {
 			continue
 		}
-		path := parts[2]
-		if !strings.Contains(path, "kubepods") {
-			continue
+		if o, ok := kubeletCgroup(parts[2]); ok {
+			return o, true
 		}
-		m := podUIDRe.FindStringSubmatch(path)
-		if m == nil {
-			continue
-		}
-		o := cgroupOwner{PodUID: strings.ReplaceAll(m[1], "_", "-")}
-		if seg := containerSegRe.FindStringSubmatch(filepath.Base(path)); seg != nil {
-			o.ContainerID = seg[1]
-		}
-		return o, true
 	}
 	return cgroupOwner{}, false
+}
+
+// kubeletCgroup reads a cgroup path the way the kubelet lays it out: the
+// first kubepods root, an optional QoS class, the pod, the container right
+// below it. Cgroups a container or a user creates below that (a nested
+// cgroup, a systemd user scope) can be named anything, another pod's UID
+// and container ID included, so the path is read from the root down and
+// never matched anywhere in it: a process below a container is that
+// container's. A root found under a user's or a unit's delegated subtree
+// (user.slice, *.service, *.scope) is not the kubelet's.
+func kubeletCgroup(path string) (cgroupOwner, bool) {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	// A path seen from another cgroup namespace starts with "..": the
+	// kubepods root is then above what can be seen.
+	relative := false
+	for len(segs) > 0 && segs[0] == ".." {
+		segs, relative = segs[1:], true
+	}
+	i := slices.IndexFunc(segs, func(s string) bool {
+		return s == "kubepods" || s == "kubepods.slice" || strings.HasSuffix(s, "-kubepods.slice")
+	})
+	for _, s := range segs[:max(i, 0)] {
+		if s == "user.slice" || strings.HasSuffix(s, ".service") || strings.HasSuffix(s, ".scope") {
+			return cgroupOwner{}, false
+		}
+	}
+	switch {
+	case i >= 0:
+		i++
+	case relative:
+		i = 0
+	default:
+		return cgroupOwner{}, false
+	}
+	if i < len(segs) && qosSegRe.MatchString(segs[i]) {
+		i++
+	}
+	if i >= len(segs) {
+		return cgroupOwner{}, false
+	}
+	m := podSegRe.FindStringSubmatch(segs[i])
+	if m == nil {
+		return cgroupOwner{}, false
+	}
+	o := cgroupOwner{PodUID: strings.ReplaceAll(m[1], "_", "-")}
+	if i+1 < len(segs) {
+		if c := containerSegRe.FindStringSubmatch(segs[i+1]); c != nil {
+			o.ContainerID = c[1]
+		}
+	}
+	return o, true
 }
 
 // cgroupOfPID reads /proc/<pid>/cgroup under procRoot.
