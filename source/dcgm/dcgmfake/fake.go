@@ -113,8 +113,17 @@ type Option func(*Fake)
 // WithGPUs sets the GPUs; by default there are two.
 func WithGPUs(g ...dcgm.GPUInfo) Option { return func(f *Fake) { f.gpus = g } }
 
-// WithMIG sets the MIG hierarchy.
-func WithMIG(m ...dcgm.MIGInfo) Option { return func(f *Fake) { f.migs = m } }
+// WithMIG sets the MIG hierarchy. The MIG UUIDs are dropped: go-dcgm's
+// MIG entity info has none (MigEntityInfo, pkg/dcgm/mig.go); the adapter
+// reads them through NVML (godcgm.WithMIGUUIDs).
+func WithMIG(m ...dcgm.MIGInfo) Option {
+	return func(f *Fake) {
+		f.migs = slices.Clone(m)
+		for i := range f.migs {
+			f.migs[i].MIGUUID = ""
+		}
+	}
+}
 
 // WithCPUs sets the CPU hierarchy; by default there is none.
 func WithCPUs(c ...dcgm.CPUInfo) Option { return func(f *Fake) { f.cpus = c } }
