@@ -153,6 +153,9 @@ func (d *deadlineClient) ValuesSince(group, fieldGroup Handle, since int64) ([]V
 	})
 	return r.v, r.next, err
 }
+func (d *deadlineClient) LatestValues(entities []EntityRef, fields []uint16) ([]Value, error) {
+	return call(d, "LatestValues", func() ([]Value, error) { return d.c.LatestValues(entities, fields) })
+}
 func (d *deadlineClient) HealthSet(group Handle) error {
 	return call0(d, "HealthSet", func() error { return d.c.HealthSet(group) })
 }

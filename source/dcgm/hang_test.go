@@ -63,7 +63,7 @@ func TestHungHostEngineFreezesNothing(t *testing.T) {
 	require.True(t, answers(func() { cerr = <-collected }), "the read has a deadline")
 	require.Error(t, cerr)
 	assert.True(t, errors.Is(cerr, dcgm.ErrConnectionLost), "%v", cerr)
-	assert.Contains(t, cerr.Error(), "did not answer ValuesSince within 200ms")
+	assert.Contains(t, cerr.Error(), "did not answer LatestValues within 200ms")
 	assert.False(t, s.Status().Up)
 
 	// While the hung call is still inside the host engine, no other joins it.
