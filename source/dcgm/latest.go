@@ -86,6 +86,19 @@ func withoutRefused(refused map[pairKey]string, fields []uint16, members []Entit
 	return parts
 }
 
+// refusedPending lists the refused pairs of fields, to be told to the sink
+// again by every new plan: the engine may have forgotten them with the
+// entities it refreshed.
+func (c *connState) refusedPending(fields map[uint16]bool) []pendingUnsupported {
+	var out []pendingUnsupported
+	for k, reason := range c.refused {
+		if e := c.byRef[k.e]; e != nil && fields[k.field] {
+			out = append(out, pendingUnsupported{e, k.field, reason})
+		}
+	}
+	return out
+}
+
 // pruneLatest forgets the latest-sample times of pairs no longer read as
 // latest values, so that the map stays bounded by the watched pairs.
 func (c *connState) pruneLatest(watched map[time.Duration][]*watchedGroup) {

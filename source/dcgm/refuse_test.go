@@ -87,6 +87,14 @@ func TestRefusedFieldBlanksOnlyItself(t *testing.T) {
 			assert.NotContains(t, rec.UnsupportedReasons(), gpu1Key+"/"+idStr(tc.field))
 			assert.Equal(t, 1, countLogs(hook, "DCGM refuses fields on some entities; reading on without them"), "logged once")
 
+			// A new watch (a reloaded counters file) tells the sink again
+			// without asking DCGM: the engine may have refreshed its entities.
+			require.NoError(t, s.Watch([]source.Group{group(10*time.Millisecond, fields...)}))
+			again := &dcgmfake.Recorder{}
+			require.NoError(t, s.Collect(context.Background(), 0, again))
+			assert.Equal(t, reason, again.UnsupportedReasons()[gpu0Key+"/"+idStr(tc.field)])
+			assert.Equal(t, 1, countLogs(hook, "DCGM refuses fields on some entities; reading on without them"), "still logged once")
+
 			// The pair is no longer watched: the last watch of the field
 			// leaves GPU 0 out and keeps GPU 1.
 			var last *dcgmfake.WatchCall
