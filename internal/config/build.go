@@ -241,6 +241,7 @@ func (b *builder) logging() {
 func (b *builder) dcgm() {
 	c, in := b.cfg, b.in
 	c.DCGM.RemoteHostengine = b.hostengineAddress(in.DCGMRemote)
+	c.DCGM.ConnectTimeout = in.DCGMConnectTimeout
 	mode := in.DCGMMode
 	if in.DCGMRemote != "" && !c.Given(FlagDCGMMode) {
 		mode = string(dcgm.ModeRemote)

@@ -147,6 +147,9 @@ type DCGM struct {
 	// Mode is resolved: remote when only a host engine address is given.
 	Mode             dcgm.Mode
 	RemoteHostengine string
+	// ConnectTimeout bounds a connect; 0: the mode's default
+	// (dcgm.DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 	// HostEngineLogLevel, when set, is the level the embedded host engine
 	// logs at to standard error (--enable-dcgm-log).
 	HostEngineLogLevel string

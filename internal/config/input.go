@@ -16,6 +16,7 @@ type Input struct {
 	ReloadPoll                                   time.Duration
 	XIDWindow, ClockEventsWindow                 string
 	DCGMMode, DCGMRemote                         string
+	DCGMConnectTimeout                           time.Duration
 
 	Kubernetes, PodUIDLabel, SharedGPUAttribution bool
 	PodResourcesSocket, ProcRoot, PodLabels       string

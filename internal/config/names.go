@@ -21,6 +21,7 @@ const (
 	FlagClockWindow        = "clock-events-count-window-size"
 	FlagDCGMMode           = "dcgm.mode"
 	FlagDCGMRemote         = "dcgm.remote-hostengine"
+	FlagDCGMConnectTimeout = "dcgm.connect-timeout"
 	FlagKubernetes         = "kubernetes"
 	FlagPodResources       = "kubernetes.pod-resources-socket"
 	FlagResourceNames      = "kubernetes.resource-names"

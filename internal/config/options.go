@@ -141,6 +141,12 @@ func sourceOptions(in *Input) []Option {
 		{Name: FlagDCGMRemote, Aliases: []string{"remote-hostengine-info", "r"}, Category: CatSources, Compat: []string{"DCGM_REMOTE_HOSTENGINE_INFO"},
 			Value: String(&in.DCGMRemote, ""),
 			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm.mode=remote"},
+		{Name: FlagDCGMConnectTimeout, Category: CatSources,
+			Value: Duration(&in.DCGMConnectTimeout, 0),
+			Usage: "how long connecting to DCGM may take; 0: 2m in embedded and start mode (the host engine initialises every GPU first), 10s in remote mode",
+			Check: func(c *Config) error {
+				return problem(c.DCGM.ConnectTimeout < 0, "%s: use 0 (the mode's default) or a positive duration", c.DCGM.ConnectTimeout)
+			}},
 		{Name: FlagEnableDCGMLog, Category: CatSources, Compat: []string{"DCGM_EXPORTER_ENABLE_DCGM_LOG"},
 			Value: Bool(&in.EnableDCGMLog, false),
 			Usage: "write the embedded host engine's own log to standard error, at --dcgm-log-level"},

@@ -158,6 +158,26 @@ type HealthIncident struct {
 // (DCGM_MAX_FIELD_IDS_PER_FIELD_GROUP in dcgm_structs.h).
 const MaxFieldsPerGroup = 128
 
+// MaxLatestValues is the most (entity, field) pairs one LatestValues call
+// asks for. go-dcgm allocates a dcgmFieldValue_v2 of about 4 KiB per pair,
+// and copies it once, so one call holds at most 4 MiB however many MIG
+// instances a node has.
+const MaxLatestValues = 512
+
+// MaxSinceValues bounds one since-read of the event fields (XID and clock
+// events), which must not lose a sample between reads: their watches keep
+// at most this many samples over all their entities and fields, so that a
+// late read of a wide MIG node holds at most about 32 MiB of go-dcgm's
+// values (go-dcgm itself refuses a read of more than 131,072).
+const MaxSinceValues = 8192
+
+// DCGM's per-value statuses (dcgmReturn_t, dcgm_structs.h) that mean no
+// value now rather than a refusal.
+const (
+	StatusOK     = 0
+	StatusNoData = -14
+)
+
 // Handle is an opaque group or field-group handle of the host engine.
 type Handle uintptr
 
@@ -192,6 +212,10 @@ type Client interface {
 	// ValuesSince returns every kept sample newer than since (Unix
 	// microseconds; 0 for all) and the timestamp to pass next time.
 	ValuesSince(group, fieldGroup Handle, since int64) ([]Value, int64, error)
+	// LatestValues returns the latest sample of every (entity, field) pair,
+	// each with its own status (dcgmEntitiesGetLatestValues): a pair the
+	// host engine refuses fails alone. At most MaxLatestValues pairs.
+	LatestValues(entities []EntityRef, fields []uint16) ([]Value, error)
 
 	HealthSet(group Handle) error
 	HealthCheck(group Handle) ([]HealthIncident, error)

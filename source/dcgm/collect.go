@@ -48,10 +48,55 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 	}
 	p.pending = nil
 
-	var skipped error
+	refused, skipped, err := s.readCursors(p, sink)
+	if err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		if err := s.dropRefused(refused, sink); err != nil {
+			return err
+		}
+	}
+	if p.health {
+		if err := s.collectHealth(sink); err != nil {
+			return err
+		}
+	}
+	if p.p2p {
+		if err := s.collectP2P(sink); err != nil {
+			return err
+		}
+	}
+	return skipped
+}
+
+// readCursors reads every watched group of the plan: the latest values of
+// most fields, every sample since the last read of the event fields. It
+// returns the pairs the host engine refused, and an error that says the
+// samples until now were skipped, or one that ends the collection.
+func (s *Source) readCursors(p *groupPlan, sink source.Sink) (refused []refusal, skipped, err error) {
 	for i := range p.cursors {
 		cur := &p.cursors[i]
+		if !cur.g.events {
+			r, err := s.readLatest(p, cur.g, cur.since, sink)
+			if err != nil {
+				s.mu.Lock()
+				s.handleErr(err)
+				s.mu.Unlock()
+				return nil, nil, fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
+			}
+			refused = append(refused, r...)
+			continue
+		}
 		vals, next, err := s.client.ValuesSince(cur.g.group, cur.g.fieldGroup, cur.since)
+		if err != nil && !errors.Is(err, ErrTooManyValues) {
+			// DCGM fails the whole read for one refused pair: find them
+			// and read on without them.
+			if r := s.findRefused(p, cur.g, err); len(r) > 0 {
+				refused = append(refused, r...)
+				continue
+			}
+		}
 		if errors.Is(err, ErrTooManyValues) {
 			// The host engine holds more samples since the read position
 			// than one read returns, and reading from there would fail
@@ -68,7 +113,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			s.mu.Lock()
 			s.handleErr(err)
 			s.mu.Unlock()
-			return fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
+			return nil, nil, fmt.Errorf("dcgm: reading fields every %s: %w", p.interval, err)
 		}
 		s.deliver(p, vals, sink)
 		if next > cur.since {
@@ -76,17 +121,7 @@ func (s *Source) Collect(ctx context.Context, group int, sink source.Sink) error
 			s.since[p.interval] = max(s.since[p.interval], next)
 		}
 	}
-	if p.health {
-		if err := s.collectHealth(sink); err != nil {
-			return err
-		}
-	}
-	if p.p2p {
-		if err := s.collectP2P(sink); err != nil {
-			return err
-		}
-	}
-	return skipped
+	return refused, skipped, nil
 }
 
 // failGPUs handles a failed per-GPU call (what) of an exporter field: an

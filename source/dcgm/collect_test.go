@@ -32,13 +32,15 @@ func checkContiguous(t *testing.T, samples []dcgmfake.Sample) map[string]int {
 	return out
 }
 
+// TestCollectHandsEverySampleSinceLastRead: the engine reads each group at
+// its watch interval. Reads at that pace or faster neither lose nor repeat
+// a sample; the event fields keep every sample however late a read comes
+// (TestEventFieldsLoseNoSampleBetweenReads).
 func TestCollectHandsEverySampleSinceLastRead(t *testing.T) {
 	f, clk := newFake()
 	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp, fieldid.PowerUsage))
 	rec := &dcgmfake.Recorder{}
-	// Reads both faster and slower than the interval: neither loses nor
-	// repeats a sample.
-	pauses := []time.Duration{0, 3 * time.Millisecond, 35 * time.Millisecond, 1 * time.Millisecond, 60 * time.Millisecond}
+	pauses := []time.Duration{0, 3 * time.Millisecond, 10 * time.Millisecond, 1 * time.Millisecond, 7 * time.Millisecond}
 	var elapsed time.Duration
 	for i := range 2 * len(pauses) {
 		require.NoError(t, s.Collect(context.Background(), 0, rec))
@@ -177,18 +179,19 @@ func TestTooManyValuesMovesTheReadPositionOn(t *testing.T) {
 	f, clk := newFake(dcgmfake.WithGen(func(_ dcgm.EntityRef, _ uint16, seq int64) (dcgm.Value, bool) {
 		return dcgm.Value{Kind: dcgm.KindInt64, Int: seq}, true
 	}))
-	s := newSource(t, f, group(10*time.Millisecond, fieldid.GPUTemp))
+	// Only the event fields are read since the last read.
+	s := newSource(t, f, group(10*time.Millisecond, fieldid.ClocksEventReasons))
 	rec := &dcgmfake.Recorder{}
-	collectUntil(t, clk, s, 0, rec, func() bool { return len(rec.Values(fieldid.GPUTemp)) > 0 })
+	collectUntil(t, clk, s, 0, rec, func() bool { return len(rec.Values(fieldid.ClocksEventReasons)) > 0 })
 
 	f.SetValueLimit(50)
 	clk.Add(time.Second) // 100 samples on each of 2 GPUs
 	err := s.Collect(context.Background(), 0, rec)
 	require.ErrorIs(t, err, dcgm.ErrTooManyValues)
-	before := len(rec.Values(fieldid.GPUTemp))
+	before := len(rec.Values(fieldid.ClocksEventReasons))
 
 	clk.Add(100 * time.Millisecond) // 10 more on each GPU: under the limit
 	require.NoError(t, s.Collect(context.Background(), 0, rec), "the next read works")
-	got := rec.Values(fieldid.GPUTemp)[before:]
+	got := rec.Values(fieldid.ClocksEventReasons)[before:]
 	assert.Len(t, got, 20, "the samples since the skip, and only those")
 }

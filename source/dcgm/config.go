@@ -39,6 +39,9 @@ type Config struct {
 	// CallTimeout bounds each call to the host engine (wall time); past
 	// it the source counts as down. DefaultCallTimeout when 0.
 	CallTimeout time.Duration
+	// ConnectTimeout bounds each connect (wall time);
+	// DefaultConnectTimeout(Mode) when 0.
+	ConnectTimeout time.Duration
 	// BindUnbindPoll, when positive, is how often Collect asks the host
 	// engine for its GPUs; a GPU bound or unbound since the last look is
 	// re-discovered and re-watched, and Collect returns
@@ -79,6 +82,9 @@ func (c *Config) withDefaults() Config {
 		if out.BackoffMax < out.BackoffInitial {
 			out.BackoffMax = out.BackoffInitial
 		}
+	}
+	if out.ConnectTimeout <= 0 {
+		out.ConnectTimeout = DefaultConnectTimeout(out.Mode)
 	}
 	out.Clock = clock.Or(out.Clock)
 	out.Processes = out.Processes.withDefaults()

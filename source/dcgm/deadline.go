@@ -10,6 +10,24 @@ import (
 // answers in milliseconds; discovery on a large node in well under a second.
 const DefaultCallTimeout = 10 * time.Second
 
+// Connect deadlines when Config.ConnectTimeout is 0. Connecting to a running
+// nv-hostengine takes milliseconds, so a remote one that has not answered in
+// DefaultRemoteConnectTimeout is not coming. An embedded or started host
+// engine first initialises every GPU: without persistence mode the driver
+// brings each one up on open, which on an 8-GPU node can take far longer.
+const (
+	DefaultRemoteConnectTimeout = 10 * time.Second
+	DefaultStartConnectTimeout  = 2 * time.Minute
+)
+
+// DefaultConnectTimeout is the connect deadline of mode when none is set.
+func DefaultConnectTimeout(mode Mode) time.Duration {
+	if mode == ModeRemote {
+		return DefaultRemoteConnectTimeout
+	}
+	return DefaultStartConnectTimeout
+}
+
 // deadlineClient gives every call to the host engine a deadline. A host
 // engine that hangs (rather than refusing) would otherwise hold the source,
 // and auto mode's probe, for good. A call past its deadline fails with
@@ -20,20 +38,31 @@ const DefaultCallTimeout = 10 * time.Second
 type deadlineClient struct {
 	c       Client
 	timeout time.Duration
+	// connectTimeout is Connect's own deadline: a host engine that starts
+	// in-process initialises the GPUs first.
+	connectTimeout time.Duration
 
 	mu      sync.Mutex
 	pending chan struct{} // closed when the call past its deadline returns
 	what    string
+	after   time.Duration // the deadline the pending call missed
 }
 
-func withDeadline(c Client, timeout time.Duration) Client {
+func withDeadline(c Client, timeout, connectTimeout time.Duration) Client {
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
 	}
-	return &deadlineClient{c: c, timeout: timeout}
+	if connectTimeout <= 0 {
+		connectTimeout = timeout
+	}
+	return &deadlineClient{c: c, timeout: timeout, connectTimeout: connectTimeout}
 }
 
 func call[T any](d *deadlineClient, what string, f func() (T, error)) (T, error) {
+	return callWithin(d, d.timeout, what, f)
+}
+
+func callWithin[T any](d *deadlineClient, timeout time.Duration, what string, f func() (T, error)) (T, error) {
 	var zero T
 	d.mu.Lock()
 	if d.pending != nil {
@@ -41,9 +70,9 @@ func call[T any](d *deadlineClient, what string, f func() (T, error)) (T, error)
 		case <-d.pending:
 			d.pending = nil
 		default:
-			stuck := d.what
+			stuck, after := d.what, d.after
 			d.mu.Unlock()
-			return zero, fmt.Errorf("%w: the host engine has not answered %s after %s", ErrConnectionLost, stuck, d.timeout)
+			return zero, fmt.Errorf("%w: the host engine has not answered %s after %s", ErrConnectionLost, stuck, after)
 		}
 	}
 	d.mu.Unlock()
@@ -58,16 +87,16 @@ func call[T any](d *deadlineClient, what string, f func() (T, error)) (T, error)
 		v, err := f()
 		res <- result{v, err}
 	}()
-	t := time.NewTimer(d.timeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case r := <-res:
 		return r.v, r.err
 	case <-t.C:
 		d.mu.Lock()
-		d.pending, d.what = done, what
+		d.pending, d.what, d.after = done, what, timeout
 		d.mu.Unlock()
-		return zero, fmt.Errorf("%w: the host engine did not answer %s within %s", ErrConnectionLost, what, d.timeout)
+		return zero, fmt.Errorf("%w: the host engine did not answer %s within %s", ErrConnectionLost, what, timeout)
 	}
 }
 
@@ -77,7 +106,8 @@ func call0(d *deadlineClient, what string, f func() error) error {
 }
 
 func (d *deadlineClient) Connect(p ConnectParams) error {
-	return call0(d, "Connect", func() error { return d.c.Connect(p) })
+	_, err := callWithin(d, d.connectTimeout, "Connect", func() (struct{}, error) { return struct{}{}, d.c.Connect(p) })
+	return err
 }
 func (d *deadlineClient) Disconnect() error { return call0(d, "Disconnect", d.c.Disconnect) }
 func (d *deadlineClient) GPUs() ([]GPUInfo, error) {
@@ -122,6 +152,9 @@ func (d *deadlineClient) ValuesSince(group, fieldGroup Handle, since int64) ([]V
 		return vs{v, next}, err
 	})
 	return r.v, r.next, err
+}
+func (d *deadlineClient) LatestValues(entities []EntityRef, fields []uint16) ([]Value, error) {
+	return call(d, "LatestValues", func() ([]Value, error) { return d.c.LatestValues(entities, fields) })
 }
 func (d *deadlineClient) HealthSet(group Handle) error {
 	return call0(d, "HealthSet", func() error { return d.c.HealthSet(group) })

@@ -35,6 +35,12 @@ type connState struct {
 	// reads the base-unit fields itself (KnowsBaseUnits).
 	version   string
 	baseUnits bool
+	// refused holds the pairs the host engine refused, with the reason,
+	// left out of every watch of this connection (latest.go); lastTS the
+	// time of the latest sample handed over of each pair read as latest
+	// values. Both are bounded by the watched pairs.
+	refused map[pairKey]string
+	lastTS  map[pairKey]int64
 }
 
 // connect opens the connection and discovers entities. Called with clientMu
@@ -76,6 +82,7 @@ func (s *Source) discover() (*connState, error) {
 	c := &connState{
 		byRef: map[EntityRef]*source.Entity{}, gpus: gpus, gpuEnt: map[uint]*source.Entity{},
 		migOf: map[uint][]EntityRef{}, prof: map[uint]profSupport{}, wantLevels: map[level]bool{},
+		refused: map[pairKey]string{}, lastTS: map[pairKey]int64{},
 	}
 	for _, g := range gpus {
 		e := source.NewGPU(int(g.ID), g.UUID, g.PCIBusID, g.Model)

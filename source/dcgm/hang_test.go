@@ -63,7 +63,7 @@ func TestHungHostEngineFreezesNothing(t *testing.T) {
 	require.True(t, answers(func() { cerr = <-collected }), "the read has a deadline")
 	require.Error(t, cerr)
 	assert.True(t, errors.Is(cerr, dcgm.ErrConnectionLost), "%v", cerr)
-	assert.Contains(t, cerr.Error(), "did not answer ValuesSince within 200ms")
+	assert.Contains(t, cerr.Error(), "did not answer LatestValues within 200ms")
 	assert.False(t, s.Status().Up)
 
 	// While the hung call is still inside the host engine, no other joins it.
@@ -87,7 +87,7 @@ func TestHungHostEngineFreezesNothingInAutoMode(t *testing.T) {
 	t.Cleanup(f.Unhang)
 	l, _ := quietLog()
 	cfg := testConfig(l, clk)
-	cfg.CallTimeout = callTimeout
+	cfg.CallTimeout, cfg.ConnectTimeout = callTimeout, callTimeout
 	nvml := sourcetest.NewGPUs(2, nil)
 	nvml.NameValue = "nvml"
 	var a *auto.Auto
@@ -102,4 +102,64 @@ func TestHungHostEngineFreezesNothingInAutoMode(t *testing.T) {
 	t.Cleanup(func() { _ = a.Close() })
 	assert.Equal(t, auto.NVML, a.Status().Active)
 	assert.Len(t, a.Entities(), 2)
+}
+
+// TestConnectHasItsOwnDeadline: an embedded host engine that takes longer
+// to start than one call may take (GPUs without persistence mode) still
+// connects within the connect deadline; one that takes longer than that
+// fails with a message naming it. The deadline is wall time, as a hung cgo
+// call is, so the test waits on it.
+func TestConnectHasItsOwnDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		connect time.Duration
+		ok      bool
+	}{
+		{"slow start within the connect deadline", 10 * callTimeout, true},
+		{"past the connect deadline", callTimeout, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, clk := newFake()
+			f.Hang()
+			t.Cleanup(f.Unhang)
+			l, _ := quietLog()
+			cfg := testConfig(l, clk)
+			cfg.CallTimeout, cfg.ConnectTimeout = callTimeout/4, tc.connect
+			done := make(chan error, 1)
+			go func() {
+				s, err := dcgm.New(f, cfg)
+				if err == nil {
+					t.Cleanup(func() { _ = s.Close() })
+				}
+				done <- err
+			}()
+			testwait.For(t, "Connect to reach the host engine", func() bool { return f.Hanging() == 1 })
+			// Longer than a call may take, shorter than the slow start's
+			// connect deadline.
+			<-time.After(2 * callTimeout)
+			f.Unhang()
+			var err error
+			require.True(t, answers(func() { err = <-done }))
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, dcgm.ErrConnectionLost), "%v", err)
+			assert.Contains(t, err.Error(), "did not answer Connect within 200ms")
+		})
+	}
+}
+
+func TestDefaultConnectTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		mode dcgm.Mode
+		want time.Duration
+	}{
+		{dcgm.ModeEmbedded, 2 * time.Minute},
+		{dcgm.ModeStart, 2 * time.Minute},
+		{dcgm.ModeRemote, 10 * time.Second},
+	} {
+		assert.Equal(t, tc.want, dcgm.DefaultConnectTimeout(tc.mode), tc.mode)
+	}
 }

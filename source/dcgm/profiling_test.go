@@ -85,8 +85,10 @@ func TestPauseResumeProfiling(t *testing.T) {
 	assert.True(t, s.Status().ProfilingPaused)
 	require.NoError(t, s.Collect(context.Background(), 0, rec)) // drains samples taken before the pause
 	n, temps := len(rec.Values(fieldid.ProfSMActive)), len(rec.Values(fieldid.GPUTemp))
-	clk.Add(30 * time.Millisecond)
-	require.NoError(t, s.Collect(context.Background(), 0, rec))
+	for range 3 {
+		clk.Add(10 * time.Millisecond)
+		require.NoError(t, s.Collect(context.Background(), 0, rec))
+	}
 	assert.Equal(t, temps+2*3, len(rec.Values(fieldid.GPUTemp)), "three intervals passed: three samples of the other field on each GPU")
 	assert.Equal(t, n, len(rec.Values(fieldid.ProfSMActive)), "no profiling values while paused")
 

@@ -103,7 +103,7 @@ func New(client Client, cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{
-		client: withDeadline(client, c.CallTimeout), cfg: c, params: params, stop: make(chan struct{}),
+		client: withDeadline(client, c.CallTimeout, c.ConnectTimeout), cfg: c, params: params, stop: make(chan struct{}),
 		log:   c.Log.WithField("source", Name),
 		since: map[time.Duration]int64{},
 	}

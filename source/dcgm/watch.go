@@ -22,6 +22,12 @@ type watchedGroup struct {
 	interval   time.Duration
 	group      Handle
 	fieldGroup Handle
+	// events says the fields are read with every sample since the last
+	// read (isEvent); the others are read as latest values of members x
+	// fields.
+	events  bool
+	members []EntityRef
+	fields  []uint16
 }
 
 // groupCursor is a watched group with the time of the newest sample
@@ -176,7 +182,9 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 			}
 		}
 		p.pending = append(p.pending, unsupportedProfiling(c, p.fields)...)
+		p.pending = append(p.pending, c.refusedPending(p.fields)...)
 	}
+	c.pruneLatest(watched)
 	return plans, nil
 }
 
@@ -299,9 +307,22 @@ type intervalWatch struct {
 	watched []*watchedGroup
 }
 
-// add watches fields on members, through several field groups when there
-// are more fields than one DCGM field group holds.
+// add watches fields on members, leaving out the pairs the host engine
+// refused: members that refuse different fields get entity groups of their
+// own.
 func (w *intervalWatch) add(fields []uint16, members []EntityRef) error {
+	for _, p := range withoutRefused(w.c.refused, fields, members) {
+		if err := w.addPart(p.fields, p.members); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPart watches fields on members, the event fields and the others
+// through field groups of their own, and through several when there are
+// more fields than one DCGM field group holds.
+func (w *intervalWatch) addPart(fields []uint16, members []EntityRef) error {
 	if len(fields) == 0 || len(members) == 0 {
 		return nil
 	}
@@ -311,8 +332,18 @@ func (w *intervalWatch) add(fields []uint16, members []EntityRef) error {
 		return fmt.Errorf("creating entity group for interval %s: %w", iv, err)
 	}
 	c.entityGroups = append(c.entityGroups, eg)
-	// A DCGM field group holds at most MaxFieldsPerGroup fields: more
-	// are watched through several field groups on the same entities.
+	events, others := splitEvents(fields)
+	if err := w.watchChunks(eg, others, members, false); err != nil {
+		return err
+	}
+	return w.watchChunks(eg, events, members, true)
+}
+
+// watchChunks watches fields on the entity group eg of members. A DCGM
+// field group holds at most MaxFieldsPerGroup fields: more are watched
+// through several field groups on the same entities.
+func (w *intervalWatch) watchChunks(eg Handle, fields []uint16, members []EntityRef, events bool) error {
+	s, c, iv := w.s, w.c, w.iv
 	for chunk := range slices.Chunk(fields, MaxFieldsPerGroup) {
 		key := fieldsKey(chunk)
 		fg, ok := w.fgByKey[key]
@@ -327,10 +358,14 @@ func (w *intervalWatch) add(fields []uint16, members []EntityRef) error {
 		}
 		keepAge := s.cfg.keepAge(iv)
 		keepSamples := int(keepAge/iv) + keepSamplesSlack
+		if events {
+			keepSamples = min(keepSamples, max(2, MaxSinceValues/(len(members)*len(chunk))))
+		}
 		if err := s.client.WatchFields(eg, fg, iv, keepAge, keepSamples); err != nil {
 			return fmt.Errorf("watching fields %v every %s: %w", chunk, iv, err)
 		}
-		w.watched = append(w.watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg})
+		w.watched = append(w.watched, &watchedGroup{interval: iv, group: eg, fieldGroup: fg,
+			events: events, members: members, fields: chunk})
 	}
 	return nil
 }

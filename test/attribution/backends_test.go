@@ -13,6 +13,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/dcgm/dcgmfake"
+	"github.com/gpuscope/gpuscope/source/dcgm/godcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"
 	"github.com/gpuscope/gpuscope/source/nvml/nvmlfake"
 	"github.com/gpuscope/gpuscope/source/sim"
@@ -141,7 +142,7 @@ func openNVML(t *testing.T, sc scenario, _ sim.Config) backendSource {
 
 // openDCGM is the DCGM source over the fake host engine, whose GPUs and
 // MIG instances are those of the scripted NVML, with its processes listed
-// by NVML beside it, as gpuscope does in production.
+// and its MIG UUIDs read by NVML beside it, as gpuscope does in production.
 func openDCGM(t *testing.T, sc scenario, _ sim.Config) backendSource {
 	t.Helper()
 	f := scriptNVML(t, sc)
@@ -152,13 +153,15 @@ func openDCGM(t *testing.T, sc scenario, _ sim.Config) backendSource {
 		gpus = append(gpus, dcgm.GPUInfo{ID: uint(g), UUID: gpu.UUID, PCIBusID: nvmlfake.BusID(g), Model: "NVIDIA A100-SXM4-80GB"})
 		for k, in := range gpu.Instances {
 			migs = append(migs, dcgm.MIGInfo{Entity: dcgm.EntityRef{Group: dcgm.EntityGPUInstance, ID: uint(100*g + k)},
-				Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: uint(g)}, GPU: uint(g), MIGUUID: in.UUID,
+				Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: uint(g)}, GPU: uint(g),
 				InstanceID: uint(in.GI.Info.Id), Profile: "3g.40gb"})
 		}
 	}
 	clk := clock.NewFake(epoch)
 	host := dcgmfake.New(dcgmfake.WithClock(clk), dcgmfake.WithGPUs(gpus...), dcgmfake.WithMIG(migs...))
-	s, err := dcgm.New(host, dcgm.Config{Window: time.Second, Clock: clk, Log: quietLogger(), Processes: dcgm.ProcessConfig{
+	// The MIG UUIDs come from NVML, as the production adapter reads them:
+	// the host engine has none.
+	s, err := dcgm.New(godcgm.WithMIGUUIDs(host, f, quietLogger()), dcgm.Config{Window: time.Second, Clock: clk, Log: quietLogger(), Processes: dcgm.ProcessConfig{
 		Interval: time.Second,
 		Open: func() (dcgm.ProcessReader, error) {
 			return nvml.OpenProcessReader(nvml.ReaderConfig{Lib: f, Logger: quietLogger()})

@@ -169,12 +169,9 @@ func TestInsightOverTheDCGMSourceOnMIG(t *testing.T) {
 	clk := newClock()
 	fake := dcgmfake.New(dcgmfake.WithClock(clk), dcgmfake.WithGen(gen), dcgmfake.WithProfiling(map[uint][]uint16{0: prof, 1: prof}),
 		dcgmfake.WithMIG(
-			dcgm.MIGInfo{Entity: gi1, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 1, Profile: "3g.40gb",
-				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000001"},
-			dcgm.MIGInfo{Entity: gi2, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 2, Profile: "3g.40gb",
-				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000002"},
-			dcgm.MIGInfo{Entity: gi3, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 3, Profile: "1g.10gb",
-				MIGUUID: "MIG-aaaaaaaa-0000-4000-8000-000000000003"}))
+			dcgm.MIGInfo{Entity: gi1, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 1, Profile: "3g.40gb"},
+			dcgm.MIGInfo{Entity: gi2, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 2, Profile: "3g.40gb"},
+			dcgm.MIGInfo{Entity: gi3, Parent: dcgm.EntityRef{Group: dcgm.EntityGPU, ID: 1}, GPU: 1, InstanceID: 3, Profile: "1g.10gb"}))
 	src, err := dcgm.New(fake, dcgm.Config{Mode: dcgm.ModeEmbedded, Window: 30 * time.Second, Log: quietLog()})
 	require.NoError(t, err)
 	defer src.Close()

@@ -56,6 +56,13 @@ type Fake struct {
 	// version is the release the fake claims; "" is DefaultVersion.
 	version string
 
+	// refused holds the (entity, field) pairs the host engine answers
+	// with an error status, and that status.
+	refused map[seriesKey]int
+	// Widest reads, for tests: the most pairs one LatestValues call asked
+	// for and the most values one ValuesSince call returned.
+	maxLatestPairs, maxSinceValues int
+
 	running   bool
 	connected bool
 	refuse    error
@@ -115,8 +122,17 @@ type Option func(*Fake)
 // WithGPUs sets the GPUs; by default there are two.
 func WithGPUs(g ...dcgm.GPUInfo) Option { return func(f *Fake) { f.gpus = g } }
 
-// WithMIG sets the MIG hierarchy.
-func WithMIG(m ...dcgm.MIGInfo) Option { return func(f *Fake) { f.migs = m } }
+// WithMIG sets the MIG hierarchy. The MIG UUIDs are dropped: go-dcgm's
+// MIG entity info has none (MigEntityInfo, pkg/dcgm/mig.go); the adapter
+// reads them through NVML (godcgm.WithMIGUUIDs).
+func WithMIG(m ...dcgm.MIGInfo) Option {
+	return func(f *Fake) {
+		f.migs = slices.Clone(m)
+		for i := range f.migs {
+			f.migs[i].MIGUUID = ""
+		}
+	}
+}
 
 // WithCPUs sets the CPU hierarchy; by default there is none.
 func WithCPUs(c ...dcgm.CPUInfo) Option { return func(f *Fake) { f.cpus = c } }
@@ -148,6 +164,7 @@ func New(opts ...Option) *Fake {
 			{ID: 1, UUID: "GPU-11111111-1111-1111-1111-111111111111", PCIBusID: "00000000:0F:00.0", Model: "NVIDIA H100 80GB HBM3"},
 		},
 		profFields: map[uint][]uint16{},
+		refused:    map[seriesKey]int{},
 		gen:        DefaultGen,
 		clock:      clock.Real,
 		running:    true,
@@ -630,7 +647,28 @@ func (s *series) append(v dcgm.Value, now int64) {
 	}
 }
 
-// ValuesSince implements dcgm.Client.
+// RefuseField makes the host engine answer field on e with status (a
+// dcgmReturn_t other than OK and NO_DATA), as DCGM does for a field the
+// entity cannot give: NVLink bandwidth on a GPU without NVLink, vGPU and
+// PID fields.
+func (f *Fake) RefuseField(e dcgm.EntityRef, field uint16, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refused[seriesKey{e, field}] = status
+}
+
+// WidestReads returns the most (entity, field) pairs one LatestValues
+// call asked for, and the most values one ValuesSince call returned.
+func (f *Fake) WidestReads() (latestPairs, sinceValues int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxLatestPairs, f.maxSinceValues
+}
+
+// ValuesSince implements dcgm.Client. Like DCGM's dcgmGetValuesSince_v2
+// (dcgmlib/src/DcgmApi.cpp, helperGetValuesSince), the whole call fails
+// when any (entity, field) pair of the group has a status other than OK or
+// NO_DATA.
 func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.Value, int64, error) {
 	f.wait()
 	f.mu.Lock()
@@ -648,6 +686,10 @@ func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.V
 	var out []dcgm.Value
 	for _, e := range ents {
 		for _, id := range fields {
+			if st, ok := f.refused[seriesKey{e, id}]; ok {
+				// go-dcgm's message (pkg/dcgm/field_values.go, GetValuesSince).
+				return nil, 0, fmt.Errorf("dcgmGetValuesSince_v2 failed with error code %d", st)
+			}
 			s := f.series[seriesKey{e, id}]
 			if s == nil {
 				continue
@@ -663,7 +705,43 @@ func (f *Fake) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm.V
 	if f.valueLimit > 0 && len(out) > f.valueLimit {
 		return nil, 0, fmt.Errorf("fake host engine: %d values: %w", len(out), dcgm.ErrTooManyValues)
 	}
+	f.maxSinceValues = max(f.maxSinceValues, len(out))
 	return out, next, nil
+}
+
+// LatestValues implements dcgm.Client: the latest kept sample of each
+// pair, each with its own status, as dcgmEntitiesGetLatestValues gives them
+// (DcgmApi.cpp, tsapiEntitiesGetLatestValues): a refused pair carries its
+// status, one without a sample DCGM_ST_NO_DATA, and neither fails the call.
+// A call for more than dcgm.MaxLatestValues pairs fails, so that a test
+// sees a read that is not batched.
+func (f *Fake) LatestValues(entities []dcgm.EntityRef, fields []uint16) ([]dcgm.Value, error) {
+	f.wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	n := len(entities) * len(fields)
+	if n == 0 || n > dcgm.MaxLatestValues {
+		return nil, fmt.Errorf("fake host engine: %d entities x %d fields: want 1 to %d values in one call", len(entities), len(fields), dcgm.MaxLatestValues)
+	}
+	f.maxLatestPairs = max(f.maxLatestPairs, n)
+	f.sample()
+	out := make([]dcgm.Value, 0, n)
+	for _, e := range entities {
+		for _, id := range fields {
+			k := seriesKey{e, id}
+			v := dcgm.Value{Entity: e, FieldID: id, Status: dcgm.StatusNoData}
+			if st, ok := f.refused[k]; ok {
+				v.Status = st
+			} else if s := f.series[k]; s != nil && len(s.samples) > 0 {
+				v = s.samples[len(s.samples)-1]
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // SetValueLimit makes ValuesSince fail with dcgm.ErrTooManyValues when a

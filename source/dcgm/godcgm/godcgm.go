@@ -475,29 +475,7 @@ func (c *Client) ValuesSince(group, fieldGroup dcgm.Handle, since int64) ([]dcgm
 		}
 		return nil, 0, wrap("reading values", err)
 	}
-	out := make([]dcgm.Value, 0, len(vals))
-	for i := range vals {
-		fv := &vals[i]
-		v := dcgm.Value{
-			Entity:  toRef(nvdcgm.GroupEntityPair{EntityGroupId: fv.EntityGroupId, EntityId: fv.EntityID}),
-			FieldID: uint16(fv.FieldID), TS: fv.TS, Status: fv.Status,
-		}
-		switch fv.FieldType {
-		case nvdcgm.DCGM_FT_INT64, nvdcgm.DCGM_FT_TIMESTAMP:
-			v.Kind, v.Int = dcgm.KindInt64, fv.Int64()
-		case nvdcgm.DCGM_FT_DOUBLE:
-			v.Kind, v.Float = dcgm.KindFloat64, fv.Float64()
-		case nvdcgm.DCGM_FT_STRING:
-			v.Kind = dcgm.KindString
-			if fv.StringValue != nil {
-				v.Str = *fv.StringValue
-			}
-		default:
-			continue
-		}
-		out = append(out, v)
-	}
-	return out, next.UnixMicro(), nil
+	return toValues(vals), next.UnixMicro(), nil
 }
 
 // HealthSet implements dcgm.Client.

@@ -1,6 +1,8 @@
 package godcgm
 
 import (
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 )
@@ -29,7 +31,7 @@ func open(env source.Env) (source.Source, error) {
 	}
 	client := New()
 	client.HostEngineLogLevel, client.AcceptFakeGPUs = st.HostEngineLogLevel, st.AcceptFakeGPUs
-	s, err := dcgm.New(client, st.Source)
+	s, err := dcgm.New(WithMIGUUIDs(client, gonvml.New(), st.Source.Log), st.Source)
 	if err != nil {
 		return nil, err
 	}
