@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/urfave/cli/v2"
 )
@@ -113,71 +114,100 @@ const (
 // "ready" line to w once the memory is allocated and filled.
 func load(ctx context.Context, cfg config, w io.Writer) (Summary, error) {
 	sum := Summary{PID: os.Getpid(), ProcessName: filepath.Base(os.Args[0]), Device: cfg.device}
-	cu, err := openCUDA()
+	g, err := prepare(cfg, &sum)
+	if g != nil {
+		defer g.close()
+	}
 	if err != nil {
-		return sum, err
-	}
-	n, err := cu.deviceCount()
-	if err != nil {
-		return sum, err
-	}
-	if cfg.device >= n {
-		return sum, fmt.Errorf("--device %d: the driver lists %d CUDA devices", cfg.device, n)
-	}
-	dev, err := cu.device(cfg.device)
-	if err != nil {
-		return sum, err
-	}
-	if sum.DeviceName, err = cu.deviceName(dev); err != nil {
-		return sum, err
-	}
-	if sum.SMs, err = cu.smCount(dev); err != nil {
-		return sum, err
-	}
-	release, err := cu.useDevice(dev)
-	if err != nil {
-		return sum, err
-	}
-	defer release()
-	fn, unload, err := cu.loadKernel(fmaPTX, "fma_loop")
-	if err != nil {
-		return sum, err
-	}
-	defer unload()
-	buf, err := cu.alloc(cfg.memBytes)
-	if err != nil {
-		return sum, err
-	}
-	defer cu.free(buf)
-	sum.AllocatedBytes = cfg.memBytes
-	// Filling the buffer makes every page resident, so the framebuffer
-	// counters show all of it; 1.0f keeps the kernel's input finite.
-	if err := cu.memset32(buf, 0x3f800000, cfg.memBytes/4); err != nil {
-		return sum, err
-	}
-	host, err := cu.allocHost(cfg.copyBytes)
-	if err != nil {
-		return sum, err
-	}
-	defer cu.freeHost(host)
-	if err := cu.sync(); err != nil {
 		return sum, err
 	}
 	fmt.Fprintf(w, "ready pid=%d device=%d name=%q sms=%d allocated_bytes=%d\n", sum.PID, cfg.device, sum.DeviceName, sum.SMs, sum.AllocatedBytes)
+	return sum, g.run(ctx, cfg, &sum)
+}
 
-	blocks := uint32(max(sum.SMs, 1) * blocksPerSM)
-	threads := blocks * threadsPerBlock
+// gpu is what the load holds on the device; close gives it back in
+// reverse order.
+type gpu struct {
+	cu     *cuda
+	fn     unsafe.Pointer
+	buf    uint64
+	host   unsafe.Pointer
+	undo   []func()
+	blocks uint32
+}
+
+func (g *gpu) close() {
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		g.undo[i]()
+	}
+}
+
+// prepare opens the device, compiles the kernel and holds the memory. The
+// gpu it returns, even with an error, holds what must be given back.
+func prepare(cfg config, sum *Summary) (*gpu, error) {
+	cu, err := openCUDA()
+	if err != nil {
+		return nil, err
+	}
+	n, err := cu.deviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.device >= n {
+		return nil, fmt.Errorf("--device %d: the driver lists %d CUDA devices", cfg.device, n)
+	}
+	dev, err := cu.device(cfg.device)
+	if err != nil {
+		return nil, err
+	}
+	if sum.DeviceName, err = cu.deviceName(dev); err != nil {
+		return nil, err
+	}
+	if sum.SMs, err = cu.smCount(dev); err != nil {
+		return nil, err
+	}
+	g := &gpu{cu: cu, blocks: uint32(max(sum.SMs, 1) * blocksPerSM)}
+	release, err := cu.useDevice(dev)
+	if err != nil {
+		return nil, err
+	}
+	g.undo = append(g.undo, release)
+	fn, unload, err := cu.loadKernel(fmaPTX, "fma_loop")
+	if err != nil {
+		return g, err
+	}
+	g.fn, g.undo = fn, append(g.undo, unload)
+	if g.buf, err = cu.alloc(cfg.memBytes); err != nil {
+		return g, err
+	}
+	g.undo = append(g.undo, func() { cu.free(g.buf) })
+	sum.AllocatedBytes = cfg.memBytes
+	// Filling the buffer makes every page resident, so the framebuffer
+	// counters show all of it; 1.0f keeps the kernel's input finite.
+	if err := cu.memset32(g.buf, 0x3f800000, cfg.memBytes/4); err != nil {
+		return g, err
+	}
+	if g.host, err = cu.allocHost(cfg.copyBytes); err != nil {
+		return g, err
+	}
+	g.undo = append(g.undo, func() { cu.freeHost(g.host) })
+	return g, cu.sync()
+}
+
+// run alternates the FMA kernel and one copy until the time is up.
+func (g *gpu) run(ctx context.Context, cfg config, sum *Summary) error {
+	threads := g.blocks * threadsPerBlock
 	iters := uint32(minIters)
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
 	span := cfg.memBytes - cfg.copyBytes
 	for off := uint64(0); time.Now().Before(deadline) && ctx.Err() == nil; {
 		t0 := time.Now()
-		if err := cu.launch(fn, blocks, buf, threads, iters); err != nil {
-			return sum, err
+		if err := g.cu.launch(g.fn, g.blocks, g.buf, threads, iters); err != nil {
+			return err
 		}
-		if err := cu.sync(); err != nil {
-			return sum, err
+		if err := g.cu.sync(); err != nil {
+			return err
 		}
 		took := time.Since(t0)
 		sum.Kernels++
@@ -189,8 +219,8 @@ func load(ctx context.Context, cfg config, w io.Writer) (Summary, error) {
 			iters *= 2
 		}
 		t1 := time.Now()
-		if err := cu.copyToDevice(buf+off, host, cfg.copyBytes); err != nil {
-			return sum, err
+		if err := g.cu.copyToDevice(g.buf+off, g.host, cfg.copyBytes); err != nil {
+			return err
 		}
 		sum.H2DSeconds += time.Since(t1).Seconds()
 		sum.H2DBytes += cfg.copyBytes
@@ -200,5 +230,5 @@ func load(ctx context.Context, cfg config, w io.Writer) (Summary, error) {
 	if sum.ElapsedSeconds > 0 {
 		sum.H2DBytesPerSecond = float64(sum.H2DBytes) / sum.ElapsedSeconds
 	}
-	return sum, nil
+	return nil
 }
