@@ -15,6 +15,7 @@ func Soak(scrapes [][]byte) (Report, error) {
 		return Report{}, fmt.Errorf("soak: %d scrapes; at least 3 are needed", len(scrapes))
 	}
 	var rss []float64
+	gpus := map[string]bool{}
 	for i, body := range scrapes {
 		all, err := parse(body)
 		if err != nil {
@@ -25,8 +26,11 @@ func Soak(scrapes [][]byte) (Report, error) {
 			switch {
 			case s.name == "gpuscope_sample_errors_total" && s.value != 0:
 				c.add(true, "soak", s.String(), "%v failed reads by scrape %d", s.value, i+1)
-			case s.name == "gpuscope_gpu_lost" && s.value != 0:
-				c.add(true, "soak", s.String(), "GPU reported lost in scrape %d", i+1)
+			case s.name == "gpuscope_gpu_lost":
+				gpus[s.labels["gpu"]] = true
+				if s.value != 0 {
+					c.add(true, "soak", s.String(), "GPU reported lost in scrape %d", i+1)
+				}
 			case s.name == "gpuscope_source_up" && s.value != 1:
 				c.add(true, "soak", s.String(), "source down in scrape %d", i+1)
 			case s.name == "process_resident_memory_bytes":
@@ -35,6 +39,7 @@ func Soak(scrapes [][]byte) (Report, error) {
 		}
 	}
 	c.checkRSS(rss)
+	c.report.GPUs = len(gpus)
 	return c.report, nil
 }
 
