@@ -54,7 +54,7 @@ CUDA_VERSION ?= 13.2.1
 IMAGE_ARGS   := --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
                 --build-arg DCGM_VERSION=$(DCGM_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION)
 
-.PHONY: build buildflags run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release
+.PHONY: build buildflags run test bench fuzz fleet lint generate clean image image-multiarch image-nvml release gpu-check-bundle
 
 # gpuscope-client (top, capture) goes beside the exporter, where
 # `gpuscope top` and `gpuscope capture` look for it.
@@ -115,6 +115,21 @@ image-nvml:
 DIST ?= dist
 release:
 	VERSION=$(VERSION) DIST=$(DIST) GO=$(GO) scripts/release.sh
+
+# The GPU check (scripts/gpu-check.sh) for a GPU machine without Go or a
+# network: the script, its binaries and the counters files it runs, as a
+# folder and a tarball. Copy the tarball over, unpack it and run
+# scripts/gpu-check.sh inside; it says which glibc the binaries need
+# against the host's, so build it on a machine no newer than the target.
+GPU_CHECK_BUNDLE ?= dist/gpu-check-$(GOOS)-$(GOARCH)
+gpu-check-bundle:
+	rm -rf $(GPU_CHECK_BUNDLE) $(GPU_CHECK_BUNDLE).tar.gz
+	mkdir -p $(GPU_CHECK_BUNDLE)/bin $(GPU_CHECK_BUNDLE)/scripts $(GPU_CHECK_BUNDLE)/etc
+	$(BUILD_ENV) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(GPU_CHECK_BUNDLE)/bin/ ./cmd/gpuscope ./cmd/gpuscope-gpucheck ./cmd/gpuscope-cudaload
+	cp scripts/gpu-check.sh $(GPU_CHECK_BUNDLE)/scripts/
+	cp etc/default-counters.csv etc/dcp-metrics.csv $(GPU_CHECK_BUNDLE)/etc/
+	tar -C $(dir $(GPU_CHECK_BUNDLE)) -czf $(GPU_CHECK_BUNDLE).tar.gz $(notdir $(GPU_CHECK_BUNDLE))
+	@echo "$(GPU_CHECK_BUNDLE).tar.gz: unpack on the GPU machine and run $(notdir $(GPU_CHECK_BUNDLE))/scripts/gpu-check.sh"
 
 clean:
 	rm -rf bin dist

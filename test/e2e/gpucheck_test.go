@@ -1,35 +1,157 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 )
 
-// TestGPUCheckScriptPassesOnTheSim runs scripts/gpu-check.sh end to end on
-// simulated GPUs: the same builds, runs, scrapes and assertions that a GPU
-// machine gets, so the script cannot rot where no GPU is.
-func TestGPUCheckScriptPassesOnTheSim(t *testing.T) {
+var (
+	bundleOnce sync.Once
+	bundleDir  string
+	bundleErr  error
+)
+
+// gpuCheckBundle builds `make gpu-check-bundle` once per test process and
+// returns the bundle unpacked from its tarball, as a GPU machine gets it.
+func gpuCheckBundle(t *testing.T) string {
+	t.Helper()
+	bundleOnce.Do(func() { bundleDir, bundleErr = buildBundle() })
+	require.NoError(t, bundleErr)
+	return bundleDir
+}
+
+func buildBundle() (string, error) {
+	dir, err := os.MkdirTemp("", "gpuscope-gpu-check-")
+	if err != nil {
+		return "", err
+	}
+	bundle := filepath.Join(dir, "gpu-check")
+	cmd := exec.Command("make", "--no-print-directory", "gpu-check-bundle", "GPU_CHECK_BUNDLE="+bundle)
+	cmd.Dir = e2etest.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("make gpu-check-bundle: %w\n%s", err, out)
+	}
+	unpacked := filepath.Join(dir, "unpacked")
+	if err := os.Mkdir(unpacked, 0o755); err != nil {
+		return "", err
+	}
+	if out, err := exec.Command("tar", "-C", unpacked, "-xzf", bundle+".tar.gz").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("unpacking the bundle: %w\n%s", err, out)
+	}
+	return filepath.Join(unpacked, "gpu-check"), nil
+}
+
+// pathWithoutGo is $PATH less every folder that holds a go command: the
+// GPU machine has none.
+func pathWithoutGo(t *testing.T) string {
+	t.Helper()
+	var keep []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, "go")); err != nil {
+			keep = append(keep, d)
+		}
+	}
+	p := strings.Join(keep, string(os.PathListSeparator))
+	cmd := exec.Command("bash", "-c", "command -v go")
+	cmd.Env = []string{"PATH=" + p}
+	require.Error(t, cmd.Run(), "go is still on %s", p)
+	return p
+}
+
+// TestGPUCheckBundleRunsWithoutGo unpacks the bundle of `make
+// gpu-check-bundle` and runs its scripts/gpu-check.sh with no Go on the
+// path, on simulated GPUs: the preflight's glibc verdict, each run as the
+// calling user and (as root) again as uid 65534, the soak and the report
+// file, so the script and the bundle cannot rot where no GPU is. The sim
+// stands in for NVML (no cross-check against nvidia-smi, no load there);
+// the checks those make are tested in internal/client/gpucheck.
+func TestGPUCheckBundleRunsWithoutGo(t *testing.T) {
 	e2etest.RequireTool(t, "curl")
+	bundle := gpuCheckBundle(t)
 	out := t.TempDir()
 	_, port, err := net.SplitHostPort(e2etest.FreePort(t))
 	require.NoError(t, err)
-	cmd := exec.Command("bash", filepath.Join(e2etest.RepoRoot(), "scripts", "gpu-check.sh"))
-	cmd.Env = append(os.Environ(), "OUT="+out, "GPU_CHECK_SOURCE=sim", "GPU_CHECK_RUN_S=2", "GPU_CHECK_PORT="+port)
+	cmd := exec.Command("bash", filepath.Join(bundle, "scripts", "gpu-check.sh"))
+	cmd.Env = append(os.Environ(), "PATH="+pathWithoutGo(t), "OUT="+out, "GPU_CHECK_SOURCE=sim", "GPU_CHECK_RUN_S=2",
+		"GPU_CHECK_SOAK_S=4", "GPU_CHECK_SOAK_EVERY_S=1", "GPU_CHECK_PORT="+port)
 	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "gpu-check.sh on the sim failed:\n%s", b)
-	table := string(b[strings.LastIndex(string(b), "RUN "):])
-	for _, run := range []string{"default", "all-fields", "profiling"} {
-		require.Regexp(t, `(?m)^`+run+` +ok +checked \d+ series, \d+ fields on 8 GPUs: 0 failed`, table)
-		require.FileExists(t, filepath.Join(out, run+"-metrics.txt"))
+	require.NoError(t, err, "gpu-check.sh from the bundle failed:\n%s", b)
+	report, err := os.ReadFile(filepath.Join(out, "gpu-check-report.txt"))
+	require.NoError(t, err)
+	r := string(report)
+	assert.Regexp(t, `(?m)^preflight +- +ok +glibc \d+\.\d+$`, r)
+	assert.Regexp(t, `(?m)^gpuscope-cudaload +needs glibc \d+\.\d+ +host \d+\.\d+ +ok$`, r)
+	assert.Contains(t, r, "binaries="+filepath.Join(bundle, "bin"))
+	users := []string{"root"}
+	if os.Getuid() == 0 && e2etest.RequireTool(t, "setpriv") != "" {
+		users = append(users, "nonroot")
+		assert.Regexp(t, `(?m)^gpuscope \(default-nonroot\) pid \d+ serves as uid 65534$`, r)
 	}
+	if os.Getuid() != 0 {
+		users[0] = currentUser(t)
+	}
+	for _, u := range users {
+		for _, run := range []string{"default", "all-fields", "profiling"} {
+			assert.Regexp(t, `(?m)^run `+run+` +`+u+` +ok +checked \d+ series, \d+ fields on 8 GPUs: 0 failed`, r)
+			assert.FileExists(t, filepath.Join(out, run+"-"+u+"-metrics.txt"))
+		}
+	}
+	assert.Regexp(t, `(?m)^soak +\S+ +ok +checked \d+ series, 0 fields on 8 GPUs: 0 failed`, r)
+	assert.Regexp(t, `(?m)^NOTE soak +process_resident_memory_bytes: first [\d.]+ MiB, .* 4 scrapes$`, r)
+	assert.Regexp(t, `(?m)^load +- +skipped +simulated GPUs cannot be loaded$`, r)
+}
+
+func currentUser(t *testing.T) string {
+	t.Helper()
+	b, err := exec.Command("id", "-un").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+// TestGPUCheckLoadGeneratorFromTheBundle runs the bundle's
+// gpuscope-cudaload, with no Go on the path, against the fake
+// libcuda.so.1 of its own tests (cmd/gpuscope-cudaload/testdata): the
+// binary a GPU machine runs loads the library by its soname, compiles the
+// embedded PTX through it and prints the summary the check reads.
+func TestGPUCheckLoadGeneratorFromTheBundle(t *testing.T) {
+	cc := e2etest.RequireTool(t, "cc")
+	bundle := gpuCheckBundle(t)
+	lib := t.TempDir()
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(lib, "libcuda.so.1"),
+		filepath.Join(e2etest.RepoRoot(), "cmd", "gpuscope-cudaload", "testdata", "fakecuda.c")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(filepath.Join(bundle, "bin", "gpuscope-cudaload"), "--duration", "200ms", "--copy-mib", "4")
+	cmd.Env = append(os.Environ(), "PATH="+pathWithoutGo(t), "LD_LIBRARY_PATH="+lib)
+	b, err := cmd.Output()
+	require.NoError(t, err, "%s", b)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 2, "a ready line and the summary:\n%s", b)
+	assert.Regexp(t, `^ready pid=\d+ device=0 name="Fake H200" sms=132 allocated_bytes=8589934592$`, lines[0])
+	var sum struct {
+		ProcessName    string  `json:"process_name"`
+		AllocatedBytes uint64  `json:"allocated_bytes"`
+		Kernels        int     `json:"kernels"`
+		H2DBytes       uint64  `json:"h2d_bytes"`
+		H2DRate        float64 `json:"h2d_bytes_per_second"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &sum))
+	assert.Equal(t, "gpuscope-cudaload", sum.ProcessName)
+	assert.Equal(t, uint64(8<<30), sum.AllocatedBytes)
+	assert.Positive(t, sum.Kernels)
+	assert.Positive(t, sum.H2DBytes)
+	assert.Positive(t, sum.H2DRate)
 }
 
 func TestGPUCheckScriptRefusesAnUnknownSource(t *testing.T) {

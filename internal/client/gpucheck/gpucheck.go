@@ -40,6 +40,10 @@ type Input struct {
 	// ExpectMIG is true when some GPU has MIG enabled: GPU-instance series
 	// must appear. When false, none may.
 	ExpectMIG bool
+	// SMIBefore and SMIAfter are nvidia-smi's answers to SMIQuery taken
+	// just before and just after the scrape; nil skips the cross-check.
+	// SMIBefore also says which GPUs have MIG enabled.
+	SMIBefore, SMIAfter SMI
 }
 
 // Finding is one thing the check noticed.
@@ -77,6 +81,8 @@ type Report struct {
 	// Fields is how many counters-file fields were looked for on each GPU.
 	Fields int
 	GPUs   int
+	// SMI is the cross-check against nvidia-smi, one row per field and GPU.
+	SMI []SMIRow
 }
 
 // Failed reports whether any finding fails the check.
@@ -200,6 +206,7 @@ func Check(in Input) (Report, error) {
 	c.checkConsistency()
 	c.checkMIG(all)
 	c.checkLog()
+	c.checkSMI()
 	c.report.GPUs = len(c.gpus)
 	return c.report, nil
 }
@@ -306,6 +313,11 @@ func (c *checker) checkFields() {
 				continue
 			}
 			switch {
+			case unsupported[[2]string{f.Name, g}] && f.Name == "DCGM_FI_DEV_GPU_UTIL" && c.migEnabled(g):
+				// nvml.h: nvmlDeviceGetUtilizationRates is not supported on
+				// MIG-enabled GPUs; dcgm-exporter's series is blank there too.
+				c.report.Findings = append(c.report.Findings, Finding{Note: true, Check: "fields", Series: fmt.Sprintf("%s{gpu=%q}", f.Name, g),
+					Msg: "unsupported, as NVML says it is on a GPU with MIG enabled"})
 			case unsupported[[2]string{f.Name, g}] && (coreFields[f.Name] || (c.in.ExpectGPM && strings.HasPrefix(f.Name, "DCGM_FI_PROF_"))):
 				c.add(true, "fields", fmt.Sprintf("%s{gpu=%q}", f.Name, g), "reported unsupported, but this GPU serves it through NVML")
 			case unsupported[[2]string{f.Name, g}] && absentByDesign[f.Name] != "":
@@ -322,6 +334,21 @@ func (c *checker) checkFields() {
 				Msg: fmt.Sprintf("not supported on GPU %s (%s)", strings.Join(without, ", "), absentByDesign[f.Name])})
 		}
 	}
+}
+
+// migEnabled says whether a GPU has MIG enabled: nvidia-smi's
+// mig.mode.current when the run took it, else whatever --expect-mig says
+// of the node.
+func (c *checker) migEnabled(gpu string) bool {
+	if c.in.SMIBefore == nil {
+		return c.in.ExpectMIG
+	}
+	for _, p := range c.in.SMIBefore {
+		if p["index"] == gpu {
+			return p["mig.mode.current"] == "Enabled"
+		}
+	}
+	return false
 }
 
 func (c *checker) hasSeries(name, gpu string) bool {
