@@ -36,11 +36,9 @@ type connState struct {
 	version   string
 	baseUnits bool
 	// refused holds the pairs the host engine refused, with the reason,
-	// left out of every watch of this connection (latest.go); lastTS the
-	// time of the latest sample handed over of each pair read as latest
-	// values. Both are bounded by the watched pairs.
+	// left out of every watch of this connection (latest.go). Bounded by
+	// the watched pairs.
 	refused map[pairKey]string
-	lastTS  map[pairKey]int64
 }
 
 // connect opens the connection and discovers entities. Called with clientMu
@@ -82,7 +80,7 @@ func (s *Source) discover() (*connState, error) {
 	c := &connState{
 		byRef: map[EntityRef]*source.Entity{}, gpus: gpus, gpuEnt: map[uint]*source.Entity{},
 		migOf: map[uint][]EntityRef{}, prof: map[uint]profSupport{}, wantLevels: map[level]bool{},
-		refused: map[pairKey]string{}, lastTS: map[pairKey]int64{},
+		refused: map[pairKey]string{},
 	}
 	for _, g := range gpus {
 		e := source.NewGPU(int(g.ID), g.UUID, g.PCIBusID, g.Model)

@@ -101,7 +101,7 @@ func (c *connState) refusedPending(fields map[uint16]bool) []pendingUnsupported 
 
 // pruneLatest forgets the latest-sample times of pairs no longer read as
 // latest values, so that the map stays bounded by the watched pairs.
-func (c *connState) pruneLatest(watched map[time.Duration][]*watchedGroup) {
+func (s *Source) pruneLatest(watched map[time.Duration][]*watchedGroup) {
 	keep := map[pairKey]bool{}
 	for _, gs := range watched {
 		for _, g := range gs {
@@ -115,7 +115,7 @@ func (c *connState) pruneLatest(watched map[time.Duration][]*watchedGroup) {
 			}
 		}
 	}
-	maps.DeleteFunc(c.lastTS, func(k pairKey, _ int64) bool { return !keep[k] })
+	maps.DeleteFunc(s.lastTS, func(k pairKey, _ int64) bool { return !keep[k] })
 }
 
 // readLatest reads the latest value of every pair of g, in batches of at
@@ -123,7 +123,6 @@ func (c *connState) pruneLatest(watched map[time.Duration][]*watchedGroup) {
 // (and not older than floor) to sink; a nil sink only looks for refused
 // pairs. It returns the pairs the host engine refused.
 func (s *Source) readLatest(p *groupPlan, g *watchedGroup, floor int64, sink source.Sink) ([]refusal, error) {
-	c := s.conn
 	var refused []refusal
 	for fields := range slices.Chunk(g.fields, MaxLatestValues) {
 		per := max(1, MaxLatestValues/len(fields))
@@ -138,10 +137,10 @@ func (s *Source) readLatest(p *groupPlan, g *watchedGroup, floor int64, sink sou
 				switch {
 				case v.Status != StatusOK && v.Status != StatusNoData:
 					refused = append(refused, refusal{k, v.Status})
-				case v.Status != StatusOK, v.TS <= c.lastTS[k], v.TS < floor:
+				case v.Status != StatusOK, v.TS <= s.lastTS[k], v.TS < floor:
 					// No sample yet, or none since the last read.
 				default:
-					c.lastTS[k] = v.TS
+					s.lastTS[k] = v.TS
 					fresh = append(fresh, v)
 				}
 			}

@@ -70,6 +70,10 @@ type Source struct {
 	// host engine's cache are not handed over twice. Bounded by the number
 	// of distinct intervals.
 	since map[time.Duration]int64
+	// lastTS is, for the same reason, the time of the latest sample handed
+	// over of each pair read as latest values (latest.go); touched only
+	// under clientMu, and bounded by the watched pairs.
+	lastTS map[pairKey]int64
 
 	// nextGPUList is when Collect next lists the GPUs for the bind/unbind
 	// watch; touched only under clientMu.
@@ -105,7 +109,7 @@ func New(client Client, cfg Config) (*Source, error) {
 	s := &Source{
 		client: withDeadline(client, c.CallTimeout, c.ConnectTimeout), cfg: c, params: params, stop: make(chan struct{}),
 		log:   c.Log.WithField("source", Name),
-		since: map[time.Duration]int64{},
+		since: map[time.Duration]int64{}, lastTS: map[pairKey]int64{},
 	}
 	conn, err := s.connect()
 	if err != nil {

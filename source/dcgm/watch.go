@@ -184,7 +184,7 @@ func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error)
 		p.pending = append(p.pending, unsupportedProfiling(c, p.fields)...)
 		p.pending = append(p.pending, c.refusedPending(p.fields)...)
 	}
-	c.pruneLatest(watched)
+	s.pruneLatest(watched)
 	return plans, nil
 }
 
