@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuscope/gpuscope/counters/fieldid"
 )
 
 // model is the identity and the physical envelope of one simulated GPU type.
@@ -42,6 +44,9 @@ type model struct {
 	// fan says the card has a fan of its own (an actively cooled PCIe
 	// card); the others are cooled by the server's airflow.
 	fan bool
+	// notReported are the fields a real GPU of the model answers N/A or
+	// [Not Supported] for (its capture says so): the sim leaves them out.
+	notReported []uint16
 	// migProfiles is empty when the model has no MIG; the first profile is
 	// the smallest one, which "all" uses.
 	migProfiles []migProfile
@@ -118,7 +123,7 @@ var models = map[string]*model{
 		idleW: 110, limitW: 350, minLimitW: 100, maxSMClock: 2520, idleSMClock: 2520, memClock: 9001,
 		idleVideo: 1965, busyVideo: 1965, pcieGen: 4, pcieWidth: 16,
 		links: 0, pcieBytes: 25e9, tempBase: 20, tempRise: 30, vbios: "95.02.66.00.02",
-		computeCap: "524297",
+		computeCap: "524297", notReported: noHBMNoMIG,
 	},
 	// Consumer cards with fans of their own.
 	"rtx4080super": {
@@ -126,14 +131,14 @@ var models = map[string]*model{
 		idleW: 26, limitW: 320, minLimitW: 150, maxLimitW: 400, maxSMClock: 3165, idleSMClock: 210, memClock: 11501,
 		idleVideo: 1185, busyVideo: 2145, pcieGen: 4, pcieWidth: 16,
 		links: 0, pcieBytes: 25e9, tempBase: 14, tempRise: 20, vbios: "95.03.44.00.B2",
-		computeCap: "524297", fan: true,
+		computeCap: "524297", fan: true, notReported: consumer,
 	},
 	"rtx2080super": {
 		key: "rtx2080super", name: "NVIDIA GeForce RTX 2080 SUPER", fbTotal: 8192, fbReserved: 408,
 		idleW: 39, limitW: 250, minLimitW: 105, maxLimitW: 350, maxSMClock: 2145, idleSMClock: 765, memClock: 7751,
 		idleVideo: 705, busyVideo: 1905, pcieGen: 3, pcieWidth: 16,
 		links: 0, pcieBytes: 12e9, tempBase: 10, tempRise: 20, vbios: "90.04.7A.40.73",
-		computeCap: "458757", fan: true,
+		computeCap: "458757", fan: true, notReported: consumer,
 	},
 	"l4": {
 		key: "l4", name: "NVIDIA L4", fbTotal: 23034, fbReserved: 431,
@@ -142,6 +147,18 @@ var models = map[string]*model{
 		computeCap: "524297", pcieGen: 4, pcieWidth: 16,
 	},
 }
+
+// What GPUs without HBM, ECC or MIG report nothing for: memory
+// temperature (GDDR has no sensor NVML reads), the ECC and row-remapping
+// counters, the MIG mode; and the retired pages that Ampere and later
+// replaced by row remapping.
+var (
+	noRetiredPages = []uint16{fieldid.RetiredSBE, fieldid.RetiredDBE, fieldid.RetiredPending}
+	noHBMNoMIG     = append([]uint16{fieldid.MemoryTemp, fieldid.MIGMode}, noRetiredPages...)
+	consumer       = append([]uint16{fieldid.ECCSBEVolTotal, fieldid.ECCDBEVolTotal, fieldid.ECCSBEAggTotal, fieldid.ECCDBEAggTotal,
+		fieldid.CorrectableRemappedRows, fieldid.UncorrectableRemappedRows, fieldid.RowRemapPending, fieldid.RowRemapFailure},
+		noHBMNoMIG...)
+)
 
 // Models lists the model names Config.Model accepts, sorted.
 func Models() []string {

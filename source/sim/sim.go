@@ -389,6 +389,9 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 		}
 	}
 	switch {
+	case slices.Contains(s.cfg.model.notReported, id):
+		unsup("a real " + s.cfg.model.name + " reports no value for it (nvidia-smi shows N/A)")
+		return
 	case id == fieldid.FanSpeed && !s.cfg.model.fan:
 		unsup("the simulated " + s.cfg.model.key + " is a passively cooled data-center GPU; it has no fan")
 		return

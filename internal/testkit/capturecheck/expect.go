@@ -1,6 +1,7 @@
 package capturecheck
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 
@@ -230,4 +231,19 @@ func eccWant(t gonvml.MemoryErrorType, c gonvml.EccCounterType) func(x ctx) want
 		}
 		return number(x.f(smifake.EccField(t, c)), 1)
 	}
+}
+
+// Unsupported lists the fields the capture shows as unsupported on GPU i
+// of a snapshot (N/A, [Not Supported], no NVLink): the fields a GPU of that
+// model exports no series for.
+func Unsupported(c *smicapture.Capture, s *smicapture.Snapshot, i int) []uint16 {
+	x := ctx{c: c, s: s, i: i, g: s.GPUs[i]}
+	var out []uint16
+	for id, exp := range expectations {
+		if w := exp(x); w.shown && !w.supported {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
 }
