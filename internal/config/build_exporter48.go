@@ -76,7 +76,11 @@ func (b *builder) exporter48() {
 		if !c.Given(flag) && c.Given(FlagWatchMaxKeepSamples) {
 			flag = FlagWatchMaxKeepSamples
 		}
-		b.warn(flag, "changes nothing: gpuscope keeps each field's samples in its own bounded rings (--window), not in DCGM's watch history")
+		msg := "changes nothing: gpuscope keeps each field's samples in its own bounded rings (--window), not in DCGM's watch history"
+		if !c.Given(FlagWatchMaxKeepAge) && !c.Given(FlagWatchMaxKeepSamples) {
+			msg = "sources.dcgm.watch in " + c.ConfigFile + " " + msg
+		}
+		b.warn(flag, msg)
 	}
 	if in.ContainerLabels {
 		b.fail(FlagContainerLabels, fmt.Errorf("%s: not supported: gpuscope does not query container runtimes for labels; "+
