@@ -52,6 +52,7 @@ func (b *builder) exporterYAML() {
 	if s.BindUnbindPoll != nil && unset(FlagBindUnbindPoll) {
 		in.BindUnbindPoll = s.BindUnbindPoll.String()
 	}
+	b.watchGroups = s.WatchGroups
 }
 
 // exporter48 applies dcgm-exporter's flags added after 4.8.2: each works,
@@ -63,6 +64,7 @@ func (b *builder) exporter48() {
 	c.Web.MaxConcurrentScrapes = in.MaxConcurrentScrapes
 	c.Web.HealthRequireGPUs = in.HealthRequireGPUs
 	c.Collection.WatchMaxKeepAge, c.Collection.WatchMaxKeepSamples = in.WatchMaxKeepAge, in.WatchMaxKeepSamples
+	c.Collection.WatchGroups = b.watchGroups
 	if in.EnableExporterMetrics {
 		if c.Given(FlagDisableExporterMetrics) && in.DisableExporterMetrics {
 			b.fail(FlagEnableExporterMetrics, fmt.Errorf("%s and %s contradict each other: give one",
