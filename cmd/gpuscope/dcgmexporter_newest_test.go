@@ -151,6 +151,9 @@ func TestNewerDCGMExporterValues(t *testing.T) {
 		wantErr []string
 	}{
 		{args: []string{"-r", "tcp://10.0.0.2:5555"}, got: remote, want: "remote 10.0.0.2:5555"},
+		// Outside Kubernetes the host label is the remote engine's host
+		// (internal/pkg/hostname/hostname.go), the URI's scheme left out.
+		{args: []string{"-r", "tcp://10.0.0.2:5555"}, got: func(c *config.Config) string { return c.Labels.Hostname }, want: "10.0.0.2"},
 		{args: []string{"-r", "unix:///run/nvidia/hostengine.sock"}, got: remote, want: "remote unix:///run/nvidia/hostengine.sock"},
 		{args: []string{"-r", "[::1]:5555"}, got: remote, want: "remote [::1]:5555"},
 		{args: []string{"-r", "vsock://3:5555"}, wantErr: []string{"--dcgm.remote-hostengine", "vsock://3:5555", "VSOCK", "not supported", "TCP and unix sockets"}},

@@ -122,6 +122,17 @@ func newLogger(cfg config.Log) *logrus.Entry {
 // cannot be read stops the start: serving another counters set than the one
 // asked for would go unnoticed.
 func loadCountersFrom(ctx context.Context, cfg *config.Config, log *logrus.Entry) (*counters.Set, error) {
+	set, err := readCountersFrom(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Collection.WatchGroups.Apply(set); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Flag(config.FlagConfigFile), err)
+	}
+	return set, nil
+}
+
+func readCountersFrom(ctx context.Context, cfg *config.Config, log *logrus.Entry) (*counters.Set, error) {
 	ref := cfg.Counters.ConfigMap
 	if ref == nil {
 		return loadCounters(cfg.Counters.File)
@@ -206,7 +217,14 @@ func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, re
 	// that came meanwhile is waiting in the channel and reloads now.
 	hup := sighup.Channel()
 	if path := cfg.Counters.File; path != "" && cfg.Counters.ConfigMap == nil {
-		w := reload.New(path, eng.Reload, cfg.Counters.ReloadPoll, log.WithField("component", "reload"))
+		// The YAML's watch groups apply to each file read, as at start.
+		apply := func(set *counters.Set) error {
+			if err := cfg.Collection.WatchGroups.Apply(set); err != nil {
+				return fmt.Errorf("%s: %w", cfg.Flag(config.FlagConfigFile), err)
+			}
+			return eng.Reload(set)
+		}
+		w := reload.New(path, apply, cfg.Counters.ReloadPoll, log.WithField("component", "reload"))
 		reg.MustRegister(w)
 		go w.Run(ctx, hup)
 		return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/internal/config/devsel"
+	"github.com/gpuscope/gpuscope/internal/config/exporteryaml"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
 	"github.com/gpuscope/gpuscope/source"
@@ -56,6 +57,8 @@ type builder struct {
 	// yamlInterval and yamlWatch say that --config-file set the collect
 	// interval and the watch retention.
 	yamlInterval, yamlWatch bool
+	// watchGroups are the YAML's groups of fields at their own interval.
+	watchGroups exporteryaml.WatchGroups
 }
 
 // fail records a problem with flag's value.

@@ -52,6 +52,7 @@ func (b *builder) exporterYAML() {
 	if s.BindUnbindPoll != nil && unset(FlagBindUnbindPoll) {
 		in.BindUnbindPoll = s.BindUnbindPoll.String()
 	}
+	b.watchGroups = s.WatchGroups
 }
 
 // exporter48 applies dcgm-exporter's flags added after 4.8.2: each works,
@@ -63,6 +64,7 @@ func (b *builder) exporter48() {
 	c.Web.MaxConcurrentScrapes = in.MaxConcurrentScrapes
 	c.Web.HealthRequireGPUs = in.HealthRequireGPUs
 	c.Collection.WatchMaxKeepAge, c.Collection.WatchMaxKeepSamples = in.WatchMaxKeepAge, in.WatchMaxKeepSamples
+	c.Collection.WatchGroups = b.watchGroups
 	if in.EnableExporterMetrics {
 		if c.Given(FlagDisableExporterMetrics) && in.DisableExporterMetrics {
 			b.fail(FlagEnableExporterMetrics, fmt.Errorf("%s and %s contradict each other: give one",
@@ -76,7 +78,11 @@ func (b *builder) exporter48() {
 		if !c.Given(flag) && c.Given(FlagWatchMaxKeepSamples) {
 			flag = FlagWatchMaxKeepSamples
 		}
-		b.warn(flag, "changes nothing: gpuscope keeps each field's samples in its own bounded rings (--window), not in DCGM's watch history")
+		msg := "changes nothing: gpuscope keeps each field's samples in its own bounded rings (--window), not in DCGM's watch history"
+		if !c.Given(FlagWatchMaxKeepAge) && !c.Given(FlagWatchMaxKeepSamples) {
+			msg = "sources.dcgm.watch in " + c.ConfigFile + " " + msg
+		}
+		b.warn(flag, msg)
 	}
 	if in.ContainerLabels {
 		b.fail(FlagContainerLabels, fmt.Errorf("%s: not supported: gpuscope does not query container runtimes for labels; "+

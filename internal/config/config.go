@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/config/devsel"
+	"github.com/gpuscope/gpuscope/internal/config/exporteryaml"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
 	"github.com/gpuscope/gpuscope/source/auto"
@@ -123,6 +124,9 @@ type Collection struct {
 	// watch retention; gpuscope keeps its own rings and only checks them.
 	WatchMaxKeepAge     time.Duration
 	WatchMaxKeepSamples int64
+	// WatchGroups are --config-file's groups of fields at their own
+	// interval, applied to every counters set read.
+	WatchGroups exporteryaml.WatchGroups
 }
 
 // Labels shapes the identity labels.

@@ -88,10 +88,10 @@ collections:
 }
 
 func TestConfigFileErrorsNameTheFlagTheFileAndTheKey(t *testing.T) {
-	path := writeYAML(t, "version: 1\ncollection:\n  interval: 1s\n  watchGroups:\n    - name: fast\n      interval: 5s\n      fields: [DCGM_FI_DEV_GPU_TEMP]\n")
+	path := writeYAML(t, "version: 1\ncollection:\n  interval: 1s\nmetrics:\n  fields:\n    - {name: DCGM_FI_DEV_GPU_TEMP, prometheusType: gauge, help: t}\n")
 	_, err := Build(input(func(in *Input) { in.ConfigFile = path }))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--config-file: "+path+":4: collection.watchGroups: per-field intervals")
+	assert.Contains(t, err.Error(), "--config-file: "+path+":5: metrics.fields: inline field definitions are not read by gpuscope")
 
 	_, err = Build(input(func(in *Input) { in.ConfigFile = filepath.Join(t.TempDir(), "none.yaml") }))
 	require.Error(t, err)

@@ -11,8 +11,11 @@
 // includes. As upstream, keys the schema does not have are refused, and the
 // two versions cannot be mixed.
 //
-// A setting gpuscope has no equivalent for is refused with the file, the
-// line and the key, and what to do instead; nothing is silently dropped.
+// Groups of fields at their own interval (version 1's watchGroups, version
+// 2's collections of some fields) set the interval of the counters lines
+// they match (WatchGroups.Apply). A setting gpuscope has no equivalent for
+// is refused with the file, the line and the key, and what to do instead;
+// nothing is silently dropped.
 package exporteryaml
 
 import (
@@ -21,11 +24,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	pathpkg "path"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpuscope/gpuscope/counters"
 )
 
 // maxFileBytes bounds the file read: the largest real configuration is a
@@ -51,6 +57,9 @@ type Settings struct {
 	// BindUnbind and BindUnbindPoll are sources.dcgm.detectBindUnbind.
 	BindUnbind     *bool
 	BindUnbindPoll *time.Duration
+	// WatchGroups are collection.watchGroups (version 1) or the
+	// collections of some fields (version 2): fields at their own interval.
+	WatchGroups WatchGroups
 }
 
 // Load reads and parses the file at path.
@@ -239,9 +248,6 @@ func (p *parser) metrics(n *yaml.Node) {
 	}
 }
 
-// refuseIntervals explains what to do with per-field intervals.
-const refuseIntervals = "per-field intervals are set in gpuscope's counters file instead: add the interval as the fourth column of each field's line (README.md, The counters file)"
-
 func (p *parser) collection(n *yaml.Node) {
 	for _, f := range p.mapping(n, "collection", "interval", "watchGroups") {
 		switch f.name {
@@ -249,10 +255,7 @@ func (p *parser) collection(n *yaml.Node) {
 			d := p.duration(f.val, "collection.interval", false)
 			p.s.CollectInterval = &d
 		case "watchGroups":
-			if f.val.Kind == yaml.SequenceNode && len(f.val.Content) == 0 {
-				continue
-			}
-			p.fail(f.key, "collection.watchGroups", refuseIntervals)
+			p.watchGroups(f.val)
 		}
 	}
 }
@@ -265,16 +268,18 @@ func (p *parser) collections(n *yaml.Node) {
 	for i, c := range n.Content {
 		path := "collections[" + strconv.Itoa(i) + "]"
 		var every *time.Duration
+		var name string
+		var include []string
 		all := false
 		for _, f := range p.mapping(c, path, "name", "every", "metrics", "sources") {
 			switch f.name {
 			case "name":
-				p.scalar(f.val, path+".name")
+				name = strings.TrimSpace(p.scalar(f.val, path+".name"))
 			case "every":
 				d := p.duration(f.val, path+".every", false)
 				every = &d
 			case "metrics":
-				all = p.includesAll(f.val, path+".metrics")
+				include, all = p.includes(f.val, path+".metrics")
 			case "sources":
 				p.watchSources(f.val, path+".sources", false)
 			}
@@ -282,13 +287,13 @@ func (p *parser) collections(n *yaml.Node) {
 		if p.err != nil {
 			return
 		}
-		if !all {
-			p.fail(c, path, "a collection of some fields: %s", refuseIntervals)
-			return
-		}
 		if every == nil {
 			p.fail(c, path+".every", "missing")
 			return
+		}
+		if !all {
+			p.addGroup(c, path, name, *every, include)
+			continue
 		}
 		if p.s.CollectInterval != nil {
 			p.fail(c, path, "a second collection of every field")
@@ -298,23 +303,95 @@ func (p *parser) collections(n *yaml.Node) {
 	}
 }
 
-// includesAll reads a collection's metrics and says whether it includes
-// every field (include: ["*"]).
-func (p *parser) includesAll(n *yaml.Node, path string) bool {
-	all := false
+// includes reads a collection's metrics: its field names or patterns, and
+// whether it includes every field (include: ["*"]).
+func (p *parser) includes(n *yaml.Node, path string) ([]string, bool) {
+	var out []string
 	for _, f := range p.mapping(n, path, "include") {
-		if f.val.Kind != yaml.SequenceNode {
-			p.fail(f.val, path+".include", "want a list of field names or patterns")
-			return false
+		out = p.names(f.val, path+".include")
+	}
+	return out, len(out) == 1 && out[0] == "*"
+}
+
+// names reads a list of field names or patterns.
+func (p *parser) names(n *yaml.Node, path string) []string {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.fail(n, path, "want a list of field names or patterns")
+		return nil
+	}
+	var out []string
+	for i, v := range n.Content {
+		s := strings.TrimSpace(p.scalar(v, path))
+		if s == "" && p.err == nil {
+			p.fail(v, fmt.Sprintf("%s[%d]", path, i), "empty")
 		}
-		for _, v := range f.val.Content {
-			if p.scalar(v, path+".include") == "*" {
-				all = true
+		out = append(out, s)
+	}
+	return out
+}
+
+// watchGroups reads version 1's collection.watchGroups.
+func (p *parser) watchGroups(n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, "collection.watchGroups", "want a list of watch groups")
+		return
+	}
+	for i, g := range n.Content {
+		path := "collection.watchGroups[" + strconv.Itoa(i) + "]"
+		var name string
+		var iv *time.Duration
+		var fields []string
+		for _, f := range p.mapping(g, path, "name", "interval", "fields") {
+			switch f.name {
+			case "name":
+				name = strings.TrimSpace(p.scalar(f.val, path+".name"))
+			case "interval":
+				d := p.duration(f.val, path+".interval", false)
+				iv = &d
+			case "fields":
+				fields = p.names(f.val, path+".fields")
 			}
 		}
-		all = all && len(f.val.Content) == 1
+		if p.err != nil {
+			return
+		}
+		switch {
+		case iv == nil:
+			p.fail(g, path+".interval", "missing")
+		case fields == nil:
+			p.fail(g, path+".fields", "missing")
+		default:
+			p.addGroup(g, path, name, *iv, fields)
+		}
 	}
-	return all
+}
+
+// addGroup keeps one group of fields at their own interval, refusing what
+// dcgm-exporter refuses (a missing or repeated name) and intervals gpuscope
+// cannot sample at.
+func (p *parser) addGroup(n *yaml.Node, path, name string, iv time.Duration, patterns []string) {
+	if name == "" {
+		p.fail(n, path+".name", "missing")
+		return
+	}
+	for _, g := range p.s.WatchGroups {
+		if g.Name == name {
+			p.fail(n, path+".name", "%q is given twice", name)
+			return
+		}
+	}
+	if iv < counters.MinInterval {
+		p.fail(n, path, "%s: gpuscope samples at most every %s", iv, counters.MinInterval)
+		return
+	}
+	for _, pat := range patterns {
+		if _, err := pathpkg.Match(pat, ""); err != nil {
+			p.fail(n, path, "%q is not a glob pattern: %v", pat, err)
+			return
+		}
+	}
+	p.s.WatchGroups = append(p.s.WatchGroups, WatchGroup{Name: name, Interval: iv, Patterns: patterns,
+		Where: fmt.Sprintf("%s:%d: %s", p.name, n.Line, path)})
 }
 
 func (p *parser) sources(n *yaml.Node) {

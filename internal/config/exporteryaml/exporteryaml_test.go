@@ -28,8 +28,24 @@ metrics:
 collection:
   interval: 30s
 `, Settings{Version: 1, CountersFile: "/etc/dcgm-exporter/default-counters.csv", CollectInterval: ptr(30 * time.Second)}},
-		{"version 1: empty watch groups", "version: 1\ncollection:\n  interval: 500ms\n  watchGroups: []\n",
-			Settings{Version: 1, CollectInterval: ptr(500 * time.Millisecond)}},
+		{"version 1: watch groups", `
+version: 1
+collection:
+  interval: 30s
+  watchGroups:
+    - name: fast-thermals
+      interval: 5s
+      fields:
+        - DCGM_FI_DEV_GPU_TEMP
+        - DCGM_FI_DEV_POWER_USAGE
+    - name: slow-nvlink-prm
+      interval: 5m
+      fields:
+        - DCGM_FI_DEV_NVLINK_PPCNT_*
+`, Settings{Version: 1, CollectInterval: ptr(30 * time.Second), WatchGroups: WatchGroups{
+			{Name: "fast-thermals", Interval: 5 * time.Second, Patterns: []string{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"}, Where: "config.yaml:6: collection.watchGroups[0]"},
+			{Name: "slow-nvlink-prm", Interval: 5 * time.Minute, Patterns: []string{"DCGM_FI_DEV_NVLINK_PPCNT_*"}, Where: "config.yaml:11: collection.watchGroups[1]"},
+		}}},
 		{"version 2: the chart's example", `
 version: 2
 metrics:
@@ -55,9 +71,16 @@ collections:
           maxKeepSamples: 2
     metrics:
       include: ["*"]
+  - name: fast-thermals
+    every: 5s
+    metrics:
+      include:
+        - DCGM_FI_DEV_GPU_TEMP
 `, Settings{Version: 2, CountersFile: "/etc/dcgm-exporter/default-counters.csv", CollectInterval: ptr(30 * time.Second),
 			EnableExporterMetrics: ptr(true), MaxConcurrentScrapes: ptr(16), WatchMaxKeepAge: ptr(10 * time.Minute),
-			WatchMaxKeepSamples: ptr(int64(0)), BindUnbind: ptr(true), BindUnbindPoll: ptr(2 * time.Second)}},
+			WatchMaxKeepSamples: ptr(int64(0)), BindUnbind: ptr(true), BindUnbindPoll: ptr(2 * time.Second),
+			WatchGroups: WatchGroups{{Name: "fast-thermals", Interval: 5 * time.Second, Patterns: []string{"DCGM_FI_DEV_GPU_TEMP"},
+				Where: "config.yaml:26: collections[1]"}}}},
 		{"version 2: nothing but the version", "version: 2\n", Settings{Version: 2}},
 	}
 	for _, tt := range tests {
@@ -86,10 +109,18 @@ func TestParseRefusesWithFileLineAndKey(t *testing.T) {
 		{"inline fields", "version: 1\nmetrics:\n  fields:\n    - name: DCGM_FI_DEV_GPU_TEMP\n      prometheusType: gauge\n      help: t\n",
 			"config.yaml:3: metrics.fields: inline field definitions are not read by gpuscope: write them as counters CSV lines"},
 		{"file and fields", "version: 1\nmetrics:\n  file: a.csv\n  fields: []\n", "config.yaml:4: metrics: give exactly one of file or fields"},
-		{"watch groups", "version: 1\ncollection:\n  watchGroups:\n    - name: fast\n      interval: 5s\n      fields: [DCGM_FI_DEV_GPU_TEMP]\n",
-			"config.yaml:3: collection.watchGroups: per-field intervals are set in gpuscope's counters file"},
-		{"a collection of some fields", "version: 2\ncollections:\n  - name: fast\n    every: 5s\n    metrics:\n      include: [DCGM_FI_DEV_GPU_TEMP]\n",
-			"config.yaml:3: collections[0]: a collection of some fields: per-field intervals"},
+		{"watch group without a name", "version: 1\ncollection:\n  watchGroups:\n    - interval: 5s\n      fields: [DCGM_FI_DEV_GPU_TEMP]\n",
+			"config.yaml:4: collection.watchGroups[0].name: missing"},
+		{"watch group named twice", "version: 1\ncollection:\n  watchGroups:\n    - {name: a, interval: 5s, fields: [X]}\n    - {name: a, interval: 6s, fields: [Y]}\n",
+			`config.yaml:5: collection.watchGroups[1].name: "a" is given twice`},
+		{"watch group without fields", "version: 1\ncollection:\n  watchGroups:\n    - {name: a, interval: 5s, fields: []}\n",
+			"config.yaml:4: collection.watchGroups[0].fields: want a list of field names or patterns"},
+		{"watch group too fast", "version: 1\ncollection:\n  watchGroups:\n    - {name: a, interval: 10ms, fields: [X]}\n",
+			"config.yaml:4: collection.watchGroups[0]: 10ms: gpuscope samples at most every 100ms"},
+		{"bad pattern", "version: 2\ncollections:\n  - name: a\n    every: 5s\n    metrics:\n      include: [\"DCGM_[\"]\n",
+			`config.yaml:3: collections[0]: "DCGM_[" is not a glob pattern`},
+		{"collection without every", "version: 2\ncollections:\n  - name: a\n    metrics:\n      include: [X]\n",
+			"config.yaml:3: collections[0].every: missing"},
 		{"bad interval", "version: 1\ncollection:\n  interval: often\n", `config.yaml:3: collection.interval: "often": want a Go duration`},
 		{"zero interval", "version: 1\ncollection:\n  interval: 0s\n", `config.yaml:3: collection.interval: "0s": must be greater than 0`},
 		{"bad scrape limit", "version: 2\nserver:\n  maxConcurrentScrapes: 0\n", "config.yaml:3: server.maxConcurrentScrapes: 0: at least 1"},
