@@ -175,15 +175,26 @@ func layoutKey(ins []*instance) string {
 }
 
 // adoptLayout replaces a GPU's MIG instances with a fresh listing, which
-// has fresh handles. A GPU instance that stays keeps its GPM samples; the
-// samples of one that went are freed. It reports whether the layout
-// changed, and with it the entities; then what was reported unsupported
-// is reported again for the new entities. It runs where the GPU's reads
+// has fresh handles. When the layout is the same, the known instances stay
+// and only take the fresh handles: the engine finds an entity's series by
+// the entity it was given. When it changed, a GPU instance that stays
+// keeps its GPM samples, the samples of one that went are freed, and what
+// was reported unsupported is reported again for the new entities. It
+// reports whether the layout changed. It runs where the GPU's reads
 // cannot: in its read goroutine, or while the GPU is not busy.
 func (s *Source) adoptLayout(d *device, next []*instance) bool {
 	d.mu.Lock()
 	old := d.instances
-	changed := layoutKey(old) != layoutKey(next)
+	if layoutKey(old) == layoutKey(next) {
+		for i, o := range old {
+			o.h = next[i].h
+			for j, ci := range o.cis {
+				ci.h = next[i].cis[j].h
+			}
+		}
+		d.mu.Unlock()
+		return false
+	}
 	for _, o := range old {
 		kept := false
 		for _, n := range next {
@@ -198,11 +209,9 @@ func (s *Source) adoptLayout(d *device, next []*instance) bool {
 	d.instances = next
 	d.numberEntities()
 	d.mu.Unlock()
-	if changed {
-		clear(d.reported)
-		s.entitiesChanged.Store(true)
-	}
-	return changed
+	clear(d.reported)
+	s.entitiesChanged.Store(true)
+	return true
 }
 
 // relistMIG looks at a GPU's MIG layout again, at most once per MIGPoll or

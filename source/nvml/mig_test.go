@@ -219,3 +219,41 @@ func TestMIGLayoutFollowedWhileRunning(t *testing.T) {
 	assert.Equal(t, added[0].UUID, gis[0].MIGUUID)
 	assert.Equal(t, 2*len(f.GPUs)+2, f.LiveSamples(), "the removed instance's GPM samples are freed")
 }
+
+// ptrSink records which entity pointers a source hands over: the engine
+// finds an entity's series by its pointer, from the last Entities().
+type ptrSink struct {
+	*recordingSink
+	ptrs map[*source.Entity]bool
+}
+
+func (p *ptrSink) Value(e *source.Entity, f uint16, ts int64, v float64) {
+	p.ptrs[e] = true
+	p.recordingSink.Value(e, f, ts, v)
+}
+
+// A listing that finds the layout unchanged keeps the entities the engine
+// knows: values of the MIG instances keep landing on them after each poll.
+func TestMIGPollKeepsTheEntitiesOfAnUnchangedLayout(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	ins := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	f.AddComputeInstance(0, ins[0])
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond, Clock: clk, MIGPoll: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.FBUsed)}}))
+	known := map[*source.Entity]bool{}
+	for _, e := range s.Entities() {
+		known[e] = true
+	}
+	for _, step := range []time.Duration{time.Second, 30 * time.Second, 30 * time.Second} {
+		clk.Add(step)
+		sink := &ptrSink{recordingSink: newSink(), ptrs: map[*source.Entity]bool{}}
+		require.NoError(t, s.Collect(context.Background(), 0, sink), "the layout did not change")
+		require.Len(t, sink.ptrs, len(f.GPUs)+1+2, "every GPU, the GPU instance and its two compute instances")
+		for e := range sink.ptrs {
+			assert.True(t, known[e], "%s is an entity the engine was given", e.Key())
+		}
+	}
+}
