@@ -41,8 +41,8 @@ func (s *Source) enumerateMIG(d *device, h gonvml.Device) ([]*instance, bool, er
 			return out, true, err
 		}
 		if err := s.addMIGDevice(d, h, mh, &out); err != nil {
-			s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_device": i, "error": err.Error()}).
-				Warn("MIG device cannot be read; it is not sampled")
+			d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_device": i, "error": err.Error()}),
+				"MIG device cannot be read; it is not sampled")
 		}
 	}
 	return out, true, nil
@@ -95,6 +95,19 @@ func (s *Source) addMIGDevice(d *device, h, mh gonvml.Device, out *[]*instance) 
 	return nil
 }
 
+// migWarn logs a problem of a GPU's MIG listing: the first at warning
+// level, the ones the periodic listings find after it at debug level, so
+// that a lasting problem is said once. Only the goroutine that lists the
+// GPU's layout calls it.
+func (d *device) migWarn(l *logrus.Entry, msg string) {
+	if d.migWarned {
+		l.Debug(msg)
+		return
+	}
+	d.migWarned = true
+	l.Warn(msg)
+}
+
 // maxMIGInstances bounds the GPU instances kept per GPU: NVML has at most
 // seven per GPU today, and a driver that answered more is not believed.
 const maxMIGInstances = 64
@@ -120,8 +133,8 @@ func (s *Source) profileName(d *device, h, mh gonvml.Device, giID int) string {
 	if match == nil {
 		attrs, ret = mh.GetAttributes()
 		if err := nvmlErr("GetAttributes", ret); err != nil {
-			s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID, "error": why.Error(),
-				"attributes_error": err.Error()}).Warn("MIG profile unknown; GPU_I_PROFILE is empty")
+			d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID, "error": why.Error(),
+				"attributes_error": err.Error()}), "MIG profile unknown; GPU_I_PROFILE is empty")
 			return ""
 		}
 		match = func(p gonvml.GpuInstanceProfileInfo) bool {
@@ -148,7 +161,7 @@ func (s *Source) profileName(d *device, h, mh gonvml.Device, giID int) string {
 	if attrs.GpuInstanceSliceCount > 0 {
 		return deriveProfileName(attrs.GpuInstanceSliceCount, attrs.MemorySizeMB)
 	}
-	s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID}).Warn("MIG profile not among the GPU's profiles; GPU_I_PROFILE is empty")
+	d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID}), "MIG profile not among the GPU's profiles; GPU_I_PROFILE is empty")
 	return ""
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -256,4 +258,38 @@ func TestMIGPollKeepsTheEntitiesOfAnUnchangedLayout(t *testing.T) {
 			assert.True(t, known[e], "%s is an entity the engine was given", e.Key())
 		}
 	}
+}
+
+// A MIG device that cannot be read is left out with one warning, however
+// many periodic listings find it so; the GPU's other instances are read.
+func TestUnreadableMIGDeviceIsSaidOnce(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	f.Update(0, func(g *nvmlfake.GPU) { g.Errs["MIG.GetComputeInstanceId"] = gonvml.ERROR_UNKNOWN })
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: logrus.NewEntry(log), EventWait: 20 * time.Millisecond, Clock: clk, MIGPoll: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.GPUTemp)}}))
+	for range 4 {
+		clk.Add(30 * time.Second)
+		require.NoError(t, s.Collect(context.Background(), 0, newSink()))
+	}
+	warned, debugged := 0, 0
+	for _, e := range hook.AllEntries() {
+		if e.Message == "MIG device cannot be read; it is not sampled" {
+			switch e.Level {
+			case logrus.WarnLevel:
+				warned++
+			case logrus.DebugLevel:
+				debugged++
+			}
+		}
+	}
+	assert.Equal(t, 1, warned, "said once")
+	assert.Equal(t, 4, debugged, "then at debug level at each listing")
+	assert.Empty(t, kindOf(s, source.GPUInstance))
+	assert.Len(t, kindOf(s, source.GPU), len(f.GPUs))
 }
