@@ -77,6 +77,8 @@ type device struct {
 	// for a listing at the next read, after an instance's handle failed.
 	lastMIGList time.Time
 	migStale    bool
+	// migWarned is set once a problem of the MIG listing was logged.
+	migWarned bool
 
 	gpmSupported bool
 	// migEnabled is read by the process refresh beside the reads.

@@ -84,12 +84,14 @@ func TestProcessRefreshIsOutOfTheReadPath(t *testing.T) {
 }
 
 // nvml.h: "The interval between two nvmlGpmSampleGet() calls should be
-// greater than 100ms due to the internal sample refresh rate." A 100 ms
-// group whose collection comes early would measure counters that have not
-// moved, 0 or NaN, which the window statistics and insight would show as a
-// stall. Such a sample is not taken: the field has no value that round,
-// and the next measures over the longer span.
-func TestGPMSamplesCloserThan100msAreSkipped(t *testing.T) {
+// greater than 100ms due to the internal sample refresh rate." Two samples
+// inside one refresh period hold the same counters, and the metrics come
+// back 0 (or NaN), which the window statistics and insight would show as a
+// stall. Such a pair is skipped: the field has no value that round, and
+// the next measures over the longer span from the same baseline. A tick a
+// little early whose counters moved is read, so a 100 ms group keeps its
+// rate despite its ticks' jitter, and an idle GPU still reads 0.
+func TestGPMSamplesOfOneRefreshPeriodAreSkipped(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
 	f.SetGPMRefresh(clk, 100*time.Millisecond)
@@ -98,38 +100,40 @@ func TestGPMSamplesCloserThan100msAreSkipped(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Watch([]source.Group{{Interval: 100 * time.Millisecond, Fields: fields(fieldid.ProfSMActive)}}))
 	gpu0 := gpuEntity(t, s, 0)
+	start := clk.Now()
 	steps := []struct {
-		after time.Duration
-		want  bool
+		at   time.Duration // since start; the counters refresh at each 100 ms
+		idle bool
+		want float64 // -1: no value
 	}{
-		{0, false},                     // the baseline
-		{100 * time.Millisecond, true}, // 100 ms apart
-		{60 * time.Millisecond, false}, // too early: skipped
-		{40 * time.Millisecond, true},  // 100 ms after the last sample taken
-		{95 * time.Millisecond, false}, // jitter below the refresh period
-		{105 * time.Millisecond, true}, // 200 ms span
-		{150 * time.Millisecond, true}, // a late tick is fine
-		{time.Millisecond, false},      // back to back
-		{99 * time.Millisecond, true},  // 100 ms since the last taken
-		{100 * time.Millisecond, true}, // and steady again
-		{50 * time.Millisecond, false}, // half a period
-		{49 * time.Millisecond, false}, // 99 ms since the last taken
-		{time.Millisecond, true},       // 100 ms exactly
-		{200 * time.Millisecond, true}, // a missed tick
-		{100 * time.Millisecond, true}, // steady
-		{100 * time.Millisecond, true}, // steady
-		{10 * time.Millisecond, false}, // early
-		{100 * time.Millisecond, true}, // 110 ms span
+		{0, false, -1},                        // the baseline
+		{100 * time.Millisecond, false, 0.8},  // next refresh period
+		{160 * time.Millisecond, false, -1},   // same period as the last sample: skipped
+		{200 * time.Millisecond, false, 0.8},  // measured from the sample at 100 ms
+		{299 * time.Millisecond, false, -1},   // 99 ms later, same period
+		{301 * time.Millisecond, false, 0.8},  // from 200 ms
+		{400 * time.Millisecond, false, 0.8},  // 99 ms later, but the counters moved
+		{500 * time.Millisecond, true, 0},     // an idle GPU reads 0
+		{550 * time.Millisecond, true, -1},    // and a same-period pair is still skipped
+		{600 * time.Millisecond, false, 0.8},  // busy again
+		{1000 * time.Millisecond, false, 0.8}, // missed ticks
 	}
 	for i, st := range steps {
-		clk.Add(st.after)
+		clk.Set(start.Add(st.at))
+		f.Update(0, func(g *nvmlfake.GPU) {
+			g.R.GPM[gonvml.GPM_METRIC_SM_UTIL] = 80
+			if st.idle {
+				g.R.GPM[gonvml.GPM_METRIC_SM_UTIL] = 0
+			}
+		})
 		sink := newSink()
 		require.NoError(t, s.Collect(context.Background(), 0, sink))
 		v, ok := sink.value(gpu0, fieldid.ProfSMActive)
-		require.Equal(t, st.want, ok, "step %d (+%s)", i, st.after)
-		if ok {
-			assert.InDelta(t, 0.8, v, 1e-9, "step %d: a real reading, never the 0 of an unmoved counter", i)
+		if st.want < 0 {
+			assert.False(t, ok, "step %d (%s): skipped, not %v", i, st.at, v)
+		} else if assert.True(t, ok, "step %d (%s)", i, st.at) {
+			assert.InDelta(t, st.want, v, 1e-9, "step %d (%s)", i, st.at)
 		}
-		assert.Empty(t, sink.fails, "step %d: a skipped sample is no failure", i)
+		assert.Empty(t, sink.fails, "step %d: a skipped pair is no failure", i)
 	}
 }

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"math"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -18,11 +19,30 @@ type gpmState struct {
 	prevAt time.Time
 }
 
-// gpmMinGap is the shortest span GPM measures over. nvml.h: "The interval
-// between two nvmlGpmSampleGet() calls should be greater than 100ms due to
-// the internal sample refresh rate"; closer samples can give 0 or NaN for
-// counters that have not moved yet, which would read as a stall.
+// gpmMinGap is GPM's refresh period. nvml.h: "The interval between two
+// nvmlGpmSampleGet() calls should be greater than 100ms due to the internal
+// sample refresh rate": two samples closer than that can hold the same
+// counters, and the metrics between them come back 0 or NaN, which would
+// read as a stall. Such a pair is skipped (gpmRead); a pair a tick's
+// jitter closer whose counters moved is a reading like any other, so a
+// 100 ms group keeps its rate.
 const gpmMinGap = 100 * time.Millisecond
+
+// unmoved reports metrics that say the two samples held the same
+// counters: every metric NVML answered is 0 or NaN.
+func unmoved(ms []gonvml.GpmMetric) bool {
+	answered := false
+	for _, m := range ms {
+		if m.NvmlReturn != uint32(gonvml.SUCCESS) {
+			continue
+		}
+		answered = true
+		if m.Value != 0 && !math.IsNaN(m.Value) {
+			return false
+		}
+	}
+	return answered
+}
 
 // gpmStates holds one gpmState per watched field group of an entity: a
 // group read every second measures between its own samples, not against
@@ -61,12 +81,10 @@ func (g *gpmState) free() {
 
 // gpmRead takes one sample with take at now and returns the metrics
 // between it and the previous sample; ok is false on the first sample, and
-// when the previous sample is less than gpmMinGap old: then no sample is
-// taken, and the next read measures over the longer span.
+// when the previous sample is less than gpmMinGap old and the counters did
+// not move: then the previous sample stays the baseline, and the next read
+// measures over the longer span.
 func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return, metrics []gonvml.GpmMetricId, now time.Time) ([]gonvml.GpmMetric, bool, error) {
-	if g.have && now.Sub(g.prevAt) < gpmMinGap {
-		return nil, false, nil
-	}
 	for _, p := range []*gonvml.GpmSample{&g.cur, &g.prev} {
 		if *p == nil {
 			smp, ret := s.lib.GpmSampleAlloc()
@@ -89,9 +107,14 @@ func (s *Source) gpmRead(g *gpmState, take func(gonvml.GpmSample) gonvml.Return,
 		m.Metrics[i].MetricId = uint32(id)
 	}
 	ret := s.lib.GpmMetricsGet(m)
-	g.prev, g.cur, g.prevAt = g.cur, g.prev, now
 	if err := nvmlErr("GpmMetricsGet", ret); err != nil {
+		g.prev, g.cur, g.prevAt = g.cur, g.prev, now
 		return nil, false, err
 	}
-	return m.Metrics[:len(metrics)], true, nil
+	vals := m.Metrics[:len(metrics)]
+	if now.Sub(g.prevAt) < gpmMinGap && unmoved(vals) {
+		return nil, false, nil
+	}
+	g.prev, g.cur, g.prevAt = g.cur, g.prev, now
+	return vals, true, nil
 }

@@ -41,8 +41,8 @@ func (s *Source) enumerateMIG(d *device, h gonvml.Device) ([]*instance, bool, er
 			return out, true, err
 		}
 		if err := s.addMIGDevice(d, h, mh, &out); err != nil {
-			s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_device": i, "error": err.Error()}).
-				Warn("MIG device cannot be read; it is not sampled")
+			d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "uuid": d.uuid, "mig_device": i, "error": err.Error()}),
+				"MIG device cannot be read; it is not sampled")
 		}
 	}
 	return out, true, nil
@@ -95,6 +95,19 @@ func (s *Source) addMIGDevice(d *device, h, mh gonvml.Device, out *[]*instance) 
 	return nil
 }
 
+// migWarn logs a problem of a GPU's MIG listing: the first at warning
+// level, the ones the periodic listings find after it at debug level, so
+// that a lasting problem is said once. Only the goroutine that lists the
+// GPU's layout calls it.
+func (d *device) migWarn(l *logrus.Entry, msg string) {
+	if d.migWarned {
+		l.Debug(msg)
+		return
+	}
+	d.migWarned = true
+	l.Warn(msg)
+}
+
 // maxMIGInstances bounds the GPU instances kept per GPU: NVML has at most
 // seven per GPU today, and a driver that answered more is not believed.
 const maxMIGInstances = 64
@@ -120,8 +133,8 @@ func (s *Source) profileName(d *device, h, mh gonvml.Device, giID int) string {
 	if match == nil {
 		attrs, ret = mh.GetAttributes()
 		if err := nvmlErr("GetAttributes", ret); err != nil {
-			s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID, "error": why.Error(),
-				"attributes_error": err.Error()}).Warn("MIG profile unknown; GPU_I_PROFILE is empty")
+			d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID, "error": why.Error(),
+				"attributes_error": err.Error()}), "MIG profile unknown; GPU_I_PROFILE is empty")
 			return ""
 		}
 		match = func(p gonvml.GpuInstanceProfileInfo) bool {
@@ -148,7 +161,7 @@ func (s *Source) profileName(d *device, h, mh gonvml.Device, giID int) string {
 	if attrs.GpuInstanceSliceCount > 0 {
 		return deriveProfileName(attrs.GpuInstanceSliceCount, attrs.MemorySizeMB)
 	}
-	s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID}).Warn("MIG profile not among the GPU's profiles; GPU_I_PROFILE is empty")
+	d.migWarn(s.log.WithFields(logrus.Fields{"gpu": d.index, "gpu_instance": giID}), "MIG profile not among the GPU's profiles; GPU_I_PROFILE is empty")
 	return ""
 }
 
@@ -175,15 +188,26 @@ func layoutKey(ins []*instance) string {
 }
 
 // adoptLayout replaces a GPU's MIG instances with a fresh listing, which
-// has fresh handles. A GPU instance that stays keeps its GPM samples; the
-// samples of one that went are freed. It reports whether the layout
-// changed, and with it the entities; then what was reported unsupported
-// is reported again for the new entities. It runs where the GPU's reads
+// has fresh handles. When the layout is the same, the known instances stay
+// and only take the fresh handles: the engine finds an entity's series by
+// the entity it was given. When it changed, a GPU instance that stays
+// keeps its GPM samples, the samples of one that went are freed, and what
+// was reported unsupported is reported again for the new entities. It
+// reports whether the layout changed. It runs where the GPU's reads
 // cannot: in its read goroutine, or while the GPU is not busy.
 func (s *Source) adoptLayout(d *device, next []*instance) bool {
 	d.mu.Lock()
 	old := d.instances
-	changed := layoutKey(old) != layoutKey(next)
+	if layoutKey(old) == layoutKey(next) {
+		for i, o := range old {
+			o.h = next[i].h
+			for j, ci := range o.cis {
+				ci.h = next[i].cis[j].h
+			}
+		}
+		d.mu.Unlock()
+		return false
+	}
 	for _, o := range old {
 		kept := false
 		for _, n := range next {
@@ -198,11 +222,9 @@ func (s *Source) adoptLayout(d *device, next []*instance) bool {
 	d.instances = next
 	d.numberEntities()
 	d.mu.Unlock()
-	if changed {
-		clear(d.reported)
-		s.entitiesChanged.Store(true)
-	}
-	return changed
+	clear(d.reported)
+	s.entitiesChanged.Store(true)
+	return true
 }
 
 // relistMIG looks at a GPU's MIG layout again, at most once per MIGPoll or

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -218,4 +220,76 @@ func TestMIGLayoutFollowedWhileRunning(t *testing.T) {
 	require.Len(t, gis, 1)
 	assert.Equal(t, added[0].UUID, gis[0].MIGUUID)
 	assert.Equal(t, 2*len(f.GPUs)+2, f.LiveSamples(), "the removed instance's GPM samples are freed")
+}
+
+// ptrSink records which entity pointers a source hands over: the engine
+// finds an entity's series by its pointer, from the last Entities().
+type ptrSink struct {
+	*recordingSink
+	ptrs map[*source.Entity]bool
+}
+
+func (p *ptrSink) Value(e *source.Entity, f uint16, ts int64, v float64) {
+	p.ptrs[e] = true
+	p.recordingSink.Value(e, f, ts, v)
+}
+
+// A listing that finds the layout unchanged keeps the entities the engine
+// knows: values of the MIG instances keep landing on them after each poll.
+func TestMIGPollKeepsTheEntitiesOfAnUnchangedLayout(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	ins := f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	f.AddComputeInstance(0, ins[0])
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: quietLogger(), EventWait: 20 * time.Millisecond, Clock: clk, MIGPoll: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.FBUsed)}}))
+	known := map[*source.Entity]bool{}
+	for _, e := range s.Entities() {
+		known[e] = true
+	}
+	for _, step := range []time.Duration{time.Second, 30 * time.Second, 30 * time.Second} {
+		clk.Add(step)
+		sink := &ptrSink{recordingSink: newSink(), ptrs: map[*source.Entity]bool{}}
+		require.NoError(t, s.Collect(context.Background(), 0, sink), "the layout did not change")
+		require.Len(t, sink.ptrs, len(f.GPUs)+1+2, "every GPU, the GPU instance and its two compute instances")
+		for e := range sink.ptrs {
+			assert.True(t, known[e], "%s is an entity the engine was given", e.Key())
+		}
+	}
+}
+
+// A MIG device that cannot be read is left out with one warning, however
+// many periodic listings find it so; the GPU's other instances are read.
+func TestUnreadableMIGDeviceIsSaidOnce(t *testing.T) {
+	f := nvmlfake.New(nvmlfake.DGXH100)
+	f.EnableMIG(0, gonvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	f.Update(0, func(g *nvmlfake.GPU) { g.Errs["MIG.GetComputeInstanceId"] = gonvml.ERROR_UNKNOWN })
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	clk := timesource.NewFake(time.Unix(1_750_000_000, 0))
+	s, err := New(Config{Lib: f, Logger: logrus.NewEntry(log), EventWait: 20 * time.Millisecond, Clock: clk, MIGPoll: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Watch([]source.Group{{Interval: time.Second, Fields: fields(fieldid.GPUTemp)}}))
+	for range 4 {
+		clk.Add(30 * time.Second)
+		require.NoError(t, s.Collect(context.Background(), 0, newSink()))
+	}
+	warned, debugged := 0, 0
+	for _, e := range hook.AllEntries() {
+		if e.Message == "MIG device cannot be read; it is not sampled" {
+			switch e.Level {
+			case logrus.WarnLevel:
+				warned++
+			case logrus.DebugLevel:
+				debugged++
+			}
+		}
+	}
+	assert.Equal(t, 1, warned, "said once")
+	assert.Equal(t, 4, debugged, "then at debug level at each listing")
+	assert.Empty(t, kindOf(s, source.GPUInstance))
+	assert.Len(t, kindOf(s, source.GPU), len(f.GPUs))
 }

@@ -3,6 +3,7 @@ package nvml
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -183,8 +184,12 @@ func (s *Source) refreshGPUProcesses(d *device) {
 		return
 	}
 	s.procMu.Lock()
-	s.procs[d.index] = procs
-	s.procMu.Unlock()
+	defer s.procMu.Unlock()
+	// The refresh runs beside Collect, which may have dropped the GPU
+	// meanwhile (unbound, or renumbered and opened afresh under its index).
+	if slices.Contains(s.devs(), d) {
+		s.procs[d.index] = procs
+	}
 }
 
 // listMIGDeviceProcesses lists a MIG GPU's processes through its MIG

@@ -132,27 +132,21 @@ type Fake struct {
 	nameCalls int
 	// nonRoot answers as NVML answers a caller without privileges.
 	nonRoot bool
-	// gpmClock stamps GPM samples; metrics between samples closer than
-	// gpmRefresh are 0 (SetGPMRefresh).
+	// gpmClock stamps GPM samples; metrics between samples inside one
+	// gpmRefresh period are 0 (SetGPMRefresh).
 	gpmClock   timesource.Clock
 	gpmRefresh time.Duration
 }
 
 // SetGPMRefresh makes GPM answer as nvml.h warns it does: "The interval
 // between two nvmlGpmSampleGet() calls should be greater than 100ms due
-// to the internal sample refresh rate"; metrics between two samples taken
-// closer than refresh on clock are 0, the counters not having moved.
+// to the internal sample refresh rate". The counters refresh at each
+// multiple of refresh on clock; the metrics between two samples taken
+// inside one refresh period are 0, the counters not having moved.
 func (f *Fake) SetGPMRefresh(clock timesource.Clock, refresh time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gpmClock, f.gpmRefresh = clock, refresh
-}
-
-func absDuration(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
 }
 
 // SetProcessName names a process for SystemGetProcessName.
@@ -657,8 +651,8 @@ func (f *Fake) installServer() {
 		if !ok1 || !ok2 || !s1.taken || !s2.taken || s1.freed || s2.freed || s1.gpu != s2.gpu || s1.gi != s2.gi {
 			return gonvml.ERROR_INVALID_ARGUMENT
 		}
-		if f.gpmClock != nil && absDuration(s2.at.Sub(s1.at)) < f.gpmRefresh {
-			// Inside one refresh period the counters have not moved.
+		if f.gpmClock != nil && s1.at.UnixNano()/int64(f.gpmRefresh) == s2.at.UnixNano()/int64(f.gpmRefresh) {
+			// Two samples inside one refresh period hold the same counters.
 			for i := 0; i < int(m.NumMetrics); i++ {
 				m.Metrics[i].NvmlReturn, m.Metrics[i].Value = uint32(gonvml.SUCCESS), 0
 			}
