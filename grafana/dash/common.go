@@ -54,13 +54,13 @@ func rangeTargets(qs []query) []cog.Builder[variants.Dataquery] {
 	out := make([]cog.Builder[variants.Dataquery], 0, len(qs))
 	for i, x := range qs {
 		out = append(out, prometheus.NewDataqueryBuilder().
-			Expr(x.expr).LegendFormat(x.legend).RefId(refID(i)).Range().Datasource(ds))
+			Expr(MustBilingual(x.expr)).LegendFormat(x.legend).RefId(refID(i)).Range().Datasource(ds))
 	}
 	return out
 }
 
 func instantTable(expr string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().Expr(expr).RefId("A").Instant().
+	return prometheus.NewDataqueryBuilder().Expr(MustBilingual(expr)).RefId("A").Instant().
 		Format(prometheus.PromQueryFormatTable).Datasource(ds)
 }
 
@@ -101,7 +101,7 @@ func labelVar(name, label, selector, labelName string, multi bool) *dashboard.Qu
 
 // clusterVar chains under the datasource; every other variable chains under it.
 func clusterVar() *dashboard.QueryVariableBuilder {
-	return labelVar("cluster", "Cluster", "DCGM_FI_DEV_GPU_TEMP", "cluster", false)
+	return labelVar("cluster", "Cluster", `{__name__=~"`+EitherName("DCGM_FI_DEV_GPU_TEMP")+`"}`, "cluster", false)
 }
 
 func base(uid, title, desc string) *dashboard.DashboardBuilder {

@@ -41,7 +41,7 @@ func ngRate(metric string) string {
 // reads one label, so it is a query_result whose regex takes the value of
 // either.
 func hostVar() *dashboard.QueryVariableBuilder {
-	expr := `query_result(group by (Hostname, hostname) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster"}))`
+	expr := MustBilingual(`query_result(group by (Hostname, hostname) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster"}))`)
 	return dashboard.NewQueryVariableBuilder("node").Label("Node").
 		Query(dashboard.StringOrMap{String: ptr(expr)}).Definition(expr).Regex(`/[Hh]ostname="([^"]+)"/`).
 		Datasource(ds).Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
@@ -50,7 +50,7 @@ func hostVar() *dashboard.QueryVariableBuilder {
 
 // gpuVar lists the GPUs of the node, whichever host label it carries.
 func gpuVar() *dashboard.QueryVariableBuilder {
-	expr := `query_result(group by (gpu) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", Hostname=~"$node"} or DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", hostname=~"$node"}))`
+	expr := MustBilingual(`query_result(group by (gpu) (DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", Hostname=~"$node"} or DCGM_FI_DEV_GPU_TEMP{cluster=~"$cluster", hostname=~"$node"}))`)
 	return dashboard.NewQueryVariableBuilder("gpu").Label("GPU").
 		Query(dashboard.StringOrMap{String: ptr(expr)}).Definition(expr).Regex(`/gpu="([^"]+)"/`).
 		Datasource(ds).Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
@@ -122,7 +122,7 @@ func Node() (dashboard.Dashboard, error) {
 		WithPanel(timeSeries("Power against limit", "", "watt", 8, 7,
 			q(ng("DCGM_FI_DEV_POWER_USAGE", ""), "power · "+gpuLegend),
 			q(ng("DCGM_FI_DEV_POWER_MGMT_LIMIT", ""), "limit · "+gpuLegend))).
-		WithPanel(timeSeries("Clocks", "", "rothz", 8, 7,
+		WithPanel(timeSeries("Clocks", "", "rotmhz", 8, 7,
 			q(ng("DCGM_FI_DEV_SM_CLOCK", ""), "SM · "+gpuLegend),
 			q(ng("DCGM_FI_DEV_MEM_CLOCK", ""), "memory · "+gpuLegend))).
 		WithPanel(timeSeries("PCIe traffic", "", "Bps", 12, 7,
@@ -152,5 +152,5 @@ func Node() (dashboard.Dashboard, error) {
 		WithPanel(timeSeries("Throttled time", "Share of time clocks were held by power or thermal limits.", "percentunit", 12, 7,
 			q(ngRate("DCGM_FI_DEV_POWER_VIOLATION")+" / 1e9", "power · "+gpuLegend),
 			q(ngRate("DCGM_FI_DEV_THERMAL_VIOLATION")+" / 1e9", "thermal · "+gpuLegend)))
-	return b.Build()
+	return fabricRow(b).Build()
 }

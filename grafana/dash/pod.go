@@ -11,7 +11,7 @@ const podSel = `cluster=~"$cluster", namespace="$namespace", pod="$pod"`
 // series carry the pod that holds it alone, gpuscope_pod_gpu_allocation
 // every pod holding a GPU, shared ones included, so that a pod that only
 // shares GPUs can be picked too.
-const podHolders = "DCGM_FI_DEV_GPU_TEMP|gpuscope_pod_gpu_allocation"
+var podHolders = EitherName("DCGM_FI_DEV_GPU_TEMP") + "|gpuscope_pod_gpu_allocation"
 
 func pg(metric, extra string) string {
 	sel := podSel

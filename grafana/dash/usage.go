@@ -26,7 +26,7 @@ func withNode(expr string) string {
 // instantTableRef is an instant table query with its own refId, for tables
 // that merge several queries into one row per label set.
 func instantTableRef(expr, ref string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().Expr(expr).RefId(ref).Instant().
+	return prometheus.NewDataqueryBuilder().Expr(MustBilingual(expr)).RefId(ref).Instant().
 		Format(prometheus.PromQueryFormatTable).Datasource(ds)
 }
 

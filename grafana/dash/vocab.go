@@ -189,3 +189,15 @@ func MustBilingual(expr string) string {
 	}
 	return out
 }
+
+// EitherName is a regular expression for __name__ matching the legacy name
+// and its current one, for the selectors that cannot take an `or`
+// (label_values).
+func EitherName(legacy string) string {
+	for _, t := range Vocabulary {
+		if t.Legacy == legacy {
+			return legacy + "|" + t.Current
+		}
+	}
+	panic(legacy + " is not in vocabulary.tsv")
+}
