@@ -18,10 +18,10 @@
 #              is lost, the resident set stays flat;
 #   load       gpuscope-cudaload (libcuda.so.1 and embedded PTX; no CUDA
 #              toolkit) holds GPU_CHECK_LOAD_GIB GiB on the first GPU without
-#              MIG, runs an FMA loop and host-to-device copies: SM activity
-#              above 0.5, the framebuffer grown by the allocation, PCIe
-#              traffic near the copy rate, the process listed with PID, name
-#              and memory.
+#              MIG for GPU_CHECK_LOAD_S seconds (0 skips it), runs an FMA loop
+#              and host-to-device copies: SM activity above 0.5, the
+#              framebuffer grown by the allocation, PCIe traffic near the
+#              copy rate, the process listed with PID, name and memory.
 #
 # Binaries: GPU_CHECK_BIN names a folder holding gpuscope, gpuscope-gpucheck
 # and gpuscope-cudaload. Unset, a bundle (`make gpu-check-bundle`, unpacked:
@@ -276,6 +276,8 @@ fi
 say "== load: ${load_gib} GiB and an FMA loop on GPU ${load_gpu:-none} for ${load_s}s"
 if [ "$source" != nvml ]; then
 	result load - skipped "simulated GPUs cannot be loaded"
+elif [ "$load_s" = 0 ]; then
+	result load - skipped "GPU_CHECK_LOAD_S=0"
 elif [ -z "$load_gpu" ]; then
 	result load - skipped "every GPU has MIG enabled; the load needs a whole GPU"
 elif [ "$(left)" -lt $((load_s + 30)) ]; then
