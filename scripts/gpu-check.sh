@@ -63,6 +63,22 @@ result() { # PHASE USER RESULT DETAIL
 }
 left() { echo $((cap_s - (SECONDS - started))); }
 
+# finish: the table of every phase, in the report too; exit 1 when any
+# failed.
+finish() {
+	local took=$((SECONDS - started))
+	if [ "$took" -gt "$cap_s" ]; then
+		result cap - FAILED "took ${took}s, over the ${cap_s}s cap"
+	fi
+	say "== gpu-check ($source) in ${took}s: report $report"
+	say "$(printf '%-18s %-8s %-8s %s' PHASE USER RESULT DETAIL)"
+	for r in "${results[@]}"; do
+		IFS='|' read -r phase u res detail <<<"$r"
+		say "$(printf '%-18s %-8s %-8s %s' "$phase" "$u" "$res" "$detail")"
+	done
+	exit "$failed"
+}
+
 pid=""
 loadpid=""
 stage=""
@@ -126,7 +142,9 @@ for cmd in gpuscope gpuscope-gpucheck gpuscope-cudaload; do
 	say "$(printf '%-20s needs glibc %-6s host %-6s %s' "$cmd" "${need:-none}" "${host_glibc:-?}" "$verdict")"
 done
 if [ "$glibc_ok" != 1 ]; then
+	# Nothing else can start: the dynamic loader refuses the binaries.
 	result preflight - FAILED "the binaries need a newer glibc than the host's"
+	finish
 else
 	result preflight - ok "glibc ${host_glibc:-?}"
 fi
@@ -322,14 +340,4 @@ else
 	result load "$user" FAILED "did not serve"
 fi
 
-took=$((SECONDS - started))
-if [ "$took" -gt "$cap_s" ]; then
-	result cap - FAILED "took ${took}s, over the ${cap_s}s cap"
-fi
-say "== gpu-check ($source) in ${took}s: report $report"
-say "$(printf '%-18s %-8s %-8s %s' PHASE USER RESULT DETAIL)"
-for r in "${results[@]}"; do
-	IFS='|' read -r phase u res detail <<<"$r"
-	say "$(printf '%-18s %-8s %-8s %s' "$phase" "$u" "$res" "$detail")"
-done
-exit "$failed"
+finish

@@ -264,3 +264,46 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 	assert.Regexp(t, `(?m)^soak +\S+ +ok +checked \d+ series, 0 fields on 1 GPUs: 0 failed`, r)
 	assert.Regexp(t, `(?m)^load +- +skipped +GPU_CHECK_LOAD_S=0$`, r)
 }
+
+// The check fails rather than pass short: on a host whose glibc is older
+// than the binaries need (a getconf that reports glibc 2.17, as CentOS 7
+// has) it stops after the preflight, saying so; when its time cap leaves
+// no room for the runs, each phase left out is a failure that says why.
+func TestGPUCheckFailsOnAnOldGlibcAndPastItsCap(t *testing.T) {
+	bundle := gpuCheckBundle(t)
+	oldGlibc := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(oldGlibc, "getconf"), []byte("#!/bin/sh\necho 'glibc 2.17'\n"), 0o755))
+	cases := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"old glibc", []string{"PATH=" + oldGlibc + string(os.PathListSeparator) + pathWithoutGo(t), "GPU_CHECK_CAP_S=1"}, []string{
+			`(?m)^gpuscope +needs glibc 2\.\d+ +host 2\.17 +TOO OLD: build the bundle on a machine with glibc <= 2\.17$`,
+			`(?m)^preflight +- +FAILED +the binaries need a newer glibc than the host's$`,
+		}},
+		{"cap", []string{"PATH=" + pathWithoutGo(t), "GPU_CHECK_CAP_S=1"}, []string{
+			`(?m)^run default +\S+ +FAILED +not started: the 1s cap is near$`,
+			`(?m)^soak +\S+ +FAILED +not started: the 1s cap is near$`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			cmd := exec.Command("bash", filepath.Join(bundle, "scripts", "gpu-check.sh"))
+			cmd.Env = append(append(os.Environ(), "OUT="+out, "GPU_CHECK_SOURCE=sim"), tc.env...)
+			b, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", b)
+			require.Equal(t, 1, exit.ExitCode(), "%s", b)
+			report, err := os.ReadFile(filepath.Join(out, "gpu-check-report.txt"))
+			require.NoError(t, err)
+			for _, w := range tc.want {
+				assert.Regexp(t, w, string(report))
+			}
+			if tc.name == "old glibc" {
+				assert.NotRegexp(t, `(?m)^== run `, string(report), "nothing runs after a glibc the binaries cannot load")
+			}
+		})
+	}
+}
