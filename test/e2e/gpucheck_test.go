@@ -167,10 +167,11 @@ func TestGPUCheckScriptRefusesAnUnknownSource(t *testing.T) {
 }
 
 // fakeNVML builds the fake libnvidia-ml.so.1 of testdata/fakenvml for the
-// gpuscope binary given: the idle H200 of fakenvml.c, and every other NVML
+// gpuscope binary given: the H200 of fakenvml.c, and every other NVML
 // symbol the binary imports (nm) answering NVML_ERROR_NOT_SUPPORTED. It
-// returns a folder a non-root user can read, holding the library and, in
-// bin/, the fake nvidia-smi.
+// returns a folder a non-root user can read, holding the library, the
+// fake libcuda.so.1 of gpuscope-cudaload's tests (the two share the load's
+// state through state/load), and in bin/ the fake nvidia-smi.
 func fakeNVML(t *testing.T, gpuscope string) string {
 	t.Helper()
 	cc := e2etest.RequireTool(t, "cc")
@@ -205,6 +206,12 @@ func fakeNVML(t *testing.T, gpuscope string) string {
 		"-I", filepath.Join(strings.TrimSpace(string(gonvml)), "pkg", "nvml"),
 		"-o", filepath.Join(dir, "libnvidia-ml.so.1"), filepath.Join(src, "fakenvml.c"), filepath.Join(dir, "stubs.c")).CombinedOutput()
 	require.NoError(t, err, "building the fake libnvidia-ml.so.1:\n%s", out)
+	out, err = exec.Command(cc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", filepath.Join(dir, "libcuda.so.1"),
+		filepath.Join(e2etest.RepoRoot(), "cmd", "gpuscope-cudaload", "testdata", "fakecuda.c")).CombinedOutput()
+	require.NoError(t, err, "building the fake libcuda.so.1:\n%s", out)
+	// The load runs as the non-root user and writes its state here.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "state"), 0o777))
+	require.NoError(t, os.Chmod(filepath.Join(dir, "state"), 0o777))
 	smi, err := os.ReadFile(filepath.Join(src, "nvidia-smi"))
 	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
@@ -218,7 +225,10 @@ func fakeNVML(t *testing.T, gpuscope string) string {
 // fake nvidia-smi that answers from the same capture: each run, as root
 // and as uid 65534, must match nvidia-smi field by field in
 // dcgm-exporter's units, and the soak must see no failed read and no lost
-// GPU. The load needs a real GPU and is skipped here.
+// GPU. The load runs gpuscope-cudaload on the fake libcuda.so.1, which
+// tells the fake NVML what a driver would show of it: this proves the
+// phase's plumbing (ready line, scrapes, process, judgement), not the
+// numbers of a real GPU, which only a GPU machine can.
 func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 	e2etest.RequireTool(t, "curl")
 	capture := filepath.Join(compattest.Dir(t), "..", "nvidia-smi-captures", "linux-x86_64__nvidia-h200__590.48.01.txt")
@@ -230,8 +240,8 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command("bash", filepath.Join(bundle, "scripts", "gpu-check.sh"))
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(fake, "bin")+string(os.PathListSeparator)+pathWithoutGo(t),
-		"LD_LIBRARY_PATH="+fake, "FAKE_SMI_CAPTURE="+capture, "OUT="+out, "GPU_CHECK_RUN_S=2",
-		"GPU_CHECK_SOAK_S=3", "GPU_CHECK_SOAK_EVERY_S=1", "GPU_CHECK_LOAD_S=0", "GPU_CHECK_PORT="+port)
+		"LD_LIBRARY_PATH="+fake, "FAKE_SMI_CAPTURE="+capture, "FAKEGPU_STATE="+filepath.Join(fake, "state", "load"),
+		"OUT="+out, "GPU_CHECK_RUN_S=1", "GPU_CHECK_SOAK_S=3", "GPU_CHECK_SOAK_EVERY_S=1", "GPU_CHECK_LOAD_S=11", "GPU_CHECK_PORT="+port)
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "gpu-check.sh on the fake NVML failed:\n%s", b)
 	report, err := os.ReadFile(filepath.Join(out, "gpu-check-report.txt"))
@@ -262,7 +272,15 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 	}
 	assert.NotContains(t, r, "DIFFERS")
 	assert.Regexp(t, `(?m)^soak +\S+ +ok +checked \d+ series, 0 fields on 1 GPUs: 0 failed`, r)
-	assert.Regexp(t, `(?m)^load +- +skipped +GPU_CHECK_LOAD_S=0$`, r)
+	// The load phase, end to end: gpuscope-cudaload through the fake
+	// libcuda.so.1, gpuscope's series of it through the fake NVML, and the
+	// judgement of both.
+	lastUser := users[len(users)-1]
+	assert.Regexp(t, `(?m)^load +`+lastUser+` +ok +checked \d+ series, 0 fields on 1 GPUs: 0 failed`, r)
+	assert.Regexp(t, `(?m)^ready pid=\d+ device=0 name="Fake H200" sms=132 allocated_bytes=8589934592$`, r)
+	assert.Regexp(t, `(?m)^NOTE load +DCGM_FI_PROF_SM_ACTIVE: median 0\.900 over [2-9] scrapes$`, r)
+	assert.Regexp(t, `(?m)^NOTE load +DCGM_FI_DEV_FB_USED: grew 8492 MiB for a 8192 MiB allocation$`, r)
+	assert.Regexp(t, `(?m)^NOTE load +gpuscope_process_info\{gpu="0",pid="\d+"\}: listed as gpuscope-cudaload, holding 8492 MiB$`, r)
 }
 
 // The check fails rather than pass short: on a host whose glibc is older
