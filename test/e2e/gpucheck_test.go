@@ -278,7 +278,7 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 	lastUser := users[len(users)-1]
 	assert.Regexp(t, `(?m)^load +`+lastUser+` +ok +checked \d+ series, 0 fields on 1 GPUs: 0 failed`, r)
 	assert.Regexp(t, `(?m)^ready pid=\d+ device=0 name="Fake H200" sms=132 allocated_bytes=8589934592$`, r)
-	assert.Regexp(t, `(?m)^NOTE load +DCGM_FI_PROF_SM_ACTIVE: median 0\.900 over [2-9] scrapes$`, r)
+	assert.Regexp(t, `(?m)^NOTE load +DCGM_FI_PROF_SM_ACTIVE: median 0\.900 over \d+ scrapes$`, r)
 	assert.Regexp(t, `(?m)^NOTE load +DCGM_FI_DEV_FB_USED: grew 8492 MiB for a 8192 MiB allocation$`, r)
 	assert.Regexp(t, `(?m)^NOTE load +gpuscope_process_info\{gpu="0",pid="\d+"\}: listed as gpuscope-cudaload, holding 8492 MiB$`, r)
 }
