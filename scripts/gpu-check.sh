@@ -29,9 +29,17 @@
 # or uses bin/ when Go is absent. The GPU machine needs neither Go nor a
 # network.
 #
+# Settings (environment): OUT (./gpu-check-out), GPU_CHECK_CAP_S (480),
+# GPU_CHECK_RUN_S (20), GPU_CHECK_SOAK_S (60), GPU_CHECK_SOAK_EVERY_S (5),
+# GPU_CHECK_LOAD_S (45), GPU_CHECK_LOAD_GIB (8), GPU_CHECK_PORT (19400),
+# GPU_CHECK_NONROOT_UID (65534), GPU_CHECK_STAGE_DIR (/tmp: where the
+# binaries are copied for the non-root user; it must allow executables).
+#
 # GPU_CHECK_SOURCE=sim runs the same pipeline on simulated GPUs where there
-# is no GPU (no nvidia-smi cross-check and no load there); the test suite
-# does so to keep this script working.
+# is no GPU (no nvidia-smi cross-check and no load there). The test suite
+# runs the bundle that way, and through the NVML source against a fake
+# libnvidia-ml.so.1, libcuda.so.1 and nvidia-smi that answer from a real
+# capture (test/e2e/gpucheck_test.go), to keep this script working.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
