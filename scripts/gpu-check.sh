@@ -18,10 +18,10 @@
 #              is lost, the resident set stays flat;
 #   load       gpuscope-cudaload (libcuda.so.1 and embedded PTX; no CUDA
 #              toolkit) holds GPU_CHECK_LOAD_GIB GiB on the first GPU without
-#              MIG, runs an FMA loop and host-to-device copies: SM activity
-#              above 0.5, the framebuffer grown by the allocation, PCIe
-#              traffic near the copy rate, the process listed with PID, name
-#              and memory.
+#              MIG for GPU_CHECK_LOAD_S seconds (0 skips it), runs an FMA loop
+#              and host-to-device copies: SM activity above 0.5, the
+#              framebuffer grown by the allocation, PCIe traffic near the
+#              copy rate, the process listed with PID, name and memory.
 #
 # Binaries: GPU_CHECK_BIN names a folder holding gpuscope, gpuscope-gpucheck
 # and gpuscope-cudaload. Unset, a bundle (`make gpu-check-bundle`, unpacked:
@@ -29,9 +29,17 @@
 # or uses bin/ when Go is absent. The GPU machine needs neither Go nor a
 # network.
 #
+# Settings (environment): OUT (./gpu-check-out), GPU_CHECK_CAP_S (480),
+# GPU_CHECK_RUN_S (20), GPU_CHECK_SOAK_S (60), GPU_CHECK_SOAK_EVERY_S (5),
+# GPU_CHECK_LOAD_S (45), GPU_CHECK_LOAD_GIB (8), GPU_CHECK_PORT (19400),
+# GPU_CHECK_NONROOT_UID (65534), GPU_CHECK_STAGE_DIR (/tmp: where the
+# binaries are copied for the non-root user; it must allow executables).
+#
 # GPU_CHECK_SOURCE=sim runs the same pipeline on simulated GPUs where there
-# is no GPU (no nvidia-smi cross-check and no load there); the test suite
-# does so to keep this script working.
+# is no GPU (no nvidia-smi cross-check and no load there). The test suite
+# runs the bundle that way, and through the NVML source against a fake
+# libnvidia-ml.so.1, libcuda.so.1 and nvidia-smi that answer from a real
+# capture (test/e2e/gpucheck_test.go), to keep this script working.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -62,6 +70,22 @@ result() { # PHASE USER RESULT DETAIL
 	[ "$3" = ok ] || [ "$3" = skipped ] || failed=1
 }
 left() { echo $((cap_s - (SECONDS - started))); }
+
+# finish: the table of every phase, in the report too; exit 1 when any
+# failed.
+finish() {
+	local took=$((SECONDS - started))
+	if [ "$took" -gt "$cap_s" ]; then
+		result cap - FAILED "took ${took}s, over the ${cap_s}s cap"
+	fi
+	say "== gpu-check ($source) in ${took}s: report $report"
+	say "$(printf '%-18s %-8s %-8s %s' PHASE USER RESULT DETAIL)"
+	for r in "${results[@]}"; do
+		IFS='|' read -r phase u res detail <<<"$r"
+		say "$(printf '%-18s %-8s %-8s %s' "$phase" "$u" "$res" "$detail")"
+	done
+	exit "$failed"
+}
 
 pid=""
 loadpid=""
@@ -126,7 +150,9 @@ for cmd in gpuscope gpuscope-gpucheck gpuscope-cudaload; do
 	say "$(printf '%-20s needs glibc %-6s host %-6s %s' "$cmd" "${need:-none}" "${host_glibc:-?}" "$verdict")"
 done
 if [ "$glibc_ok" != 1 ]; then
+	# Nothing else can start: the dynamic loader refuses the binaries.
 	result preflight - FAILED "the binaries need a newer glibc than the host's"
+	finish
 else
 	result preflight - ok "glibc ${host_glibc:-?}"
 fi
@@ -276,6 +302,8 @@ fi
 say "== load: ${load_gib} GiB and an FMA loop on GPU ${load_gpu:-none} for ${load_s}s"
 if [ "$source" != nvml ]; then
 	result load - skipped "simulated GPUs cannot be loaded"
+elif [ "$load_s" = 0 ]; then
+	result load - skipped "GPU_CHECK_LOAD_S=0"
 elif [ -z "$load_gpu" ]; then
 	result load - skipped "every GPU has MIG enabled; the load needs a whole GPU"
 elif [ "$(left)" -lt $((load_s + 30)) ]; then
@@ -320,14 +348,4 @@ else
 	result load "$user" FAILED "did not serve"
 fi
 
-took=$((SECONDS - started))
-if [ "$took" -gt "$cap_s" ]; then
-	result cap - FAILED "took ${took}s, over the ${cap_s}s cap"
-fi
-say "== gpu-check ($source) in ${took}s: report $report"
-say "$(printf '%-18s %-8s %-8s %s' PHASE USER RESULT DETAIL)"
-for r in "${results[@]}"; do
-	IFS='|' read -r phase u res detail <<<"$r"
-	say "$(printf '%-18s %-8s %-8s %s' "$phase" "$u" "$res" "$detail")"
-done
-exit "$failed"
+finish

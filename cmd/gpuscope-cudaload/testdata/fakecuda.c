@@ -4,14 +4,18 @@
  * the load makes (out-parameters, result codes, a context needed before
  * memory and modules, PTX checked for the entry point) and writes one line
  * per call to the file $FAKECUDA_LOG. $FAKECUDA_FAIL names one call that
- * returns CUDA_ERROR_OUT_OF_MEMORY instead. Built by the tests with
- * `cc -shared -fPIC`.
+ * returns CUDA_ERROR_OUT_OF_MEMORY instead. Where $FAKEGPU_STATE names a
+ * file, the load's state (pid, bytes held, bytes copied, start and now in
+ * ns) is written there after each call that changes it, for a fake NVML
+ * (test/e2e/testdata/fakenvml) to show the GPU as a driver would. Built
+ * by the tests with `cc -shared -fPIC`.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
 	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3,
@@ -44,6 +48,28 @@ static int logcall(const char *name, const char *fmt, ...) {
 		}
 	}
 	return rc;
+}
+
+static uint64_t copied, started_ns;
+
+static uint64_t now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void publish(void) {
+	const char *path = getenv("FAKEGPU_STATE");
+	if (!path) return;
+	if (!started_ns) started_ns = now_ns();
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f) return;
+	fprintf(f, "%d %llu %llu %llu %llu\n", (int)getpid(), (unsigned long long)held, (unsigned long long)copied,
+	        (unsigned long long)started_ns, (unsigned long long)now_ns());
+	fclose(f);
+	rename(tmp, path);
 }
 
 static void nap(long ns) {
@@ -149,6 +175,7 @@ int cuMemAlloc_v2(uint64_t *p, size_t n) {
 	*p = next_ptr;
 	next_ptr += (n + 0xfffff) & ~(uint64_t)0xfffff;
 	held += n;
+	publish();
 	return OK;
 }
 
@@ -179,6 +206,8 @@ int cuMemcpyHtoD_v2(uint64_t d, const void *h, size_t n) {
 	if (!ctx_current) return INVALID_CONTEXT;
 	if (d < 0x7f0000000000ull || d + n > next_ptr || !h) return INVALID_VALUE;
 	nap((long)(n / 10));
+	copied += n;
+	publish();
 	return logcall("cuMemcpyHtoD_v2", "bytes=%zu", n);
 }
 

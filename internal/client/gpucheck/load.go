@@ -62,7 +62,9 @@ func CheckLoad(in LoadInput) (Report, error) {
 		if busy[i], err = parse(b); err != nil {
 			return Report{}, fmt.Errorf("busy scrape %d: %w", i+1, err)
 		}
+		c.report.Series += len(busy[i])
 	}
+	c.report.GPUs = 1
 	if in.Load.Kernels == 0 || in.Load.AllocatedBytes == 0 {
 		c.add(true, "load", "", "the load ran no kernel or held no memory: %+v", in.Load)
 	}
@@ -157,6 +159,9 @@ func (c *checker) checkProcess(in LoadInput, busy [][]series) {
 		}
 	}
 	series := fmt.Sprintf("gpuscope_process_info{gpu=%q,pid=%q}", in.GPU, pid)
+	if named && held {
+		c.note("load", series, "listed as %s, holding %.0f MiB", in.Load.ProcessName, mem/(1<<20))
+	}
 	if !named {
 		c.add(true, "load", series, "the load's process is not listed with process_name %q", in.Load.ProcessName)
 	}
