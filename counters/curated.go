@@ -3,7 +3,6 @@ package counters
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters/fieldid"
@@ -304,11 +303,20 @@ func describeAny(f *FieldInfo, deprecated []fieldid.Alias) {
 		return
 	}
 	f.Kind, f.Type, f.Unit = KindFloat, m.typ, u.Unit
-	f.Help = fmt.Sprintf("%s, in %s (%s times %s).", strings.TrimSuffix(m.help, "."), unitWords[u.Unit], u.LegacyName, strconv.FormatFloat(u.Scale, 'g', -1, 64))
+	// The legacy help names its unit, as "(in MHz)": the new field's
+	// names its own.
+	in := "(in " + unitWords[u.Unit] + ")"
+	if helpUnit.MatchString(m.help) {
+		f.Help = helpUnit.ReplaceAllLiteralString(m.help, in)
+	} else {
+		f.Help = strings.TrimSuffix(m.help, ".") + " " + in + "."
+	}
 }
 
 // unitWords name the base units in help texts.
-var unitWords = map[string]string{"Hz": "hertz", "B": "bytes", "J": "joules", "ratio": "a 0-1 ratio"}
+var unitWords = map[string]string{"Hz": "Hz", "B": "bytes", "J": "J", "ratio": "0-1 ratio"}
+
+var helpUnit = regexp.MustCompile(`\(in [^)]*\)`)
 
 func metaOfID(name string, id uint16, deprecated []fieldid.Alias) (meta, bool) {
 	if m, ok := lookupMeta(name); ok {

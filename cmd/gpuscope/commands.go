@@ -18,7 +18,7 @@ import (
 func countersCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "counters",
-		Usage: "check counters files and list the fields gpuscope knows",
+		Usage: "check counters files, list the fields gpuscope knows, migrate a file between DCGM's vocabularies",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "check",
@@ -43,6 +43,21 @@ func countersCommand() *cli.Command {
 				},
 				Action: func(c *cli.Context) error {
 					return listCounters(c.App.Writer, sourceSupport(), c.String("source"), c.String("format"))
+				},
+			},
+			{
+				Name:      "migrate",
+				Usage:     "rewrite a counters file into DCGM 4.6's names and base units (new) or back (legacy); what changes unit goes to stderr",
+				ArgsUsage: "FILE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "to", Required: true, Usage: "new (dcgm-exporter 4.9 and later) or legacy (4.8 and earlier)", EnvVars: env("GPUSCOPE_MIGRATE_TO")},
+					&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the result here (empty: standard output)", EnvVars: env("GPUSCOPE_MIGRATE_OUTPUT")},
+				},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fmt.Errorf("counters migrate: give one FILE")
+					}
+					return migrateCounters(c.App.Writer, c.App.ErrWriter, c.Args().First(), c.String("to"), c.String("output"))
 				},
 			},
 		},

@@ -19,7 +19,12 @@ func KnowsBaseUnits(version string) bool {
 		if i >= len(parts) {
 			return false
 		}
-		n, err := strconv.Atoi(strings.TrimFunc(parts[i], func(r rune) bool { return r < '0' || r > '9' }))
+		// A part may carry a suffix ("1-rc1"): its leading digits count.
+		digits := parts[i]
+		if end := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); end >= 0 {
+			digits = digits[:end]
+		}
+		n, err := strconv.Atoi(digits)
 		if err != nil {
 			return false
 		}
