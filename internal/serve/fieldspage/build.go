@@ -46,11 +46,11 @@ type fieldView struct {
 	Name, Help, Unit, Type, Via string
 	// Also lists the field's other DCGM names (DCGM 4.6's, or the older
 	// ones), which a counters file may use as well.
-	Also string
-	Label                       bool
-	Checked                     bool
-	Interval                    string
-	Stats                       []statBox
+	Also     string
+	Label    bool
+	Checked  bool
+	Interval string
+	Stats    []statBox
 	// Unserved lists the GPUs that report the field unsupported.
 	Unserved []string
 	Latest   string
