@@ -90,6 +90,7 @@ finish() {
 pid=""
 loadpid=""
 stage=""
+smi_failed=0
 cleanup() {
 	for p in $loadpid $pid; do
 		kill "$p" 2>/dev/null || true
@@ -158,7 +159,7 @@ else
 fi
 
 # ---- the machine
-gpus=0 expect_gpm=false expect_mig=false load_gpu=""
+gpus=0 expect_gpm=false expect_mig=false load_gpu="" load_uuid=""
 smi_query=$("$bindir/gpuscope-gpucheck" smi-query)
 if [ "$source" = nvml ]; then
 	if ! command -v nvidia-smi >/dev/null; then
@@ -173,7 +174,8 @@ if [ "$source" = nvml ]; then
 	cc_major=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | sort -n | head -n 1 | cut -d. -f1)
 	[ "${cc_major:-0}" -ge 9 ] && expect_gpm=true
 	nvidia-smi --query-gpu=mig.mode.current --format=csv,noheader | grep -qi enabled && expect_mig=true
-	load_gpu=$(nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader | awk -F', *' '$2 != "Enabled" {print $1; exit}')
+	read -r load_gpu load_uuid < <(nvidia-smi --query-gpu=index,uuid,mig.mode.current --format=csv,noheader |
+		awk -F', *' '$3 != "Enabled" {print $1, $2; exit}') || true
 else
 	gpus=8 expect_gpm=true
 fi
@@ -236,13 +238,23 @@ stop() {
 }
 
 scrape() { curl -fsS -m 10 "http://127.0.0.1:$port/metrics" -o "$1"; }
-smi() { [ "$source" = nvml ] && nvidia-smi --query-gpu="$smi_query" --format=csv >"$1" 2>&1; }
+# smi FILE: nvidia-smi's answer for the cross-check. A driver that cannot
+# answer the query fails the run, saying why, rather than skip the check.
+smi() {
+	[ "$source" = nvml ] || return 1
+	if ! nvidia-smi --query-gpu="$smi_query" --format=csv >"$1" 2>&1; then
+		say "nvidia-smi --query-gpu failed: $(head -n 1 "$1")"
+		smi_failed=1
+		return 1
+	fi
+}
 
 # run USER NAME CSV: serve, scrape after run_s seconds with nvidia-smi
 # around the scrape, and judge the scrape, the log and the cross-check.
 run() {
 	local user=$1 name=$2 csv=$3
 	local tag="$name-$user"
+	smi_failed=0
 	say "== run $tag ($csv) for ${run_s}s"
 	if [ "$(left)" -lt $((run_s + 30)) ]; then
 		result "run $name" "$user" FAILED "not started: the ${cap_s}s cap is near"
@@ -261,8 +273,10 @@ run() {
 	stop
 	[ "$expect_gpm" = true ] && args+=(--expect-gpm)
 	[ "$expect_mig" = true ] && args+=(--expect-mig)
-	if "$stage/gpuscope-gpucheck" "${args[@]}" >"$out/$tag-check.txt" 2>&1; then
+	if "$stage/gpuscope-gpucheck" "${args[@]}" >"$out/$tag-check.txt" 2>&1 && [ "$smi_failed" = 0 ]; then
 		result "run $name" "$user" ok "$(tail -n 1 "$out/$tag-check.txt")"
+	elif [ "$smi_failed" = 1 ]; then
+		result "run $name" "$user" FAILED "nvidia-smi could not answer the cross-check's query; $(tail -n 1 "$out/$tag-check.txt")"
 	else
 		result "run $name" "$user" FAILED "$(tail -n 1 "$out/$tag-check.txt")"
 	fi
@@ -311,9 +325,9 @@ elif [ "$(left)" -lt $((load_s + 30)) ]; then
 elif start "$user" load "$stage/dcp-metrics.csv" --collect-interval 1s --processes; then
 	sleep 5
 	scrape "$out/load-idle.txt" || true
-	# CUDA numbers devices fastest first unless told to follow the PCI
-	# order, which is nvidia-smi's and gpuscope's.
-	(as "$user" env -u CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID "$stage/gpuscope-cudaload" --device "$load_gpu" \
+	# CUDA numbers devices its own way (fastest first, MIG GPUs apart);
+	# naming the GPU by UUID makes it CUDA's device 0 whatever the order.
+	(as "$user" env CUDA_VISIBLE_DEVICES="$load_uuid" "$stage/gpuscope-cudaload" --device 0 \
 		--memory-gib "$load_gib" --duration "${load_s}s") >"$out/cudaload.txt" 2>"$out/cudaload.err" &
 	loadpid=$!
 	for _ in $(seq 1 300); do

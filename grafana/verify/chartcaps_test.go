@@ -288,10 +288,10 @@ func TestChartWithoutCapabilities(t *testing.T) {
 // counts as held, since capabilities do not decide it.
 func liveHas(t *testing.T, c promClient) func(string) bool {
 	return func(name string) bool {
-		if alertMetricsAbsent[name].reason != "" {
+		if absentReason(name) != "" {
 			return true
 		}
-		res, err := c.query(fmt.Sprintf("count({__name__=%q})", name))
+		res, err := c.query(fmt.Sprintf("count({__name__=~%q})", eitherVocabulary(name)))
 		require.NoError(t, err, name)
 		return len(res) > 0
 	}

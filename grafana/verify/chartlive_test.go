@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ var chartEmptyAllowed = []struct{ dashboard, panel, reason string }{
 	{"gpuscope-cluster.json", "Energy by HPC job", noBatchSystem},
 	{"gpuscope-pod.json", "Memory of the pod's processes", noSharedAttribution},
 	{"gpuscope-pod.json", "SM share of the pod's processes", noSharedAttribution},
+	{"gpuscope-node.json", "Fabric manager", fabricOptIn},
+	{"gpuscope-node.json", "Fabric health", fabricOptIn},
+	{"gpuscope-node.json", "Fabric conditions", fabricOptIn},
 }
 
 // chartEmptyRules are the recording rules, by the level their name starts
@@ -67,9 +71,41 @@ type absentMetric struct {
 	servedWith []string
 }
 
+// eitherVocabulary is a __name__ regex for name and, for a field DCGM 4.6
+// renamed (grafana/dash/vocabulary.tsv), its other name: the rules read
+// both, and an exporter serves one of them, as its counters file names it.
+func eitherVocabulary(name string) string {
+	for _, v := range dash.Vocabulary {
+		if name == v.Legacy || name == v.Current {
+			return v.Legacy + "|" + v.Current
+		}
+	}
+	return regexp.QuoteMeta(name)
+}
+
+// absentReason is alertMetricsAbsent's reason for name or for its other
+// name in the vocabulary: the same field, so the same reason.
+func absentReason(name string) string {
+	for _, n := range strings.Split(eitherVocabulary(name), "|") {
+		if why := alertMetricsAbsent[n].reason; why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// fabricOptIn: the fabric fields are not in the chart's default counters
+// files (dcgm-exporter's 4.8.3 makes its fabric health fields opt-in too),
+// and only NVSwitch systems (HGX, NVL72) have a fabric to report.
+const fabricOptIn = "the NVSwitch fabric fields are opt-in: the default counters files do not ask for them, and only HGX and NVL72 " +
+	"systems have a fabric to report"
+
 // alertMetricsAbsent are the metric names shipped alerts read that a
 // default install on the sim need not serve, each with why.
 var alertMetricsAbsent = map[string]absentMetric{
+	"DCGM_FI_DEV_FABRIC_MANAGER_STATUS": {reason: fabricOptIn},
+	"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY": {reason: fabricOptIn},
+	"DCGM_FI_DEV_FABRIC_HEALTH_MASK":    {reason: fabricOptIn},
 	"gpuscope_xid_last_seen_timestamp_seconds": {reason: "has a series only once a GPU reported an XID; the sim raises them at random " +
 		"(--sim-event-rate), and a run of a minute may see none"},
 	// nvml.h, nvmlDeviceGetFanSpeed: "For all discrete products with
@@ -160,12 +196,12 @@ func checkAlertMetrics(t *testing.T, c promClient, files []string) {
 	require.NotEmpty(t, names)
 	var missing []string
 	for name, alerts := range names {
-		res, err := c.query(fmt.Sprintf("count({__name__=%q})", name))
+		res, err := c.query(fmt.Sprintf("count({__name__=~%q})", eitherVocabulary(name)))
 		require.NoError(t, err, name)
 		if len(res) > 0 {
 			continue
 		}
-		if why := alertMetricsAbsent[name].reason; why != "" {
+		if why := absentReason(name); why != "" {
 			t.Logf("%s (read by %s) is not scraped: %s", name, strings.Join(alerts, ", "), why)
 			continue
 		}

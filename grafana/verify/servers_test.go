@@ -377,10 +377,59 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
 	}
 	t.Parallel()
+	liveDashboardsAndRules(t, gpuscopeBinary(t), "etc/dcp-metrics.csv")
+}
+
+// TestLiveDashboardsAndRulesInTheNewVocabulary is the same check on sim
+// nodes whose counters file names the fields as DCGM 4.6/4.7 and
+// dcgm-exporter 4.9 do (etc/dcp-metrics.csv rewritten by
+// grafana/dash/vocabulary.tsv), so that they export the new names and
+// units: every panel and rule must still answer. It skips, quoting the
+// refusal, while gpuscope does not know a name of the new vocabulary.
+func TestLiveDashboardsAndRulesInTheNewVocabulary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live check starts gpuscope and Prometheus; skipped with -short")
+	}
+	t.Parallel()
+	counters := newVocabularyCounters(t, filepath.Join(repoRoot, "etc", "dcp-metrics.csv"))
+	bin := gpuscopeBinary(t)
+	if out, err := exec.Command(bin, "counters", "check", counters).CombinedOutput(); err != nil {
+		if !strings.Contains(string(out), "unknown field") {
+			t.Fatalf("counters check %s: %v: %s", counters, err, out)
+		}
+		t.Skipf("gpuscope does not know the new vocabulary yet: counters check %s: %s", filepath.Base(counters), strings.TrimSpace(string(out)))
+	}
+	liveDashboardsAndRules(t, bin, counters)
+}
+
+// newVocabularyCounters writes src with each legacy field name of the
+// vocabulary replaced by its current one.
+func newVocabularyCounters(t *testing.T, src string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	renamed := 0
+	for i, line := range lines {
+		field, rest, ok := strings.Cut(line, ",")
+		for _, v := range dash.Vocabulary {
+			if ok && !strings.HasPrefix(line, "#") && strings.TrimSpace(field) == v.Legacy {
+				lines[i] = v.Current + "," + rest
+				renamed++
+			}
+		}
+	}
+	require.Positive(t, renamed, "%s names no renamed field", src)
+	path := filepath.Join(t.TempDir(), "dcp-metrics-new-names.csv")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
+	return path
+}
+
+// liveDashboardsAndRules is TestLiveDashboardsAndRules with a counters file.
+func liveDashboardsAndRules(t *testing.T, bin, counters string) {
 	servers := promServers(t)
 	root, err := filepath.Abs(repoRoot)
 	require.NoError(t, err)
-	bin := gpuscopeBinary(t)
 
 	// Half the GPUs run HPC jobs, so that the per-job rules and panels
 	// have data.
@@ -402,7 +451,7 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 	var clusters []string
 	for _, node := range nodes {
 		addr := freePort(t)
-		args := append([]string{"--source", "sim", "--collectors", "etc/dcp-metrics.csv",
+		args := append([]string{"--source", "sim", "--collectors", counters,
 			"--address", addr, "--sim-gpus", "8", "--sim-seed", node.seed, "--sim-pods", "--hpc-job-mapping-dir", jobs,
 			// A 10 s insight window gives the first insight results within 5 s.
 			"--insight", "--insight-window", "10s"}, node.extra...)
@@ -439,7 +488,10 @@ func TestLiveDashboardsAndRules(t *testing.T) {
 var simEmptyFamilies = map[string]string{
 	"gpuscope_pod_gpu_memory_used_bytes": "per-pod shares of shared GPUs come from --kubernetes.shared-gpu-attribution, " +
 		"which reads the kubelet's PodResources socket and the host's /proc; the sim's pods (--sim-pods) label its GPUs without a kubelet",
-	"gpuscope_pod_gpu_sm_utilization": "as gpuscope_pod_gpu_memory_used_bytes: shared-GPU attribution needs a kubelet",
+	"gpuscope_pod_gpu_sm_utilization":   "as gpuscope_pod_gpu_memory_used_bytes: shared-GPU attribution needs a kubelet",
+	"DCGM_FI_DEV_FABRIC_MANAGER_STATUS": fabricOptIn,
+	"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY": fabricOptIn,
+	"DCGM_FI_DEV_FABRIC_HEALTH_MASK":    fabricOptIn,
 }
 
 // allowSimEmpty says why a dashboard query may be empty on the sim's own

@@ -271,6 +271,27 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 		assert.Regexp(t, `(?m)^`+row+`$`, r)
 	}
 	assert.NotContains(t, r, "DIFFERS")
+
+	// The same scrape held against the capture's loaded GPU (power 627 W,
+	// 32 GiB used) must fail, naming the fields that differ: the
+	// cross-check above could have failed.
+	loaded := filepath.Join(out, "loaded-smi.csv")
+	query, err := exec.Command(filepath.Join(bundle, "bin", "gpuscope-gpucheck"), "smi-query").Output()
+	require.NoError(t, err)
+	smi := exec.Command(filepath.Join(fake, "bin", "nvidia-smi"), "--query-gpu="+strings.TrimSpace(string(query)), "--format=csv")
+	smi.Env = append(os.Environ(), "FAKE_SMI_CAPTURE="+capture, "FAKE_SMI_SECTION=2")
+	answer, err := smi.Output()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(loaded, answer, 0o644))
+	u := users[0]
+	check := exec.Command(filepath.Join(bundle, "bin", "gpuscope-gpucheck"), "--metrics", filepath.Join(out, "all-fields-"+u+"-metrics.txt"),
+		"--collectors", filepath.Join(bundle, "etc", "default-counters.csv"), "--nvidia-smi-before", loaded)
+	b, err = check.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", b)
+	assert.Regexp(t, `(?m)^0 +DCGM_FI_DEV_POWER_USAGE +627\.40 W +77\.71 +DIFFERS$`, string(b))
+	assert.Regexp(t, `(?m)^0 +DCGM_FI_DEV_FB_USED +32362 MiB +0 +DIFFERS$`, string(b))
+	assert.Regexp(t, `(?m)^0 +DCGM_FI_DEV_GPU_TEMP +\d+ +28 +(ok|DIFFERS)$`, string(b))
 	assert.Regexp(t, `(?m)^soak +\S+ +ok +checked \d+ series, 0 fields on 1 GPUs: 0 failed`, r)
 	// The load phase, end to end: gpuscope-cudaload through the fake
 	// libcuda.so.1, gpuscope's series of it through the fake NVML, and the

@@ -1,9 +1,11 @@
 // Package gpucheck judges a scrape of gpuscope taken on a real GPU machine:
 // every field the counters file asks for is there on every GPU (or reported
 // unsupported by the GPU), every value is plausible for its unit, related
-// fields agree with each other, and the log shows that the XID and MIG paths
-// ran without failing. scripts/gpu-check.sh runs it; the same rules run in the
-// test suite over the simulated node, so the rules and the script are tested
+// fields agree with each other and with nvidia-smi's answers of the same
+// moment, and the log shows that the XID and MIG paths ran without failing.
+// Soak judges repeated scrapes, CheckLoad a GPU under gpuscope-cudaload.
+// scripts/gpu-check.sh runs them; the same rules run in the test suite over
+// the simulated node and a fake NVML, so the rules and the script are tested
 // where no GPU is.
 package gpucheck
 

@@ -44,10 +44,13 @@ type unservedView struct{ Name, Why string }
 
 type fieldView struct {
 	Name, Help, Unit, Type, Via string
-	Label                       bool
-	Checked                     bool
-	Interval                    string
-	Stats                       []statBox
+	// Also lists the field's other DCGM names (DCGM 4.6's, or the older
+	// ones), which a counters file may use as well.
+	Also     string
+	Label    bool
+	Checked  bool
+	Interval string
+	Stats    []statBox
 	// Unserved lists the GPUs that report the field unsupported.
 	Unserved []string
 	Latest   string
@@ -198,6 +201,22 @@ func (h *Handler) via(info counters.FieldInfo) string {
 	return strings.Join(out, ", ")
 }
 
+// otherDCGMNames are the names of the same field ID other than info's.
+func otherDCGMNames(info counters.FieldInfo) []string {
+	var out []string
+	if info.Current != "" {
+		out = append(out, info.Current)
+		if cur, ok := counters.Lookup(info.Current); ok {
+			for _, r := range cur.Replaces {
+				if r != info.Name {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return append(out, info.Replaces...)
+}
+
 func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Field, node cost.Node) fieldView {
 	f := counters.Field{Name: info.Name, ID: info.ID, Type: info.Type, Help: info.Help}
 	t, checked := ticked[info.ID]
@@ -206,6 +225,7 @@ func (h *Handler) field(info counters.FieldInfo, ticked map[uint16]counters.Fiel
 	}
 	fv := fieldView{Name: info.Name, Help: info.Help, Unit: info.Unit, Type: info.Type.String(), Via: h.via(info),
 		Label: info.Type == counters.Label, Checked: checked, Cost: node.Field(f), Sets: node.Sets(info.Level)}
+	fv.Also = strings.Join(otherDCGMNames(info), ", ")
 	fv.Row = fv.Cost.With(len(f.Stats))
 	if f.Interval > 0 {
 		fv.Interval = f.Interval.String()

@@ -219,6 +219,13 @@ func TestPageListsWhatTheSourceServes(t *testing.T) {
 	assert.Equal(t, []string{"DCGM_FI_PROF_SM_ACTIVE"}, fs.asked, "only profiling fields are read from the rings")
 	power := rowOf(t, page, "DCGM_FI_DEV_POWER_USAGE")
 	assert.NotContains(t, power, "checked")
+	// Both vocabularies (go-dcgm v1.4611.0 dcgm_fields.h): the DCGM 4.6
+	// name of a field, and a base-unit field derived from its legacy one.
+	assert.Contains(t, temp, "also <code>DCGM_FI_DEV_GPU_TEMP_CELSIUS</code>")
+	assert.Contains(t, power, "also <code>DCGM_FI_DEV_BOARD_POWER_WATTS</code>")
+	hz := rowOf(t, page, "DCGM_FI_DEV_SM_CLOCK_HERTZ")
+	assert.Contains(t, hz, "(in Hz)")
+	assert.Contains(t, hz, "NVML, derived from DCGM_FI_DEV_SM_CLOCK", "what reads it says it derives it")
 	// The sim serves no MIG field; TestGroups sorts those.
 	for _, g := range []string{"Profiling", "Utilization", "Memory", "Clocks and power", "Errors and health", "NVLink and NvSwitch"} {
 		assert.True(t, strings.Contains(page, "<h2>"+g+" "), "no group %s", g)

@@ -4,9 +4,12 @@
 // each field (entity level, unit, profiling or not).
 //
 // Field names and IDs come from go-dcgm's const_fields.go (the module in
-// go.mod). The fieldid package cannot import go-dcgm (it needs cgo and the
-// DCGM library at run time), so the tables are copied out of the module
-// source at generate time.
+// go.mod); its dcgm_fields.h beside it says which names are DCGM's
+// deprecated aliases (the DCGM_DEPRECATED block) and which fields a
+// base-unit field under a new ID supersedes (header.go). The fieldid
+// package cannot import go-dcgm (it needs cgo and the DCGM library at run
+// time), so the tables are copied out of the module source at generate
+// time.
 //
 // The per-field metadata lives in DCGM's own field table
 // (dcgmlib/src/dcgm_fields.cpp), which go-dcgm does not carry. Its facts are
