@@ -97,7 +97,8 @@ type device struct {
 	// nvlink is the baseline of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's rate.
 	nvlink counterBaseline
 
-	// procs is touched only by the process refresh, one at a time.
+	// procs is touched only by the process refresh, one at a time
+	// (Source.procRefreshMu).
 	procs procCursor
 }
 

@@ -1,6 +1,7 @@
 package nvml
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -152,15 +153,50 @@ func (s *Source) refreshProcesses(devices []*device, now time.Time) {
 	go func() {
 		defer s.inflight.Done()
 		defer s.procRunning.Store(false)
-		for _, d := range devices {
-			if s.closed.Load() {
-				return
-			}
-			if !d.isLost() && !d.procs.disabled {
-				s.refreshGPUProcesses(d)
-			}
-		}
+		s.refreshAllProcesses(devices)
 	}()
+}
+
+// RefreshProcesses renews every GPU's process snapshot now and returns once
+// it is stored, or when ctx ends first (a GPU whose process list hangs).
+// Collect never calls it: it refreshes the snapshot beside the reads, so
+// Processes may lag the GPUs by up to the process interval. RefreshProcesses
+// is for tests and tools that compare the list with a known state and
+// cannot wait for that interval. It runs after a refresh that Collect
+// started, never alongside it.
+func (s *Source) RefreshProcesses(ctx context.Context) error {
+	if s.closed.Load() {
+		return errors.New("nvml: process refresh after close")
+	}
+	done := make(chan struct{})
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		defer close(done)
+		s.refreshAllProcesses(s.devs())
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("nvml: process refresh: %w", ctx.Err())
+	}
+}
+
+// refreshAllProcesses renews the process snapshot of each GPU that can
+// list its processes. procRefreshMu keeps two refreshes from sharing a
+// GPU's cursor.
+func (s *Source) refreshAllProcesses(devices []*device) {
+	s.procRefreshMu.Lock()
+	defer s.procRefreshMu.Unlock()
+	for _, d := range devices {
+		if s.closed.Load() {
+			return
+		}
+		if !d.isLost() && !d.procs.disabled {
+			s.refreshGPUProcesses(d)
+		}
+	}
 }
 
 // refreshGPUProcesses renews one GPU's process snapshot.

@@ -136,6 +136,9 @@ type Source struct {
 	// when the last started (Collect only).
 	procRunning     atomic.Bool
 	lastProcRefresh time.Time
+	// procRefreshMu is held by the refresh that runs: Collect's, in the
+	// background, or RefreshProcesses's.
+	procRefreshMu sync.Mutex
 }
 
 var (

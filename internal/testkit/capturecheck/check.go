@@ -83,6 +83,10 @@ func CheckFile(path string) (*Report, error) {
 	return rep, nil
 }
 
+// processWait bounds the wait for the process list of a snapshot, which
+// the fake NVML answers at once.
+const processWait = 10 * time.Second
+
 // servedFields are the GPU-level fields the NVML source reads, and those
 // a capture shows.
 func servedFields() []counters.Field {
@@ -129,6 +133,13 @@ func checkSnapshot(c *smicapture.Capture, s *smicapture.Snapshot) ([]Row, error)
 		if err := src.Collect(context.Background(), 0, sink); err != nil {
 			return nil, fmt.Errorf("collect: %w", err)
 		}
+	}
+	// Collect lists processes in the background, at most every process
+	// interval: the list is asked for here, so that it is the capture's.
+	wait, cancel := context.WithTimeout(context.Background(), processWait)
+	defer cancel()
+	if err := src.RefreshProcesses(wait); err != nil {
+		return nil, err
 	}
 	var rows []Row
 	ents := src.Entities()
