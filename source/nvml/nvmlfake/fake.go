@@ -39,13 +39,17 @@ type Readings struct {
 	ComputeMode                                           gonvml.ComputeMode
 	Persistence                                           gonvml.EnableState
 	PowerDefaultMW, PowerMinMW, PowerMaxMW                uint32
-	Fabric                                                gonvml.GpuFabricInfo
-	GPUTemp, SlowdownTemp, ShutdownTemp                   uint32
-	MemoryTemp                                            uint32 // through field values
-	PowerMW, PowerLimitMW, EnforcedLimitMW                uint32
-	EnergyMJ                                              uint64
-	PCIeTxKBs, PCIeRxKBs                                  uint32
-	PCIeReplay                                            int
+	// Fabric answers the fabric info calls; FabricVersion is the newest
+	// struct version of nvmlDeviceGetGpuFabricInfoV the driver knows (0
+	// is 3): a newer one is refused with ARGUMENT_VERSION_MISMATCH.
+	Fabric                                 gonvml.GpuFabricInfoV
+	FabricVersion                          uint32
+	GPUTemp, SlowdownTemp, ShutdownTemp    uint32
+	MemoryTemp                             uint32 // through field values
+	PowerMW, PowerLimitMW, EnforcedLimitMW uint32
+	EnergyMJ                               uint64
+	PCIeTxKBs, PCIeRxKBs                   uint32
+	PCIeReplay                             int
 	// PCIeGen and PCIeWidth are the link's current and maximum
 	// generation and width: {current, max}.
 	PCIeGen, PCIeWidth [2]int
@@ -198,7 +202,9 @@ func defaultReadings(i int, total uint64) Readings {
 		MaxMemClock: 2619, MaxVideoClock: 1965, Pstate: gonvml.PSTATE_0, FanPct: 30,
 		ComputeMode: gonvml.COMPUTEMODE_DEFAULT, Persistence: gonvml.FEATURE_ENABLED, PowerDefaultMW: 700_000,
 		PowerMinMW: 200_000, PowerMaxMW: 700_000,
-		Fabric:  gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS)},
+		Fabric: gonvml.GpuFabricInfoV{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS),
+			CliqueId: 1, ClusterUuid: [16]uint8{0x5e, 0x1f, 0x0a, 0x42, 0x9c, 0x3d, 0x4e, 0x8b, 0xa1, 0x07, 0x2f, 0x6c, 0xd0, 0x13, 0x88, 0xe4},
+			HealthMask: HealthyFabricMask, HealthSummary: gonvml.GPU_FABRIC_HEALTH_SUMMARY_HEALTHY},
 		GPUTemp: uint32(40 + i), SlowdownTemp: 87, ShutdownTemp: 92, MemoryTemp: uint32(50 + i),
 		PowerMW: 312_500, PowerLimitMW: 700_000, EnforcedLimitMW: 700_000, EnergyMJ: 123_456_789,
 		PCIeTxKBs: 2048, PCIeRxKBs: 4096, PCIeReplay: 3,
@@ -356,7 +362,9 @@ func (g *GPU) install(i int) {
 		return g.R.PowerMinMW, g.R.PowerMaxMW, gonvml.SUCCESS
 	}
 	d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
-		return read(g, "GetGpuFabricInfo", func(r *Readings) gonvml.GpuFabricInfo { return r.Fabric })
+		return read(g, "GetGpuFabricInfo", func(r *Readings) gonvml.GpuFabricInfo {
+			return gonvml.GpuFabricInfo{ClusterUuid: r.Fabric.ClusterUuid, Status: r.Fabric.Status, CliqueId: r.Fabric.CliqueId, State: r.Fabric.State}
+		})
 	}
 	d.GetApplicationsClockFunc = func(gonvml.ClockType) (uint32, gonvml.Return) {
 		return read(g, "GetApplicationsClock", func(r *Readings) uint32 { return r.AppSMClock })
@@ -740,4 +748,39 @@ func (f *Fake) bound() []*GPU {
 		}
 	}
 	return out
+}
+
+// HealthyFabricMask is the health mask of a GPU on a working HGX fabric
+// (nvml.h, NVML_GPU_FABRIC_HEALTH_MASK_*): bandwidth not degraded, no
+// route recovery, no unhealthy route, no access-timeout recovery, a
+// correct configuration; partitions and a global fabric manager are not
+// supported, as on a baseboard outside an NVL72 rack.
+const HealthyFabricMask = gonvml.GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW |
+	gonvml.GPU_FABRIC_HEALTH_MASK_ROUTE_RECOVERY_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY |
+	gonvml.GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY |
+	gonvml.GPU_FABRIC_HEALTH_MASK_ACCESS_TIMEOUT_RECOVERY_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY |
+	gonvml.GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_NONE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
+
+// GpuFabricInfoV answers nvmlDeviceGetGpuFabricInfoV for the GPU of the
+// handle (the nvml source's FabricInfoReader): a struct version newer than
+// the GPU's FabricVersion is refused, and v2 carries no health summary.
+func (f *Fake) GpuFabricInfoV(d gonvml.Device, version uint32) (gonvml.GpuFabricInfoV, gonvml.Return) {
+	for _, g := range f.GPUs {
+		if gonvml.Device(g.Device) != d {
+			continue
+		}
+		i, ret := read(g, "GetGpuFabricInfoV", func(r *Readings) Readings { return Readings{Fabric: r.Fabric, FabricVersion: r.FabricVersion} })
+		if ret != gonvml.SUCCESS {
+			return gonvml.GpuFabricInfoV{}, ret
+		}
+		if max := i.FabricVersion; max != 0 && version > max || version > 3 {
+			return gonvml.GpuFabricInfoV{}, gonvml.ERROR_ARGUMENT_VERSION_MISMATCH
+		}
+		i.Fabric.Version = version
+		if version < 3 {
+			i.Fabric.HealthSummary = 0
+		}
+		return i.Fabric, gonvml.SUCCESS
+	}
+	return gonvml.GpuFabricInfoV{}, gonvml.ERROR_INVALID_ARGUMENT
 }
