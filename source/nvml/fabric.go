@@ -50,11 +50,18 @@ func (s *Source) callFabricInfo(h gonvml.Device, version uint32) (gonvml.GpuFabr
 		State: i.State, HealthMask: i.HealthMask}, ret
 }
 
+// versionedFabricInfo says whether the library is asked
+// nvmlDeviceGetGpuFabricInfoV, not only the unversioned call.
+func (s *Source) versionedFabricInfo() bool {
+	_, ok := s.lib.(FabricInfoReader)
+	return ok || s.realLib
+}
+
 // readFabricInfo reads the newest struct the driver answers. A library
 // that is neither the real one nor a FabricInfoReader (go-nvml's mocks)
 // is asked the unversioned call only, which every mock can script.
 func (s *Source) readFabricInfo(h gonvml.Device) (fabricInfo, gonvml.Return) {
-	if _, ok := s.lib.(FabricInfoReader); !ok && !s.realLib {
+	if !s.versionedFabricInfo() {
 		i, ret := h.GetGpuFabricInfo()
 		return fabricInfo{GpuFabricInfoV: gonvml.GpuFabricInfoV{ClusterUuid: i.ClusterUuid, Status: i.Status,
 			CliqueId: i.CliqueId, State: i.State}, version: 1}, ret
@@ -95,7 +102,7 @@ func (r *reading) fabric() (fabricInfo, error) {
 // old" (6).
 func readFabricStatus(r *reading) (float64, error) {
 	info, err := r.fabric()
-	if ret, ok := returnOf(err); ok && ret == gonvml.ERROR_FUNCTION_NOT_FOUND && r.src.realLib {
+	if ret, ok := returnOf(err); ok && ret == gonvml.ERROR_FUNCTION_NOT_FOUND && r.src.versionedFabricInfo() {
 		return dcgmFMStatusNvmlTooOld, nil
 	}
 	if err != nil {

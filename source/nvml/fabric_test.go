@@ -63,6 +63,11 @@ func TestFabricFieldsAsDCGMMapsThem(t *testing.T) {
 			fieldid.FabricManagerStatus: 3, fieldid.FabricManagerError: 0, fieldid.FabricCliqueID: 1,
 			fieldid.FabricHealthMask: healthy,
 		}, "5e1f0a42-9c3d-4e8b-a107-2f6cd01388e4"},
+		// A driver without nvmlDeviceGetGpuFabricInfoV: DCGM's "NVML too
+		// old" status, nothing else.
+		{"driver without the call", func(g *nvmlfake.GPU) {
+			g.Errs = map[string]gonvml.Return{"GetGpuFabricInfoV": gonvml.ERROR_FUNCTION_NOT_FOUND}
+		}, map[uint16]float64{fieldid.FabricManagerStatus: 6}, ""},
 		{"PCIe GPU: the call is not supported", func(g *nvmlfake.GPU) {
 			g.Errs = map[string]gonvml.Return{"GetGpuFabricInfoV": gonvml.ERROR_NOT_SUPPORTED}
 		}, map[uint16]float64{}, ""},
@@ -99,7 +104,7 @@ func TestFabricFieldsAsDCGMMapsThem(t *testing.T) {
 
 // A driver that refused the v3 struct once is not asked for it again, and
 // the other GPUs are read with v2.
-func TestFabricInfoReadOncePerGPU(t *testing.T) {
+func TestFabricV2StructRemembered(t *testing.T) {
 	f := nvmlfake.New(nvmlfake.DGXH100)
 	f.Update(0, func(g *nvmlfake.GPU) { g.R.FabricVersion = 2 })
 	s := open(t, f, time.Second, fabricFields...)
