@@ -55,7 +55,8 @@ var curated = map[string]meta{
 	"DCGM_FI_CUDA_DRIVER_VERSION":   {kind: KindInt, typ: Label, help: "CUDA driver version (major*1000 + minor*10)"},
 
 	// Modes and states.
-	"DCGM_FI_DEV_COMPUTE_MODE":        gpuGauge(KindInt, "", "Compute mode (0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process)."),
+	// DCGM's numbering, without NVML's removed exclusive-thread mode.
+	"DCGM_FI_DEV_COMPUTE_MODE":        gpuGauge(KindInt, "", "Compute mode (0 default, 1 prohibited, 2 exclusive process)."),
 	"DCGM_FI_DEV_PERSISTENCE_MODE":    gpuGauge(KindInt, "", "Persistence mode (1 enabled, 0 disabled)."),
 	"DCGM_FI_DEV_MIG_MODE":            gpuGauge(KindInt, "", "MIG mode (1 enabled, 0 disabled)."),
 	"DCGM_FI_DEV_MIG_MAX_SLICES":      gpuGauge(KindInt, "count", "Maximum number of MIG slices of the device."),
@@ -65,6 +66,15 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_VGPU_LICENSE_STATUS": everyday(gpuGauge(KindInt, "", "vGPU License status")),
 	"DCGM_FI_DEV_ECC_CURRENT":         gpuGauge(KindInt, "", "Current ECC mode (1 enabled, 0 disabled)."),
 	"DCGM_FI_DEV_ECC_PENDING":         gpuGauge(KindInt, "", "ECC mode after the next reboot (1 enabled, 0 disabled)."),
+
+	// NVLink fabric (NVSwitch systems), from nvmlDeviceGetGpuFabricInfoV
+	// as DCGM maps it; dcgm-exporter collects these only when asked.
+	"DCGM_FI_DEV_FABRIC_MANAGER_STATUS": gpuGauge(KindInt, "", "Fabric manager status of the GPU (0 not supported, 1 not started, 2 in progress, 3 success, 4 failure, 5 unrecognized, 6 NVML too old)."),
+	"DCGM_FI_DEV_FABRIC_MANAGER_ERROR":  gpuGauge(KindInt, "", "DCGM return code of the fabric training once it completed (0 success, a negative DCGM_ST_* code on failure)."),
+	"DCGM_FI_DEV_FABRIC_CLUSTER_UUID":   label("UUID of the NVLink fabric cluster the GPU belongs to"),
+	"DCGM_FI_DEV_FABRIC_CLIQUE_ID":      gpuGauge(KindInt, "", "ID of the fabric clique the GPU belongs to."),
+	"DCGM_FI_DEV_FABRIC_HEALTH_MASK":    gpuGauge(KindInt, "", "Fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*: 2 bits per condition, 1 true, 2 false; degraded bandwidth at bit 0, route recovery 2, route unhealthy 4, access-timeout recovery 6, configuration 8 (4 bits, 1 correct), partition assigned 12, global fabric manager 14 (1 connected, 2 disconnected))."),
+	"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY": gpuGauge(KindInt, "", "Fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)."),
 
 	// Clocks.
 	"DCGM_FI_DEV_SM_CLOCK":             everyday(gpuGauge(KindInt, "MHz", "SM clock frequency (in MHz).")),

@@ -107,6 +107,39 @@ type Export struct {
 	MIG bool
 	// Format applies to label-type fields.
 	Format LabelFormat
+	// Enum renumbers a DCGM enumeration as that exporter numbers it.
+	Enum Enum
+}
+
+// Enum names a renumbering of DCGM's values into nvidia_gpu_exporter's,
+// which are NVML's (utkuozdemir/nvidia_gpu_exporter commit e656cd8,
+// internal/nvidiasmi/transform.go).
+type Enum uint8
+
+const (
+	// EnumNone leaves the value as it is.
+	EnumNone Enum = iota
+	// EnumComputeMode turns DCGM's compute modes (0 default, 1 prohibited,
+	// 2 exclusive process) into NVML's, which keep the removed
+	// exclusive-thread mode at 1: prohibited 2, exclusive process 3
+	// (TransformRawValue).
+	EnumComputeMode
+	// EnumFabricState turns DCGM's fabric manager status into NVML's
+	// fabric state 0-3 (fieldValueMappers, fabricStateQField): DCGM's
+	// failure (4) is training completed with an error status, which
+	// nvidia-smi shows as state Completed (3).
+	EnumFabricState
+)
+
+// enumValue renumbers v; values outside the enumeration pass as they are.
+func (e Enum) enumValue(v float64) float64 {
+	switch {
+	case e == EnumComputeMode && (v == 1 || v == 2):
+		return v + 1
+	case e == EnumFabricState && v == 4:
+		return 3
+	}
+	return v
 }
 
 // Value turns a sample of the field into the exported value.
@@ -116,6 +149,9 @@ func (x Export) Value(v float64) float64 {
 			return 1
 		}
 		return 0
+	}
+	if x.Enum != EnumNone {
+		return x.Enum.enumValue(v)
 	}
 	if x.Scale != 0 {
 		return v * x.Scale
@@ -197,11 +233,11 @@ var nvidiaGPUExporterNames = func() []compatName {
 		value("nvidia_smi_temperature_memory", "DCGM_FI_DEV_MEMORY_TEMP", 0, "temperature.memory"),
 		value("nvidia_smi_fan_speed_ratio", "DCGM_FI_DEV_FAN_SPEED", percent, "fan.speed [%]"),
 		value("nvidia_smi_pstate", "DCGM_FI_DEV_PSTATE", 0, "pstate"),
-		value("nvidia_smi_compute_mode", "DCGM_FI_DEV_COMPUTE_MODE", 0, "compute_mode"),
+		{name: "nvidia_smi_compute_mode", field: "DCGM_FI_DEV_COMPUTE_MODE", typ: Gauge, x: Export{Enum: EnumComputeMode}, help: "compute_mode"},
 		value("nvidia_smi_persistence_mode", "DCGM_FI_DEV_PERSISTENCE_MODE", 0, "persistence_mode"),
 		value("nvidia_smi_mig_mode_current", "DCGM_FI_DEV_MIG_MODE", 0, "mig.mode.current"),
 		value("nvidia_smi_gpu_recovery_action", "DCGM_FI_DEV_GET_GPU_RECOVERY_ACTION", 0, "gpu_recovery_action"),
-		value("nvidia_smi_fabric_state", "DCGM_FI_DEV_FABRIC_MANAGER_STATUS", 0, "fabric.state"),
+		{name: "nvidia_smi_fabric_state", field: "DCGM_FI_DEV_FABRIC_MANAGER_STATUS", typ: Gauge, x: Export{Enum: EnumFabricState}, help: "fabric.state"},
 
 		value("nvidia_smi_power_draw_watts", "DCGM_FI_DEV_POWER_USAGE", 0, "power.draw [W]"),
 		value("nvidia_smi_power_draw_instant_watts", "DCGM_FI_DEV_POWER_USAGE_INSTANT", 0, "power.draw.instant [W]"),

@@ -57,6 +57,17 @@ func TestExportValue(t *testing.T) {
 		{Export{Scale: 1e-3}, 2500, 2.5},
 		{Export{Bit: 0x40}, 0x41, 1},
 		{Export{Bit: 0x40}, 0x3f, 0},
+		// nvidia_gpu_exporter numbers compute modes and fabric states as
+		// NVML does (utkuozdemir/nvidia_gpu_exporter commit e656cd8,
+		// internal/nvidiasmi/transform.go); DCGM drops NVML's
+		// exclusive-thread mode and folds a training that completed with
+		// an error into its failure status (4).
+		{Export{Enum: EnumComputeMode}, 0, 0},
+		{Export{Enum: EnumComputeMode}, 1, 2},
+		{Export{Enum: EnumComputeMode}, 2, 3},
+		{Export{Enum: EnumFabricState}, 2, 2},
+		{Export{Enum: EnumFabricState}, 3, 3},
+		{Export{Enum: EnumFabricState}, 4, 3},
 	}
 	for _, tt := range tests {
 		assert.InDelta(t, tt.want, tt.x.Value(tt.v), 1e-12, "%+v of %g", tt.x, tt.v)

@@ -137,6 +137,11 @@ var fieldMap = map[uint16]fieldSpec{
 		return r.fieldValue(gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION, 0)
 	}},
 	fieldid.FabricManagerStatus:   {value: readFabricStatus},
+	fieldid.FabricManagerError:    {value: readFabricError},
+	fieldid.FabricClusterUUID:     {text: readFabricClusterUUID},
+	fieldid.FabricCliqueID:        {value: readFabricCliqueID},
+	fieldid.FabricHealthMask:      {value: readFabricHealthMask},
+	fieldid.FabricHealthSummary:   {value: readFabricHealthSummary},
 	fieldid.CUDADriverVersion:     {text: readCUDADriverVersion},
 	fieldid.CUDAComputeCapability: {text: readComputeCapability},
 

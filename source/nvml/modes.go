@@ -7,7 +7,7 @@ import (
 )
 
 // This file reads the states, limits and versions that nvidia-smi reports
-// beside the counters: P-state, modes, the fabric state, power limit
+// beside the counters: P-state, modes, power limit
 // constraints, the CUDA versions. Each is given in DCGM's encoding and unit.
 
 // readPstate is the performance state 0..15; NVML's "unknown" is no value.
@@ -43,28 +43,6 @@ func readPersistenceMode(r *reading) (float64, error) {
 func readMIGMode(r *reading) (float64, error) {
 	cur, _, ret := r.h.GetMigMode()
 	return boolf(cur == gonvml.DEVICE_MIG_ENABLE), nvmlErr("GetMigMode", ret)
-}
-
-// dcgmFMStatusFailure is DCGM's DcgmFMStatusFailure: the fabric manager
-// finished but the GPU did not join the fabric.
-const dcgmFMStatusFailure = 4
-
-// readFabricStatus gives DCGM_FI_DEV_FABRIC_MANAGER_STATUS from NVML's
-// fabric state, as DCGM derives it: NVML's states 0..3 (not supported, not
-// started, in progress, completed) are DCGM's, and a completed state whose
-// status is an error is DCGM's failure.
-func readFabricStatus(r *reading) (float64, error) {
-	info, ret := r.h.GetGpuFabricInfo()
-	if err := nvmlErr("GetGpuFabricInfo", ret); err != nil {
-		return 0, err
-	}
-	if info.State == gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED {
-		return 0, nvmlErr("GetGpuFabricInfo", gonvml.ERROR_NOT_SUPPORTED)
-	}
-	if info.State == gonvml.GPU_FABRIC_STATE_COMPLETED && gonvml.Return(info.Status) != gonvml.SUCCESS {
-		return dcgmFMStatusFailure, nil
-	}
-	return float64(info.State), nil
 }
 
 // readCUDADriverVersion is DCGM's integer, major*1000 + minor*10, which is

@@ -37,15 +37,6 @@ func TestStatesInDCGMsEncoding(t *testing.T) {
 		{"PCIe link width", fieldid.PCIeLinkWidth, func(r *nvmlfake.Readings) { r.PCIeWidth = [2]int{8, 16} }, 8, false},
 		{"PCIe max link width", fieldid.PCIeMaxLinkWidth, func(r *nvmlfake.Readings) { r.PCIeWidth = [2]int{8, 16} }, 16, false},
 		{"persistence off", fieldid.PersistenceMode, func(r *nvmlfake.Readings) { r.Persistence = gonvml.FEATURE_DISABLED }, 0, false},
-		{"fabric training in progress", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
-			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_IN_PROGRESS}
-		}, 2, false},
-		{"fabric completed with an error is DCGM's failure", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
-			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.ERROR_TIMEOUT)}
-		}, 4, false},
-		{"no fabric is absent", fieldid.FabricManagerStatus, func(r *nvmlfake.Readings) {
-			r.Fabric = gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED}
-		}, 0, true},
 		{"recovery action: reboot", fieldid.GetGPURecoveryAction, func(r *nvmlfake.Readings) {
 			r.FieldValues[gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION] = 2
 		}, 2, false},

@@ -109,6 +109,8 @@ type reading struct {
 	memErr  error
 	remap   *remapInfo
 	remapEr error
+	fab     *fabricInfo
+	fabErr  error
 }
 
 func (r *reading) utilization() (gonvml.Utilization, error) {

@@ -106,7 +106,11 @@ type Source struct {
 	cfg     Config
 	lib     gonvml.Interface
 	realLib bool
-	log     *logrus.Entry
+	// fabricV2 is set once the driver refused the v3 fabric info struct,
+	// so that it is not asked for it again (as DCGM's
+	// m_driverSupportsFabricInfoV3).
+	fabricV2 atomic.Bool
+	log      *logrus.Entry
 
 	driverVersion string
 	nvmlVersion   string

@@ -49,6 +49,7 @@ func Scenarios() []Scenario {
 		{Name: "slurm-idle", Summary: "an HPC job, no pod, holds a GPU with a CUDA context and runs nothing", plan: planSlurmIdle},
 		{Name: "power-imbalance", Summary: "one GPU of a 4-GPU data-parallel job, its clocks locked low, draws about 60% of its peers' power for the same work", plan: planPowerImbalance},
 		{Name: "overload", Summary: "a serving GPU's load grows from its usual level to flat out over an hour, its batch and KV cache growing, and stays saturated", plan: planOverload},
+		{Name: "fabric-degraded", Summary: "one GPU of a 4-GPU training job on an HGX baseboard loses NVLink fabric bandwidth after 40 minutes: its fabric health mask says degraded bandwidth and its summary limited capacity, while the job trains on", plan: planFabricDegraded},
 		{Name: "healthy-training", Summary: "a 4-GPU data-parallel training job steps along", Control: true, plan: planHealthyTraining},
 		{Name: "checkpoint", Summary: "a training job pauses for a 4-minute checkpoint every 45 minutes", Control: true, plan: planCheckpoint},
 		{Name: "model-loading", Summary: "a training job spends its first 8 minutes loading its weights, then trains", Control: true, plan: planModelLoading},
@@ -134,6 +135,9 @@ type gpuPlan struct {
 	// resetAt, when set, is when the GPU is reset: its volatile ECC
 	// counts go back to zero.
 	resetAt float64
+	// fabricDegradedAt, when set, is when the GPU's NVLink fabric loses
+	// bandwidth.
+	fabricDegradedAt float64
 }
 
 // instPlan is one MIG instance's part.
@@ -267,6 +271,12 @@ func planOverload(b *builder) {
 	b.gpus[2].owner = &podServe
 	b.gpus[2].w = &saturating{k: newKindJob(MemoryBound, b.seed, 7800, 0), mib: 0.55 * b.usable(), peakMiB: 0.85 * b.usable(),
 		growFrom: 30 * 60, fullAt: 90 * 60}
+}
+
+func planFabricDegraded(b *builder) {
+	b.node("h100", 4)
+	b.train(podTrain, 8400, 0.82, 0, 1, 2, 3)
+	b.gpus[2].fabricDegradedAt = 40 * 60
 }
 
 func planHealthyTraining(b *builder) {

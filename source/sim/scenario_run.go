@@ -74,6 +74,9 @@ func (s *Source) stepPlan(g *gpuSim, t int64, tsec, frac float64) {
 			g.eccSBEAgg++
 		}
 	}
+	if p.fabricDegradedAt > 0 && tsec >= p.fabricDegradedAt {
+		g.fabricDegraded = true
+	}
 	if p.resetAt > 0 && tsec >= p.resetAt && !g.reset {
 		// A reset clears the volatile error counts; the aggregate ones
 		// live in the InfoROM and stay.

@@ -94,7 +94,7 @@ func (p *played) drops(gpu int, f uint16) int {
 
 var scenarioFields = []uint16{fieldid.GPUUtil, fieldid.FBUsed, fieldid.FBFree, fieldid.ProfGREngineActive, fieldid.ProfSMActive,
 	fieldid.ProfDRAMActive, fieldid.ProfPipeTensorActive, fieldid.ProfNVLinkTXBytes, fieldid.PowerUsage, fieldid.PowerMgmtLimit,
-	fieldid.GPUTemp, fieldid.FanSpeed, fieldid.ECCSBEVolTotal, fieldid.SMClock}
+	fieldid.GPUTemp, fieldid.FanSpeed, fieldid.ECCSBEVolTotal, fieldid.SMClock, fieldid.FabricHealthMask, fieldid.FabricHealthSummary}
 
 func TestScenarioByNameListsTheNames(t *testing.T) {
 	sc, err := ScenarioByName("zombie")
@@ -223,6 +223,17 @@ func TestTroublesShowTheirShape(t *testing.T) {
 			total := p.at(t, 2, -1, fieldid.FBUsed, 0) + p.at(t, 2, -1, fieldid.FBFree, 0)
 			grew := p.at(t, 2, -1, fieldid.FBUsed, 120*min) - p.at(t, 2, -1, fieldid.FBUsed, 20*min)
 			assert.Greater(t, grew, 0.25*total, "its batch and KV cache grew with the load")
+		}},
+		{"fabric-degraded", func(t *testing.T, p *played) {
+			assert.Equal(t, float64(fabricHealthyMask), p.at(t, 2, -1, fieldid.FabricHealthMask, 39*min), "healthy at first")
+			assert.Equal(t, 1.0, p.at(t, 2, -1, fieldid.FabricHealthSummary, 39*min))
+			assert.Equal(t, float64(fabricDegradedMask), p.at(t, 2, -1, fieldid.FabricHealthMask, 41*min), "bandwidth degraded from 40 minutes")
+			assert.Equal(t, 3.0, p.at(t, 2, -1, fieldid.FabricHealthSummary, 150*min), "limited capacity")
+			for _, gpu := range []int{0, 1, 3} {
+				assert.Equal(t, float64(fabricHealthyMask), p.at(t, gpu, -1, fieldid.FabricHealthMask, 150*min), "GPU %d", gpu)
+				assert.Equal(t, 1.0, p.at(t, gpu, -1, fieldid.FabricHealthSummary, 150*min), "GPU %d", gpu)
+			}
+			assert.Greater(t, p.mean(t, 2, -1, fieldid.GPUUtil, 60*min, 170*min), 80.0, "the job trains on")
 		}},
 	}
 	for _, tc := range tests {

@@ -49,6 +49,8 @@ type Source struct {
 	seed uint64
 	job  job // the node-wide job, when MIG is off
 	gpus []*gpuSim
+	// fabricCluster is the NVLink fabric cluster UUID of the node's GPUs.
+	fabricCluster string
 
 	entities []*source.Entity
 	groups   []groupPlan
@@ -86,12 +88,14 @@ type gpuSim struct {
 	// plan is the GPU's part in a scenario; nil without one.
 	plan *gpuPlan
 	// sinkExcess is how much warmer (C) the heat sink runs than with its
-	// fan working; reset says the scenario's GPU reset has happened.
-	sinkExcess float64
-	reset      bool
-	gis        []*giSim
-	serial     string
-	pids       [2]uint32
+	// fan working; reset says the scenario's GPU reset has happened, and
+	// fabricDegraded that the GPU's NVLink fabric lost bandwidth.
+	sinkExcess     float64
+	reset          bool
+	fabricDegraded bool
+	gis            []*giSim
+	serial         string
+	pids           [2]uint32
 
 	memFrac, ambient float64
 
@@ -178,6 +182,8 @@ func New(cfg Config) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{cfg: r, seed: uint64(r.Seed)}
+	// One NVLink domain: every GPU of the node is in the same cluster.
+	s.fabricCluster = formatUUID("", hash4(s.seed, 0, tagFabric, 0), hash4(s.seed, 0, tagFabric, 1))
 	s.job = newJob(s.seed, 0)
 	s.setEventRates()
 	usedPIDs := make(map[uint32]bool)
@@ -404,7 +410,7 @@ func (s *Source) plan(p *groupPlan, id uint16, needMIG bool) {
 	case info.nvlink && s.cfg.links == 0:
 		unsup("GPU model has no NVLink")
 		return
-	case id == fieldid.FabricManagerStatus && !s.cfg.model.fabric:
+	case isFabricField(id) && !s.cfg.model.fabric:
 		unsup("GPU model joins no NVLink fabric")
 		return
 	case info.scope == scopeLink && info.link >= s.cfg.links:

@@ -274,9 +274,9 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 			return 1, true
 		}
 		return 0, true
-	case fieldid.FabricManagerStatus:
-		// DCGM_FM_STATUS_SUCCESS: the fabric manager finished training.
-		return 3, true
+	case fieldid.FabricManagerStatus, fieldid.FabricManagerError, fieldid.FabricCliqueID,
+		fieldid.FabricHealthMask, fieldid.FabricHealthSummary:
+		return fabricValue(g, id), true
 	case fieldid.PowerMgmtLimitDef:
 		return m.limitW, true
 	case fieldid.PowerMgmtLimitMin, fieldid.PowerMgmtLimitMax:
@@ -519,6 +519,8 @@ func (s *Source) text(g *gpuSim, id uint16) string {
 		return "12080"
 	case fieldid.CUDAComputeCapability:
 		return s.cfg.model.computeCap
+	case fieldid.FabricClusterUUID:
+		return s.fabricCluster
 	}
 	return ""
 }

@@ -24,6 +24,7 @@ const (
 	tagEnergy
 	tagEventDur
 	tagScenario
+	tagFabric
 )
 
 // mix is the splitmix64 finaliser: a cheap, well-spread 64-bit hash.

@@ -44,6 +44,7 @@ var expectations = []expectation{
 	{"slurm-idle", "GPUIdleButAllocated", [2]string{"hpc_job", "4243"}},
 	{"power-imbalance", "GPUPowerImbalance", [2]string{"gpu", "2"}},
 	{"overload", "GPUComputeSaturated", [2]string{"gpu", "2"}},
+	{"fabric-degraded", "GPUFabricDegraded", [2]string{"gpu", "2"}},
 	{"healthy-training", "", [2]string{}},
 	{"checkpoint", "", [2]string{}},
 	{"model-loading", "", [2]string{}},
@@ -79,7 +80,8 @@ func TestEveryScenarioHasAnExpectation(t *testing.T) {
 // TestEachScenarioFiresExactlyItsAlert is the proof that the shipped rules
 // answer the troubles and stay quiet on healthy work, on series the
 // exporter wrote. The binary runs with the profiling counters, as the chart
-// installs it, without --insight: no alert reads the insight metrics
+// installs it, plus the opt-in fabric fields the rules read (every other
+// scenario's healthy fabric, or none, must stay quiet), without --insight: no alert reads the insight metrics
 // (TestNoAlertReadsInsight), and on the manual clock insight would triple
 // the binary's work. Every other scenario names its host label hostname,
 // as dcgm-exporter's main branch does, so the rules are held to both
@@ -150,6 +152,7 @@ func runScenarios(t *testing.T, counters string) {
 	ruleFiles := shippedRuleFiles(t)
 	keep := readBy(ruleTexts(t, ruleFiles)...)
 	bin := e2etest.Binary(t)
+	counters = withFabricOptIn(t, counters, keep)
 	for i, e := range expectations {
 		t.Run(e.scenario, func(t *testing.T) {
 			t.Parallel()
@@ -173,6 +176,31 @@ func runScenarios(t *testing.T, counters string) {
 			runPromtool(t, promtool, path)
 		})
 	}
+}
+
+// withFabricOptIn writes the counters file base with the fabric fields
+// that etc/default-counters.csv offers as commented lines (dcgm-exporter
+// makes them opt-in) and that the rules read, uncommented, as an operator
+// opts in.
+func withFabricOptIn(t *testing.T, base string, read func(string) bool) string {
+	t.Helper()
+	b, err := os.ReadFile(base)
+	require.NoError(t, err)
+	def, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(), "etc", "default-counters.csv"))
+	require.NoError(t, err)
+	out := string(b) + "\n# Opted in: the fabric fields the rules read.\n"
+	n := 0
+	for _, l := range strings.Split(string(def), "\n") {
+		field, ok := strings.CutPrefix(l, "# DCGM_FI_DEV_FABRIC_")
+		if name, _, _ := strings.Cut(field, ","); ok && read("DCGM_FI_DEV_FABRIC_"+name) {
+			out += strings.TrimPrefix(l, "# ") + "\n"
+			n++
+		}
+	}
+	require.Equal(t, 3, n, "status, health mask and health summary offered in etc/default-counters.csv")
+	path := filepath.Join(t.TempDir(), "counters.csv")
+	require.NoError(t, os.WriteFile(path, []byte(out), 0o600))
+	return path
 }
 
 // shippedRuleFiles are the rule files the chart and the docs ship.

@@ -53,6 +53,11 @@ type Fake struct {
 	p2pErr     error
 	gen        GenFunc
 	clock      clock.Clock
+	// fabric is what each GPU's fabric fields answer, by GPU ID. A GPU
+	// missing from it has a healthy fabric (HealthyFabric), unless a test
+	// set its own generator (genSet), which then answers them.
+	fabric map[uint]Fabric
+	genSet bool
 	// version is the release the fake claims; "" is DefaultVersion.
 	version string
 
@@ -154,7 +159,7 @@ func WithProfiling(m map[uint][]uint16) Option { return func(f *Fake) { f.profFi
 func WithClock(c clock.Clock) Option { return func(f *Fake) { f.clock = clock.Or(c) } }
 
 // WithGen sets the value generator.
-func WithGen(g GenFunc) Option { return func(f *Fake) { f.gen = g } }
+func WithGen(g GenFunc) Option { return func(f *Fake) { f.gen, f.genSet = g, true } }
 
 // New returns a running fake host engine.
 func New(opts ...Option) *Fake {
@@ -165,6 +170,7 @@ func New(opts ...Option) *Fake {
 		},
 		profFields: map[uint][]uint16{},
 		refused:    map[seriesKey]int{},
+		fabric:     map[uint]Fabric{},
 		gen:        DefaultGen,
 		clock:      clock.Real,
 		running:    true,
@@ -619,7 +625,7 @@ func (f *Fake) sample() {
 			for _, e := range f.groups[w.group] {
 				for _, id := range f.fieldGroups[w.fieldGroup] {
 					s := f.series[seriesKey{e, id}]
-					v, ok := f.gen(e, id, s.seq+1)
+					v, ok := f.value(e, id, s.seq+1)
 					if !ok {
 						continue
 					}

@@ -39,13 +39,17 @@ type Readings struct {
 	ComputeMode                                           gonvml.ComputeMode
 	Persistence                                           gonvml.EnableState
 	PowerDefaultMW, PowerMinMW, PowerMaxMW                uint32
-	Fabric                                                gonvml.GpuFabricInfo
-	GPUTemp, SlowdownTemp, ShutdownTemp                   uint32
-	MemoryTemp                                            uint32 // through field values
-	PowerMW, PowerLimitMW, EnforcedLimitMW                uint32
-	EnergyMJ                                              uint64
-	PCIeTxKBs, PCIeRxKBs                                  uint32
-	PCIeReplay                                            int
+	// Fabric answers the fabric info calls; FabricVersion is the newest
+	// struct version of nvmlDeviceGetGpuFabricInfoV the driver knows (0
+	// is 3): a newer one is refused with ARGUMENT_VERSION_MISMATCH.
+	Fabric                                 gonvml.GpuFabricInfoV
+	FabricVersion                          uint32
+	GPUTemp, SlowdownTemp, ShutdownTemp    uint32
+	MemoryTemp                             uint32 // through field values
+	PowerMW, PowerLimitMW, EnforcedLimitMW uint32
+	EnergyMJ                               uint64
+	PCIeTxKBs, PCIeRxKBs                   uint32
+	PCIeReplay                             int
 	// PCIeGen and PCIeWidth are the link's current and maximum
 	// generation and width: {current, max}.
 	PCIeGen, PCIeWidth [2]int
@@ -192,7 +196,9 @@ func defaultReadings(i int, total uint64) Readings {
 		MaxMemClock: 2619, MaxVideoClock: 1965, Pstate: gonvml.PSTATE_0, FanPct: 30,
 		ComputeMode: gonvml.COMPUTEMODE_DEFAULT, Persistence: gonvml.FEATURE_ENABLED, PowerDefaultMW: 700_000,
 		PowerMinMW: 200_000, PowerMaxMW: 700_000,
-		Fabric:  gonvml.GpuFabricInfo{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS)},
+		Fabric: gonvml.GpuFabricInfoV{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS),
+			CliqueId: 1, ClusterUuid: [16]uint8{0x5e, 0x1f, 0x0a, 0x42, 0x9c, 0x3d, 0x4e, 0x8b, 0xa1, 0x07, 0x2f, 0x6c, 0xd0, 0x13, 0x88, 0xe4},
+			HealthMask: HealthyFabricMask, HealthSummary: gonvml.GPU_FABRIC_HEALTH_SUMMARY_HEALTHY},
 		GPUTemp: uint32(40 + i), SlowdownTemp: 87, ShutdownTemp: 92, MemoryTemp: uint32(50 + i),
 		PowerMW: 312_500, PowerLimitMW: 700_000, EnforcedLimitMW: 700_000, EnergyMJ: 123_456_789,
 		PCIeTxKBs: 2048, PCIeRxKBs: 4096, PCIeReplay: 3,
@@ -350,7 +356,9 @@ func (g *GPU) install(i int) {
 		return g.R.PowerMinMW, g.R.PowerMaxMW, gonvml.SUCCESS
 	}
 	d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
-		return read(g, "GetGpuFabricInfo", func(r *Readings) gonvml.GpuFabricInfo { return r.Fabric })
+		return read(g, "GetGpuFabricInfo", func(r *Readings) gonvml.GpuFabricInfo {
+			return gonvml.GpuFabricInfo{ClusterUuid: r.Fabric.ClusterUuid, Status: r.Fabric.Status, CliqueId: r.Fabric.CliqueId, State: r.Fabric.State}
+		})
 	}
 	d.GetApplicationsClockFunc = func(gonvml.ClockType) (uint32, gonvml.Return) {
 		return read(g, "GetApplicationsClock", func(r *Readings) uint32 { return r.AppSMClock })
