@@ -27,6 +27,31 @@ type Term struct {
 // Vocabulary is the parsed vocabulary.tsv, in file order.
 var Vocabulary = mustParseVocabulary(vocabularyTSV)
 
+// derivedSuffixes name gpuscope's own families of a field, which take the
+// field's name as the counters file writes it (docs/metrics.md): the
+// window statistics and the native-histogram distribution.
+var derivedSuffixes = []string{"_window", "_distribution"}
+
+// Terms is Vocabulary with, for each field of an unchanged unit, its
+// derived families (DCGM_FI_PROF_SM_ACTIVE_window beside
+// DCGM_FI_PROF_SM_UTIL_RATIO_window). A field whose unit changes has none:
+// its window statistics do not all scale (a sample count does not), so a
+// query must not read them in both vocabularies.
+func Terms() []Term {
+	out := append([]Term{}, Vocabulary...)
+	for _, t := range Vocabulary {
+		if t.ToLegacy != "" {
+			continue
+		}
+		for _, suf := range derivedSuffixes {
+			d := t
+			d.Legacy, d.Current, d.Kind = t.Legacy+suf, t.Current+suf, "derived"
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func mustParseVocabulary(text string) []Term {
 	terms, err := ParseVocabulary(text)
 	if err != nil {
@@ -137,7 +162,11 @@ func nameChar(b byte) bool {
 // file that asks for both) the legacy series wins and nothing is counted
 // twice: `or` matches on the labels without the metric name.
 func Bilingual(expr string) (string, error) {
-	for _, t := range Vocabulary {
+	return bilingual(expr, Terms())
+}
+
+func bilingual(expr string, terms []Term) (string, error) {
+	for _, t := range terms {
 		if mentions(expr, t.Current) {
 			return "", fmt.Errorf("query already names %s: write it in the legacy vocabulary only: %s", t.Current, expr)
 		}
@@ -194,7 +223,7 @@ func MustBilingual(expr string) string {
 // and its current one, for the selectors that cannot take an `or`
 // (label_values).
 func EitherName(legacy string) string {
-	for _, t := range Vocabulary {
+	for _, t := range Terms() {
 		if t.Legacy == legacy {
 			return legacy + "|" + t.Current
 		}

@@ -24,6 +24,10 @@ func TestBilingual(t *testing.T) {
 		{in: `gpuscope_field_supported{field="DCGM_FI_DEV_GPU_UTIL"}`, want: `gpuscope_field_supported{field="DCGM_FI_DEV_GPU_UTIL"}`},
 		{in: `DCGM_FI_DEV_XID_ERRORS > 0`, want: `(DCGM_FI_DEV_XID_ERRORS or DCGM_FI_DEV_XID_ERROR) > 0`},
 		{in: `DCGM_FI_DEV_FB_USED`, want: `DCGM_FI_DEV_FB_USED`},
+		// gpuscope's own families of a field take the field's name.
+		{in: `rate(DCGM_FI_PROF_SM_ACTIVE_distribution[5m])`,
+			want: `(rate(DCGM_FI_PROF_SM_ACTIVE_distribution[5m]) or rate(DCGM_FI_PROF_SM_UTIL_RATIO_distribution[5m]))`},
+		{in: `DCGM_FI_PROF_SM_ACTIVE_window{stat="max"}`, want: `(DCGM_FI_PROF_SM_ACTIVE_window{stat="max"} or DCGM_FI_PROF_SM_UTIL_RATIO_window{stat="max"})`},
 		// A query already in the new names, or a range the table cannot convert, is refused.
 		{in: `DCGM_FI_DEV_GPU_TEMP_CELSIUS`, err: "already names DCGM_FI_DEV_GPU_TEMP_CELSIUS"},
 		{in: `absent_over_time(DCGM_FI_DEV_GPU_TEMP[5m])`, err: "cannot convert"},
@@ -76,7 +80,7 @@ func TestEveryDashboardQueryReadsBothVocabularies(t *testing.T) {
 				}
 				return `""`
 			})
-			for _, v := range Vocabulary {
+			for _, v := range Terms() {
 				l, c := countName(code, v.Legacy), countName(code, v.Current)
 				assert.Equal(t, l, c, "%s: %s reads %s %d times and %s %d times: %s", name, where, v.Legacy, l, v.Current, c, expr)
 				read += l

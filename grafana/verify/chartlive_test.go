@@ -75,7 +75,7 @@ type absentMetric struct {
 // renamed (grafana/dash/vocabulary.tsv), its other name: the rules read
 // both, and an exporter serves one of them, as its counters file names it.
 func eitherVocabulary(name string) string {
-	for _, v := range dash.Vocabulary {
+	for _, v := range dash.Terms() {
 		if name == v.Legacy || name == v.Current {
 			return v.Legacy + "|" + v.Current
 		}

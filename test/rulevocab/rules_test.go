@@ -110,7 +110,7 @@ var unscaled = map[string]bool{"count_over_time": true, "changes": true, "resets
 // in every rule reads the legacy name or the current one converted to the
 // legacy unit, with the same matchers, range and offset on both sides.
 func TestEverySelectorReadsBothVocabularies(t *testing.T) {
-	vocab := vocabulary(t)
+	vocab := terms(t)
 	checked := 0
 	for _, r := range shippedRules(t) {
 		rest := code(r.expr)

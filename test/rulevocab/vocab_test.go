@@ -49,6 +49,26 @@ func vocabulary(t *testing.T) []term {
 	return out
 }
 
+// terms is the vocabulary with gpuscope's own families of each field whose
+// unit does not change, which take the field's name as the counters file
+// writes it (<FIELD>_window, <FIELD>_distribution: docs/metrics.md), as
+// grafana/dash's Terms gives them to the dashboards.
+func terms(t *testing.T) []term {
+	t.Helper()
+	out := vocabulary(t)
+	for _, v := range out {
+		if v.toLegacy != "" {
+			continue
+		}
+		for _, suf := range []string{"_window", "_distribution"} {
+			d := v
+			d.legacy, d.current, d.kind = v.legacy+suf, v.current+suf, "derived"
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // goDCGMVersion is the go-dcgm release whose dcgm_fields.h (DCGM 4.6.1) the
 // vocabulary is checked against: the newest the module proxy serves.
 const goDCGMVersion = "v1.4611.0"
