@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -105,7 +104,7 @@ func TestNewerDCGMExporterCountersFilesServeAsWritten(t *testing.T) {
 				}
 				if info, _ := counters.Lookup(l.name); info.Unit == "ratio" {
 					for _, m := range mf.Metric {
-						assert.InDelta(t, 0.5, sampleValue(m), 0.5, "%s: %s is a 0-1 ratio", path, l.name)
+						assert.InDelta(t, 0.5, value(m), 0.5, "%s: %s is a 0-1 ratio", path, l.name)
 					}
 				}
 			}
@@ -127,14 +126,4 @@ func TestNewerDCGMExporterCountersFilesServeAsWritten(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sampleValue(m *dto.Metric) float64 {
-	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	}
-	return m.GetUntyped().GetValue()
 }
