@@ -58,9 +58,14 @@ var dcgm47 = []BaseUnit{
 	{ID: 1645, Name: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L15_BYTES_PER_SECOND", Unit: "B/s", Legacy: NVLinkThroughputL15, LegacyName: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L15", LegacyUnit: "MB/s", Scale: nvlinkScale},
 	{ID: 1646, Name: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L16_BYTES_PER_SECOND", Unit: "B/s", Legacy: NVLinkThroughputL16, LegacyName: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L16", LegacyUnit: "MB/s", Scale: nvlinkScale},
 	{ID: 1647, Name: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17_BYTES_PER_SECOND", Unit: "B/s", Legacy: NVLinkThroughputL17, LegacyName: "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17", LegacyUnit: "MB/s", Scale: nvlinkScale},
-	{ID: 1648, Name: "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", Unit: "B/s", Legacy: NVLinkThroughputTotal, LegacyName: "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", LegacyUnit: "MB/s", Scale: nvlinkScale},
+	{ID: NVLinkThroughputBytesPerSecond, Name: "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", Unit: "B/s", Legacy: NVLinkThroughputTotal, LegacyName: "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", LegacyUnit: "MB/s", Scale: nvlinkScale},
 	{ID: 1649, Name: "DCGM_FI_DEV_VGPU_FB_USED_BYTES", Unit: "B", Legacy: VGPUMemoryUsage, LegacyName: "DCGM_FI_DEV_VGPU_MEMORY_USAGE", LegacyUnit: "MiB", Scale: 1 << 20},
 }
+
+// NVLinkThroughputBytesPerSecond is DCGM 4.7's documented ID of
+// DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND: the NVML source computes
+// it from the driver's KiB/s (never asking a host engine for the ID).
+const NVLinkThroughputBytesPerSecond uint16 = 1648
 
 // nvlinkScale turns DCGM's legacy NVLink "MB/s" (KiB/s / 1000) into bytes
 // per second.

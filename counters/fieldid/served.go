@@ -24,9 +24,10 @@ func init() {
 // DCGM47 returns DCGM 4.7's fields in new units (dcgm47.go), in ID order.
 func DCGM47() []BaseUnit { return append([]BaseUnit(nil), dcgm47...) }
 
-// DerivedOnly reports whether no source reads the field under its own ID:
-// a DCGM 4.7 field, whose ID is documentation (dcgm47.go). Every source
-// derives it from its legacy field.
+// DerivedOnly reports whether no host engine is ever asked for the field
+// under its own ID: a DCGM 4.7 field, whose ID is documentation
+// (dcgm47.go). Sources derive it from its legacy field, or compute it from
+// what they read themselves (NVML's NVLink bytes per second).
 func DerivedOnly(id uint16) bool { return dcgm47IDs[id] }
 
 // DerivedFrom returns every field served in a new unit from this legacy

@@ -109,6 +109,9 @@ type reading struct {
 	memErr  error
 	remap   *remapInfo
 	remapEr error
+
+	nvlinkKiBs *float64
+	nvlinkErr  error
 }
 
 func (r *reading) utilization() (gonvml.Utilization, error) {

@@ -83,7 +83,19 @@ func TestDCGM47NamesServeOnEverySource(t *testing.T) {
 			sameInBothUnits(t, mfs, "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED_BYTES", 1<<20)
 			sameInBothUnits(t, mfs, "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO", 0.01)
 			sameInBothUnits(t, mfs, "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK_HERTZ", 1e6)
-			sameInBothUnits(t, mfs, "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", "DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", 1000*1024)
+			// The legacy "MB/s" is the KiB/s / 1000, truncated: the bytes are
+			// within one legacy step of it (exactly it where derived, finer
+			// where NVML computes them from the KiB/s).
+			nvlinkLegacy := map[string]float64{}
+			for _, m := range mfs["DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL"].Metric {
+				nvlinkLegacy[labelOf(m, "UUID")] = value(m)
+			}
+			for _, m := range mfs["DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND"].Metric {
+				legacy, ok := nvlinkLegacy[labelOf(m, "UUID")]
+				require.True(t, ok, labelOf(m, "UUID"))
+				assert.GreaterOrEqual(t, value(m), legacy*1000*1024)
+				assert.Less(t, value(m), (legacy+1)*1000*1024)
+			}
 			for _, m := range mfs["DCGM_FI_DEV_GPU_UTIL_RATIO"].Metric {
 				assert.InDelta(t, 0.5, value(m), 0.5, "a 0-1 ratio")
 			}
