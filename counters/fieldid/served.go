@@ -117,3 +117,20 @@ func sortEntries(es []Entry) {
 		}
 	}
 }
+
+// DeprecatedInDCGM47 reports whether DCGM 4.7 (dcgm47.go), not go-dcgm's
+// DCGM 4.6 header, deprecates the name: a profiling name dcgm-exporter 4.10
+// renames, or a legacy field a DCGM 4.7 field replaces.
+func DeprecatedInDCGM47(name string) bool {
+	for _, a := range dcgm47Renames {
+		if a.Name == name {
+			return true
+		}
+	}
+	for _, u := range dcgm47 {
+		if u.Renames && u.LegacyName == name {
+			return true
+		}
+	}
+	return false
+}
