@@ -99,8 +99,8 @@ func theFields() *catalog {
 }
 
 func buildCatalog() *catalog {
-	current, legacy, exporter := fieldid.Current(), fieldid.Legacy(), fieldid.Exporter()
-	deprecated := fieldid.Deprecated()
+	current, legacy, exporter := fieldid.ServedCurrent(), fieldid.Legacy(), fieldid.Exporter()
+	deprecated := fieldid.ServedDeprecated()
 	c := &catalog{
 		byName: make(map[string]int, len(current)+len(legacy)+len(deprecated)+len(exporter)),
 		byID:   make(map[uint16]int, len(current)+len(exporter)),

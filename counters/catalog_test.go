@@ -22,6 +22,14 @@ func TestCatalogHasEveryGeneratedName(t *testing.T) {
 	assert.Len(t, fieldid.Legacy(), 41, "legacy dcgm-exporter 1.x names")
 	assert.Len(t, fieldid.Deprecated(), 362, "deprecated DCGM names")
 
+	// DCGM 4.7's fields (fieldid/dcgm47.go) join them: a ratio under a new
+	// ID for DCGM_FI_DEV_GPU_UTIL_RATIO, which ID 203 no longer carries, and
+	// four profiling names dcgm-exporter 4.10 writes.
+	served, servedDeprecated := fieldid.ServedCurrent(), fieldid.ServedDeprecated()
+	assert.Len(t, fieldid.DCGM47(), 30, "DCGM 4.7 fields in new units")
+	assert.Len(t, served, 661-1-4+1+30+4, "current names served")
+	assert.Len(t, servedDeprecated, 362-1+4, "deprecated names served")
+
 	current, legacy, exporter := 0, 0, 0
 	for _, f := range All() {
 		switch {
@@ -35,11 +43,11 @@ func TestCatalogHasEveryGeneratedName(t *testing.T) {
 	}
 	// One canonical name per DCGM ID; every other name is legacy.
 	ids := map[uint16]bool{}
-	for _, e := range fieldid.Current() {
+	for _, e := range served {
 		ids[e.ID] = true
 	}
 	assert.Equal(t, len(ids), current)
-	assert.Equal(t, 661+41+362-len(ids), legacy, "dcgm-exporter 1.x names and the other DCGM names of an ID")
+	assert.Equal(t, len(served)+41+len(servedDeprecated)-len(ids), legacy, "dcgm-exporter 1.x names and the other DCGM names of an ID")
 	assert.Equal(t, 4, exporter)
 }
 
@@ -264,8 +272,15 @@ func TestOtherNames(t *testing.T) {
 		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", []Alternative{{"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", 1000}}},
 		{"DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", []Alternative{{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1e-3}}},
 		{"DCGM_FI_DEV_SM_CLOCK", []Alternative{{"DCGM_FI_DEV_SM_CLOCK_HERTZ", 1e-6}}},
-		{"DCGM_FI_DEV_GPU_UTIL", []Alternative{{"DCGM_FI_DEV_GPU_UTIL_RATIO", 1}}},
-		{"DCGM_FI_DEV_FB_USED", nil},
+		// DCGM 4.7 (fieldid/dcgm47.go): a ratio under a new ID, and bytes.
+		{"DCGM_FI_DEV_GPU_UTIL", []Alternative{{"DCGM_FI_DEV_GPU_UTIL_RATIO", 100}}},
+		{"DCGM_FI_DEV_GPU_UTIL_RATIO", []Alternative{{"DCGM_FI_DEV_GPU_UTIL", 0.01}}},
+		{"DCGM_FI_DEV_FB_USED", []Alternative{{"DCGM_FI_DEV_FB_USED_BYTES", 1.0 / (1 << 20)}}},
+		{"DCGM_FI_DEV_FB_USED_BYTES", []Alternative{{"DCGM_FI_DEV_FB_USED", 1 << 20}}},
+		{"DCGM_FI_DEV_NVLINK_THROUGHPUT_BYTES_PER_SECOND", []Alternative{{"DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL", 1024000}}},
+		// dcgm-exporter 4.10's name of the same ID, in the same unit.
+		{"DCGM_FI_PROF_PCIE_TX_BYTES", []Alternative{{"DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", 1}}},
+		{"DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", []Alternative{{"DCGM_FI_PROF_PCIE_TX_BYTES", 1}}},
 		{"DCGM_FI_NOT_A_FIELD", nil},
 	}
 	for _, tt := range tests {

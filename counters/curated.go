@@ -324,7 +324,7 @@ func describeAny(f *FieldInfo, deprecated []fieldid.Alias) {
 }
 
 // unitWords name the base units in help texts.
-var unitWords = map[string]string{"Hz": "Hz", "B": "bytes", "J": "J", "ratio": "0-1 ratio"}
+var unitWords = map[string]string{"Hz": "Hz", "B": "bytes", "J": "J", "ratio": "0-1 ratio", "B/s": "bytes/s", "s": "s"}
 
 var helpUnit = regexp.MustCompile(`\(in [^)]*\)`)
 

@@ -19,7 +19,7 @@ type Alternative struct {
 
 // OtherNames lists the names a query must also read to find a field
 // whatever the exporter's vocabulary: the other DCGM names of its ID, and
-// the base-unit field DCGM 4.6.1 supersedes it with under a new ID. None
+// the fields DCGM 4.6.1 and 4.7 serve it as under new IDs in base units. None
 // for an unknown name.
 func OtherNames(name string) []Alternative {
 	f, ok := Lookup(name)
@@ -45,7 +45,7 @@ func OtherNames(name string) []Alternative {
 	for _, r := range f.Replaces {
 		add(r, 1)
 	}
-	if u, ok := fieldid.SupersededBy(f.ID); ok {
+	for _, u := range fieldid.DerivedFrom(f.ID) {
 		add(u.Name, inverse(u.Scale))
 	}
 	if u, ok := fieldid.BaseUnitOf(f.ID); ok {

@@ -59,11 +59,15 @@ func deprecationNote(name string) string {
 	if !ok {
 		return ""
 	}
+	renamedIn, supersededIn := "DCGM 4.6", "DCGM 4.6.1"
+	if fieldid.DeprecatedInDCGM47(name) {
+		renamedIn, supersededIn = "DCGM 4.7", "DCGM 4.7"
+	}
 	switch {
 	case info.Deprecated:
-		return fmt.Sprintf("%s is deprecated since DCGM 4.6, which names the field %s; still valid, exported as %s", name, info.Current, name)
+		return fmt.Sprintf("%s is deprecated since %s, which names the field %s; still valid, exported as %s", name, renamedIn, info.Current, name)
 	case info.SupersededBy != "":
-		return fmt.Sprintf("%s is deprecated since DCGM 4.6.1 in favour of %s (a new field in %s); still valid, in %s", name, info.SupersededBy, info.SupersededUnit, unitOrNone(info.Unit))
+		return fmt.Sprintf("%s is deprecated since %s in favour of %s (a new field in %s); still valid, in %s", name, supersededIn, info.SupersededBy, info.SupersededUnit, unitOrNone(info.Unit))
 	}
 	return ""
 }

@@ -122,6 +122,9 @@ type BaseUnit struct {
 	LegacyUnit string
 	// Scale multiplies a legacy value into Unit.
 	Scale float64
+	// Renames is set on a DCGM 4.7 field (dcgm47.go) that dcgm-exporter 4.9
+	// writes in place of its legacy field; every DCGM 4.6.1 one is.
+	Renames bool
 }
 
 // Deprecated returns DCGM's deprecated field names, sorted by name.
@@ -132,7 +135,7 @@ func BaseUnits() []BaseUnit { return append([]BaseUnit(nil), baseUnits...) }
 
 // BaseUnitOf returns the base-unit field with this ID.
 func BaseUnitOf(id uint16) (BaseUnit, bool) {
-	for _, u := range baseUnits {
+	for _, u := range allBaseUnits {
 		if u.ID == id {
 			return u, true
 		}
@@ -143,8 +146,8 @@ func BaseUnitOf(id uint16) (BaseUnit, bool) {
 // SupersededBy returns the base-unit field that supersedes the legacy field
 // with this ID.
 func SupersededBy(legacy uint16) (BaseUnit, bool) {
-	for _, u := range baseUnits {
-		if u.Legacy == legacy {
+	for _, u := range allBaseUnits {
+		if u.Legacy == legacy && u.Renames {
 			return u, true
 		}
 	}

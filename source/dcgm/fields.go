@@ -55,6 +55,9 @@ func Support() counters.Support {
 			// later read the base-unit fields, older ones have them derived.
 			if info, ok := counters.Lookup(name); ok {
 				if u, ok := fieldid.BaseUnitOf(info.ID); ok {
+					if fieldid.DerivedOnly(info.ID) {
+						return "DCGM, derived from " + u.LegacyName
+					}
 					return "DCGM 4.6.1+; derived from " + u.LegacyName + " before"
 				}
 			}

@@ -118,7 +118,10 @@ func (s *Source) teardown(c *connState) {
 // DCGM refuses a watch that includes a profiling field one GPU of the
 // group cannot sample.
 func (s *Source) plan(c *connState, groups []source.Group) ([]*groupPlan, error) {
-	groups, derive := source.DeriveBaseUnits(groups, func(uint16) bool { return c.baseUnits })
+	groups, derive := source.DeriveBaseUnits(groups, func(id uint16) bool {
+		// DCGM 4.7's IDs are documentation only: never asked for.
+		return c.baseUnits && !fieldid.DerivedOnly(id)
+	})
 	plans := make([]*groupPlan, len(groups))
 	byInterval := map[time.Duration][]uint16{}
 	var order []time.Duration

@@ -187,6 +187,9 @@ var fieldMap = map[uint16]fieldSpec{
 		return r.fieldValue(gonvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, 0)
 	}},
 	fieldid.NVLinkBandwidthTotal: {value: readNVLinkBandwidth},
+	// DCGM 4.7's bytes per second from the driver's KiB/s itself, not from
+	// the truncated "MB/s" above (fieldid/dcgm47.go).
+	fieldid.NVLinkThroughputBytesPerSecond: {value: readNVLinkBytesPerSecond},
 
 	fieldid.VGPULicenseStatus: {value: readVGPULicense},
 
@@ -351,6 +354,37 @@ func readMemoryTemp(r *reading) (float64, error) {
 // first reading, this source leaves the field without a value: a 0 would
 // read as idle links.
 func readNVLinkBandwidth(r *reading) (float64, error) {
+	perSec, err := r.nvlinkRate()
+	if err != nil {
+		return 0, err
+	}
+	return math.Trunc(perSec / 1000), nil
+}
+
+// readNVLinkBytesPerSecond is the NVLink throughput in bytes per second:
+// the driver's KiB/s times 1024.
+func readNVLinkBytesPerSecond(r *reading) (float64, error) {
+	perSec, err := r.nvlinkRate()
+	if err != nil {
+		return 0, err
+	}
+	return perSec * 1024, nil
+}
+
+// nvlinkRate is the GPU's NVLink throughput in KiB/s, read once per
+// reading: both NVLink fields share one counter baseline.
+func (r *reading) nvlinkRate() (float64, error) {
+	if r.nvlinkKiBs == nil && r.nvlinkErr == nil {
+		v, err := readNVLinkKiBs(r)
+		r.nvlinkKiBs, r.nvlinkErr = &v, err
+	}
+	if r.nvlinkErr != nil {
+		return 0, r.nvlinkErr
+	}
+	return *r.nvlinkKiBs, nil
+}
+
+func readNVLinkKiBs(r *reading) (float64, error) {
 	links, err := r.linkCount()
 	if err != nil {
 		return 0, err
@@ -377,7 +411,7 @@ func readNVLinkBandwidth(r *reading) (float64, error) {
 	if !ok {
 		return 0, errBaseline
 	}
-	return math.Trunc(perSec / 1000), nil
+	return perSec, nil
 }
 
 // nvlinkAllLinks is the field-value scope DCGM passes for all NVLinks of a

@@ -111,6 +111,9 @@ type reading struct {
 	remapEr error
 	fab     *fabricInfo
 	fabErr  error
+
+	nvlinkKiBs *float64
+	nvlinkErr  error
 }
 
 func (r *reading) utilization() (gonvml.Utilization, error) {

@@ -67,11 +67,31 @@ var (
 	termScale  = regexp.MustCompile(`([*/])\s*([0-9][0-9.e+-]*)`)
 )
 
+// groupFactor is a parenthesised group of alternatives scaled as one, as
+// the rules write "(OLD or NEW * 100) / 100".
+var groupFactor = regexp.MustCompile(`\(((?:[^()]|\([^()]*\)|\((?:[^()]|\([^()]*\))*\))*)\)\s*([*/]\s*[0-9][0-9.e+-]*)`)
+
+// distributeFactors writes each group's factor onto each of its
+// alternatives: "(A or B * 100) / 100" becomes "A / 100 or B * 100 / 100".
+func distributeFactors(expr string) string {
+	return groupFactor.ReplaceAllStringFunc(expr, func(g string) string {
+		m := groupFactor.FindStringSubmatch(g)
+		if !regexp.MustCompile(`\bor\b`).MatchString(m[1]) {
+			return g
+		}
+		parts := regexp.MustCompile(`\bor\b`).Split(m[1], -1)
+		for i, p := range parts {
+			parts[i] = strings.TrimSpace(p) + " " + m[2]
+		}
+		return strings.Join(parts, " or ")
+	})
+}
+
 // activityTerms splits an activity expression at its "or"s.
 func activityTerms(t *testing.T, expr string) []activityTerm {
 	t.Helper()
 	var out []activityTerm
-	for _, part := range regexp.MustCompile(`\bor\b`).Split(expr, -1) {
+	for _, part := range regexp.MustCompile(`\bor\b`).Split(distributeFactors(expr), -1) {
 		m := termMetric.FindStringSubmatch(part)
 		require.NotNil(t, m, "no max_over_time(FIELD{...}) in %q", part)
 		at := activityTerm{metric: m[1], factor: 1}
@@ -149,7 +169,8 @@ func TestIdleIsTheRulesDefinition(t *testing.T) {
 
 // Each activity field is read in both DCGM vocabularies, each name scaled
 // into a share of the time (names and units from go-dcgm v1.4611.0's
-// dcgm_fields.h, through the catalog).
+// dcgm_fields.h, and DCGM_FI_DEV_GPU_UTIL_RATIO a 0-1 ratio as DCGM 4.7's
+// field reference and dcgm-exporter 4.9 have it, through the catalog).
 func TestActivityReadsBothVocabularies(t *testing.T) {
 	got := map[string]float64{}
 	for _, at := range activityTerms(t, activityExpr(`GPU_CI_ID=""`, "2m")) {
@@ -157,7 +178,7 @@ func TestActivityReadsBothVocabularies(t *testing.T) {
 	}
 	assert.Equal(t, map[string]float64{
 		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 1, "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO": 1,
-		"DCGM_FI_DEV_GPU_UTIL": 0.01, "DCGM_FI_DEV_GPU_UTIL_RATIO": 0.01,
+		"DCGM_FI_DEV_GPU_UTIL": 0.01, "DCGM_FI_DEV_GPU_UTIL_RATIO": 1,
 		"DCGM_FI_PROF_SM_ACTIVE": 1, "DCGM_FI_PROF_SM_UTIL_RATIO": 1,
 	}, got)
 }
