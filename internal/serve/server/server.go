@@ -224,7 +224,7 @@ func New(opts Options) (*Server, error) {
 		s.mux.Handle("/fields.csv", readOnly(s.bounded(opts.Fields)))
 	}
 	if opts.SimClock != nil {
-		s.mux.Handle("/api/v1/sim/advance", opts.SimClock)
+		s.mux.Handle("/api/v1/sim/advance", crossSiteGuard(opts.SimClock))
 	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)
@@ -388,6 +388,18 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 		s.opts.Log.WithField("remote", r.RemoteAddr).Infof("Profiling %s on request", action)
 		_, _ = w.Write([]byte("profiling " + action + "\n"))
 	}
+}
+
+// crossSiteGuard refuses a POST a page of another site could send (a
+// form), as the profiling API does: moving a simulated clock is a change.
+func crossSiteGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !notForgeable(r) {
+			http.Error(w, "send the header "+ProfilingRequestHeader+" or a JSON body: a browser cannot forge either across sites", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // endStreams ends the open /api/v1/stream responses.
