@@ -557,6 +557,9 @@ func (s *Server) serving(addr string) {
 
 // run serves until ctx ends, then shuts srv down.
 func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
+	if s.webConfig != nil {
+		defer s.webConfig.remove()
+	}
 	srv.RegisterOnShutdown(s.endStreams)
 	bg, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()

@@ -54,6 +54,9 @@ func newWebConfigView(src string) (*webConfigView, error) {
 	return v, nil
 }
 
+// remove deletes the copy and its directory.
+func (v *webConfigView) remove() { _ = os.RemoveAll(filepath.Dir(v.out)) }
+
 // sync brings the copy up to date. A file that cannot be read or parsed
 // is copied as it is, so the toolkit reports it as it would the file.
 func (v *webConfigView) sync() {
