@@ -31,6 +31,10 @@
 #              with the service-account files (needs root and unshare)
 #   fields     150 /fields pages at once with every field ticked while
 #              /metrics is scraped
+#   round4     the fourth round (scripts/abuse-round4.sh): --sim-gpus -1 and
+#              0; an HPC job directory with a link to a private file, a
+#              repeated job and an escape sequence; a form POST to the
+#              manual clock; a TLS client offering only CBC suites with SHA-1
 #
 # Settings (environment):
 #   ABUSE_BIN        gpuscope binary to run instead of building this tree
@@ -51,7 +55,7 @@
 #   ABUSE_API_PAR    of them at once                                    (50)
 #   ABUSE_STARTUPS   starts in the startup case                         (20)
 #   ABUSE_CLIENT_WAIT  longest a client may run in the hostile case     (40)
-#   ABUSE_OLD_BIN    an older gpuscope the kubelet, apiserver and fields cases
+#   ABUSE_OLD_BIN    an older gpuscope the kubelet, apiserver, fields and round4 cases
 #                    run first, side by side with the one under test    (none)
 #   ABUSE_KUBELET_FOR  seconds of each hostile-kubelet mode             (30)
 #   ABUSE_SILENT_FOR   seconds of the kubelet that never answers        (60)
@@ -155,6 +159,7 @@ fi
 
 source scripts/abuse-cases.sh
 source scripts/abuse-hostile.sh
+source scripts/abuse-round4.sh
 
 printf '\n%-34s %s\n' "check" "result"
 printf '%-34s %s\n' "RSS at start" "${rss_base} MiB"
@@ -168,3 +173,4 @@ want scrapers && printf '%-34s %s\n' "scrapers: RSS max" "$(field "$scr" rss_max
 want hups && printf '%-34s %s\n' "SIGHUP storm: alive, /metrics" "$alive, $ok_after ($reloads reloads counted)"
 print_new_cases
 print_hostile_cases
+print_round4_cases

@@ -3,15 +3,19 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpuscope/gpuscope/internal/client/sameorigin"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 )
 
@@ -110,14 +114,14 @@ func profilingClient(caFile string, insecure bool) (*http.Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
-	return &http.Client{Timeout: 30 * time.Second, Transport: tr}, nil
+	return &http.Client{Timeout: 30 * time.Second, Transport: tr, CheckRedirect: sameorigin.CheckRedirect}, nil
 }
 
 func postProfiling(w io.Writer, client *http.Client, base, verb, user, pass string) error {
-	url := strings.TrimRight(base, "/") + "/api/v1/profiling/" + verb
-	req, err := http.NewRequest(http.MethodPost, url, nil)
+	endpoint := strings.TrimRight(base, "/") + "/api/v1/profiling/" + verb
+	req, err := http.NewRequest(http.MethodPost, endpoint, nil)
 	if err != nil {
-		return fmt.Errorf("profiling %s: %w", verb, err)
+		return fmt.Errorf("profiling %s: %w", verb, redactErr(err, endpoint))
 	}
 	// The exporter refuses requests a browser could forge without it.
 	req.Header.Set(server.ProfilingRequestHeader, "1")
@@ -125,14 +129,28 @@ func postProfiling(w io.Writer, client *http.Client, base, verb, user, pass stri
 		req.SetBasicAuth(user, pass)
 	}
 	resp, err := client.Do(req)
+	if re, ok := sameorigin.AsRedirect(err); ok {
+		return fmt.Errorf("profiling %s: %w", verb, re)
+	}
 	if err != nil {
-		return fmt.Errorf("profiling %s: %w", verb, err)
+		return fmt.Errorf("profiling %s: %w", verb, redactErr(err, endpoint))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	// What the server sends reaches a terminal: nothing it could act on.
+	text := sampleapi.Printable(strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD")))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling %s: %s answered %s: %s", verb, url, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("profiling %s: %s answered %s: %s", verb, resp.Request.URL.Redacted(), sampleapi.Printable(resp.Status), text)
 	}
-	fmt.Fprint(w, string(body))
+	fmt.Fprintln(w, text)
 	return nil
+}
+
+// redactErr writes err with endpoint's password, if any, redacted.
+func redactErr(err error, endpoint string) error {
+	u, perr := url.Parse(endpoint)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), endpoint, u.Redacted()))
 }

@@ -264,6 +264,12 @@ func (b *builder) dcgm() {
 
 func (b *builder) sim() {
 	c, in := b.cfg, b.in
+	// Checked first: the workload and MIG lists are sized by it (-1
+	// panicked in make), and the sim took 0 for its default of 8.
+	if in.SimGPUs < 1 || in.SimGPUs > sim.MaxGPUs {
+		b.fail(FlagSimGPUs, fmt.Errorf("%s %d: must be between 1 and %d", b.flag(FlagSimGPUs), in.SimGPUs, sim.MaxGPUs))
+		return
+	}
 	c.Sim = Sim{GPUs: in.SimGPUs, NVLinks: in.SimNVLinks, SharedGPUs: in.SimSharedGPUs, Model: in.SimModel, MIG: in.SimMIG,
 		Seed: in.SimSeed, EventRate: in.SimEventRate, Pods: in.SimPods}
 	c.Sim.MIGGPUs = b.gpuList(FlagSimMIGGPUs, in.SimMIGGPUs, in.SimGPUs)

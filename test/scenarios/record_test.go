@@ -32,7 +32,7 @@ var client = &http.Client{Timeout: time.Minute}
 // collections, which the answer says are done.
 func advance(t *testing.T, base string, step time.Duration) {
 	t.Helper()
-	resp, err := client.Post(base+"/api/v1/sim/advance?by="+step.String(), "text/plain", nil)
+	resp, err := client.Post(base+"/api/v1/sim/advance?by="+step.String(), "application/json", nil)
 	if err != nil {
 		t.Fatalf("advancing the clock: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -70,6 +71,7 @@ type rendered struct {
 	serviceMonitor  *monitoringv1.ServiceMonitor
 	podMonitor      *monitoringv1.PodMonitor
 	prometheusRule  *monitoringv1.PrometheusRule
+	networkPolicy   *networkingv1.NetworkPolicy
 	clusterRoles    []*rbacv1.ClusterRole
 	roleBindings    []*rbacv1.ClusterRoleBinding
 	kinds           []string
@@ -139,6 +141,9 @@ func decode(t *testing.T, stream string) rendered {
 		case "PrometheusRule":
 			r.prometheusRule = &monitoringv1.PrometheusRule{}
 			obj = r.prometheusRule
+		case "NetworkPolicy":
+			r.networkPolicy = &networkingv1.NetworkPolicy{}
+			obj = r.networkPolicy
 		case "ClusterRole":
 			cr := &rbacv1.ClusterRole{}
 			r.clusterRoles = append(r.clusterRoles, cr)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuscope/gpuscope/internal/client/sameorigin"
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // maxAnswerBytes bounds one answer of the Prometheus API; the raw-sample
-// reads are split so that each stays well under it.
-const maxAnswerBytes = 256 << 20
+// reads are split so that each stays well under it (200,000 samples are
+// about 5 MiB). Reading and decoding one allocates about seven times its
+// size.
+const maxAnswerBytes = 64 << 20
 
 // ErrUnreachable says Prometheus did not answer at all: refused, unknown
 // host, timed out.
@@ -30,7 +36,8 @@ type QueryError struct {
 }
 
 func (e *QueryError) Error() string {
-	return fmt.Sprintf("Prometheus at %s refused the query %s: %s: %s", e.URL, e.Expr, e.Type, e.Msg)
+	return fmt.Sprintf("Prometheus at %s refused the query %s: %s: %s", e.URL, sampleapi.Printable(e.Expr),
+		sampleapi.Printable(e.Type), sampleapi.Printable(e.Msg))
 }
 
 // Client reads Prometheus' HTTP API (/api/v1/query) with net/http and
@@ -75,15 +82,40 @@ type series struct {
 	samples []sample
 }
 
-// apiAnswer is the envelope of every Prometheus API answer.
+// apiAnswer is the envelope of every Prometheus API answer. The result is
+// decoded in place, samples straight into their final form: an answer near
+// the cap took nine times its size through json.RawMessage.
 type apiAnswer struct {
 	Status    string `json:"status"`
 	ErrorType string `json:"errorType"`
 	Error     string `json:"error"`
 	Data      struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
+		ResultType string     `json:"resultType"`
+		Result     resultList `json:"result"`
 	} `json:"data"`
+}
+
+// rawSeries is one series of a vector (Value) or a matrix (Values).
+type rawSeries struct {
+	Metric map[string]string `json:"metric"`
+	Value  *sample           `json:"value"`
+	Values []sample          `json:"values"`
+}
+
+// resultList is a vector's or a matrix's series; other result types
+// (scalar, string) leave it empty and are refused by their type.
+type resultList []rawSeries
+
+func (r *resultList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '[' {
+		return nil
+	}
+	inner := bytes.TrimSpace(b[1:])
+	if len(inner) > 0 && inner[0] != '{' && inner[0] != ']' {
+		return nil // a scalar's [ts, "v"]
+	}
+	return json.Unmarshal(b, (*[]rawSeries)(r))
 }
 
 // query runs an instant query at t and returns its vector or matrix.
@@ -93,57 +125,47 @@ func (c *Client) query(ctx context.Context, expr string, t time.Time) ([]series,
 	if err != nil {
 		return nil, err
 	}
-	var raw []struct {
-		Metric map[string]string   `json:"metric"`
-		Value  []json.RawMessage   `json:"value"`
-		Values [][]json.RawMessage `json:"values"`
-	}
 	switch ans.Data.ResultType {
 	case "vector", "matrix":
 	default:
-		return nil, fmt.Errorf("the answer to %s is a %q, not a vector or a matrix", expr, ans.Data.ResultType)
+		return nil, fmt.Errorf("the answer to %s is a %q, not a vector or a matrix", expr, sampleapi.Printable(ans.Data.ResultType))
 	}
-	if err := json.Unmarshal(ans.Data.Result, &raw); err != nil {
-		return nil, fmt.Errorf("decoding the answer to %s: %w", expr, err)
-	}
-	out := make([]series, 0, len(raw))
-	for _, r := range raw {
-		s := series{labels: r.Metric}
-		points := r.Values
+	out := make([]series, 0, len(ans.Data.Result))
+	for _, r := range ans.Data.Result {
+		s := series{labels: r.Metric, samples: r.Values}
 		if r.Value != nil {
-			points = [][]json.RawMessage{r.Value}
-		}
-		for _, p := range points {
-			smp, err := parsePoint(p)
-			if err != nil {
-				return nil, fmt.Errorf("decoding the answer to %s: %w", expr, err)
-			}
-			s.samples = append(s.samples, smp)
+			s.samples = []sample{*r.Value}
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// parsePoint reads [ts, "value"]: seconds with milliseconds, and the value
-// as Prometheus writes it, a string (NaN and ±Inf included).
-func parsePoint(p []json.RawMessage) (sample, error) {
-	if len(p) != 2 {
-		return sample{}, fmt.Errorf("a sample of %d items, want 2", len(p))
+// UnmarshalJSON reads [ts, "value"]: seconds with milliseconds, and the
+// value as Prometheus writes it, a string (NaN and ±Inf included).
+func (smp *sample) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return fmt.Errorf("a sample %.40q is not [time, \"value\"]", b)
 	}
-	ts, err := strconv.ParseFloat(string(p[0]), 64)
+	tsText, valText, ok := bytes.Cut(b[1:len(b)-1], []byte(","))
+	if !ok || bytes.IndexByte(valText, ',') >= 0 {
+		return fmt.Errorf("a sample %.40q is not of 2 items", b)
+	}
+	ts, err := strconv.ParseFloat(string(bytes.TrimSpace(tsText)), 64)
 	if err != nil {
-		return sample{}, fmt.Errorf("sample time %s: %w", p[0], err)
+		return fmt.Errorf("sample time %.40q: %w", tsText, err)
 	}
-	var text string
-	if err := json.Unmarshal(p[1], &text); err != nil {
-		return sample{}, fmt.Errorf("sample value %s: %w", p[1], err)
+	valText = bytes.TrimSpace(valText)
+	if len(valText) < 2 || valText[0] != '"' || valText[len(valText)-1] != '"' {
+		return fmt.Errorf("sample value %.40q is not a string", valText)
 	}
-	v, err := strconv.ParseFloat(text, 64)
+	v, err := strconv.ParseFloat(string(valText[1:len(valText)-1]), 64)
 	if err != nil {
-		return sample{}, fmt.Errorf("sample value %q: %w", text, err)
+		return fmt.Errorf("sample value %.40q: %w", valText, err)
 	}
-	return sample{ts: int64(math.Round(ts * 1000)), v: v}, nil
+	*smp = sample{ts: int64(math.Round(ts * 1000)), v: v}
+	return nil
 }
 
 // post sends one API request and returns its successful answer, or an
@@ -169,16 +191,17 @@ func (c *Client) post(ctx context.Context, path string, form url.Values, expr st
 	if c.BearerToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.BearerToken)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	resp, err := sameorigin.Client(c.HTTP).Do(req)
+	if re, ok := sameorigin.AsRedirect(err); ok {
+		return nil, fmt.Errorf("Prometheus at %s: %w", c.Base.Redacted(), re)
 	}
-	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, unreachable(c.Base, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	// The URL that answered, after any redirect within the origin.
+	endpoint = resp.Request.URL.Redacted()
+	body, err := readAnswer(resp)
 	if err != nil {
 		return nil, fmt.Errorf("reading Prometheus' answer to %s: %w", expr, err)
 	}
@@ -193,10 +216,24 @@ func (c *Client) post(ctx context.Context, path string, form url.Values, expr st
 	if resp.StatusCode/100 != 2 {
 		return nil, httpError(c.Base, endpoint, resp.StatusCode, body)
 	}
+	if ans.Status == "success" && jsonErr != nil {
+		return nil, fmt.Errorf("decoding the answer to %s: %w", expr, jsonErr)
+	}
 	if jsonErr != nil || ans.Status != "success" {
 		return nil, fmt.Errorf("%s answered %s with something that is not a Prometheus API answer (is the URL Prometheus'?)", c.Base.Redacted(), endpoint)
 	}
 	return &ans, nil
+}
+
+// readAnswer reads a body of at most maxAnswerBytes, in one allocation
+// where the length is announced.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxAnswerBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	return buf.Bytes(), err
 }
 
 // unreachable says Prometheus did not answer, and what to check.
@@ -218,9 +255,9 @@ func httpError(base *url.URL, endpoint string, code int, body []byte) error {
 	case http.StatusNotFound:
 		hint = " (no Prometheus API there: give the URL Prometheus is served under, with its path prefix if any)"
 	}
-	text := strings.TrimSpace(string(body))
-	if len(text) > 200 {
-		text = text[:200] + "..."
+	if len(body) > 200 {
+		body = append(body[:200:200], "..."...)
 	}
+	text := sampleapi.Printable(strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD")))
 	return fmt.Errorf("Prometheus at %s answered %s with HTTP %d%s: %s", base.Redacted(), endpoint, code, hint, text)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,9 +61,13 @@ func (b *builder) heldTime(ctx context.Context, s *Summary, devs map[string]*dev
 	if err != nil {
 		return err
 	}
+	total := b.o.End.Sub(b.o.Start)
 	for _, r := range res {
 		if d := devs[deviceKey(r.labels)]; d != nil && len(r.samples) == 1 {
-			d.held = time.Duration(r.samples[0].v * float64(step))
+			// A count no step of the range can hold is the server's error.
+			if v := r.samples[0].v; v >= 0 && v <= float64(total/step)+1 {
+				d.held = min(time.Duration(v*float64(step)), total)
+			}
 		}
 	}
 	if len(res) == 0 {
@@ -111,11 +116,14 @@ func (b *builder) insight(ctx context.Context, s *Summary, _ map[string]*device)
 		return err
 	}
 	for _, r := range res {
-		if len(r.samples) == 1 && !math.IsNaN(r.samples[0].v) {
+		// Only the classes gpuscope writes: any other value of the label
+		// is not its, and 100,000 of them made a summary of 1.4 MB.
+		class := r.labels["bound"]
+		if len(r.samples) == 1 && finite(r.samples[0].v) && slices.Contains(boundOrder, class) {
 			if s.Bound == nil {
 				s.Bound = map[string]float64{}
 			}
-			s.Bound[r.labels["bound"]] = round(r.samples[0].v, 4)
+			s.Bound[class] = round(clamp01(r.samples[0].v), 4)
 		}
 	}
 	res, err = b.q(ctx, fmt.Sprintf(`sum(sum_over_time(%[1]s{%[2]s}[%[3]s])) / sum(count_over_time(%[1]s{%[2]s}[%[3]s]))`,
@@ -123,21 +131,28 @@ func (b *builder) insight(ctx context.Context, s *Summary, _ map[string]*device)
 	if err != nil {
 		return err
 	}
-	if len(res) == 1 && len(res[0].samples) == 1 && !math.IsNaN(res[0].samples[0].v) {
-		v := round(res[0].samples[0].v, 4)
+	if len(res) == 1 && len(res[0].samples) == 1 && finite(res[0].samples[0].v) {
+		v := round(clamp01(res[0].samples[0].v), 4)
 		s.Stall = &v
 	}
 	return nil
 }
 
+// maxFBMiB bounds a framebuffer in MiB (1 PiB): a series whose peak is
+// above it, negative or NaN is the server's error and is left out, so that
+// the others still give the peak.
+const maxFBMiB = 1 << 30
+
 // memoryPeak is the most framebuffer one device held (MiB in DCGM).
 func (b *builder) memoryPeak(ctx context.Context, s *Summary, _ map[string]*device) error {
-	res, err := b.q(ctx, fmt.Sprintf(`max(max_over_time(%s{%s}[%s]))`, fbUsed, b.sel, b.rng))
+	res, err := b.q(ctx, fmt.Sprintf(`max(max_over_time(%s{%s}[%s]) <= %d >= 0)`, fbUsed, b.sel, b.rng, maxFBMiB))
 	if err != nil {
 		return err
 	}
 	if len(res) == 1 && len(res[0].samples) == 1 {
-		s.MemPeakBytes = int64(res[0].samples[0].v) << 20
+		if v := res[0].samples[0].v; v >= 0 && v <= maxFBMiB {
+			s.MemPeakBytes = int64(v) << 20
+		}
 	}
 	return nil
 }
@@ -160,6 +175,9 @@ func (b *builder) energy(ctx context.Context, s *Summary, _ map[string]*device) 
 		if l["GPU_I_ID"] != "" || l["vgpu"] != "" {
 			excluded[dev] = true
 			return
+		}
+		if !finite(smp.v) || smp.v < 0 {
+			return // no reading of a counter
 		}
 		c := per[key]
 		if c == nil {
@@ -210,8 +228,16 @@ func (b *builder) stream(ctx context.Context, metric string, each func(labels ma
 	if len(res) == 0 || len(res[0].samples) == 0 || res[0].samples[0].v == 0 {
 		return nil
 	}
+	// The count decides how many queries follow: one the report cannot
+	// read in maxChunks of them is refused, not trusted (1e12 made
+	// 3,600,000 queries of an hour).
+	count := res[0].samples[0].v
+	if !finite(count) || count < 0 || count > float64(maxChunks)*float64(b.o.ChunkSamples) {
+		return fmt.Errorf("Prometheus counts %g samples of %s for %s in the range, more than the report reads (%d queries of %d); give a shorter range",
+			count, metric, b.o.Selection, maxChunks, b.o.ChunkSamples)
+	}
 	total := b.o.End.Sub(b.o.Start)
-	chunks := int64(math.Ceil(res[0].samples[0].v / float64(b.o.ChunkSamples)))
+	chunks := int64(math.Ceil(count / float64(b.o.ChunkSamples)))
 	chunks = min(max(chunks, 1), total.Milliseconds())
 	width := total / time.Duration(chunks)
 	for k := int64(0); k < chunks; k++ {
@@ -235,6 +261,13 @@ func (b *builder) stream(ctx context.Context, metric string, each func(labels ma
 	}
 	return nil
 }
+
+// maxChunks bounds the raw-sample queries of one field.
+const maxChunks = 500
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func clamp01(v float64) float64 { return min(max(v, 0), 1) }
 
 // seriesKey identifies a series by its sorted labels.
 func seriesKey(l map[string]string) string {
@@ -266,11 +299,14 @@ type ratioHist struct {
 	sum  float64
 }
 
+// add counts a ratio; NaN and ±Inf are no sample, and the rest count
+// within 0..1, so that one impossible value cannot make the mean one.
 func (h *ratioHist) add(v float64) {
-	if math.IsNaN(v) {
+	if !finite(v) {
 		return
 	}
-	h.bins[int(math.Round(min(max(v, 0), 1)*ratioBins))]++
+	v = clamp01(v)
+	h.bins[int(math.Round(v*ratioBins))]++
 	h.n++
 	h.sum += v
 }

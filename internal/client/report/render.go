@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gpuscope/gpuscope/internal/sampleapi"
 )
 
 // WriteJSON writes the summary as one line of compact JSON, the form a
@@ -28,7 +30,7 @@ var boundOrder = []string{"compute", "memory", "communication", "input", "idle"}
 // WriteTable writes the summary for people.
 func (s *Summary) WriteTable(w io.Writer) error {
 	from, to := time.Unix(s.From, 0).UTC(), time.Unix(s.To, 0).UTC()
-	if _, err := fmt.Fprintf(w, "GPU report of %s, %s to %s (%s)\n\n", s.Selection, from.Format(time.RFC3339),
+	if _, err := fmt.Fprintf(w, "GPU report of %s, %s to %s (%s)\n\n", sampleapi.Printable(s.Selection.String()), from.Format(time.RFC3339),
 		to.Format(time.RFC3339), to.Sub(from)); err != nil {
 		return err
 	}
@@ -77,7 +79,7 @@ func bound(b map[string]float64) string {
 	var parts []string
 	for _, c := range append(slices.Clone(boundOrder), extra...) {
 		if v, ok := b[c]; ok {
-			parts = append(parts, c+" "+pct(v))
+			parts = append(parts, sampleapi.Printable(c)+" "+pct(v))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -109,7 +111,8 @@ func energy(s *Summary) string {
 func idle(s *Summary) string {
 	out := fmt.Sprintf("%d of %d", s.Idle, s.GPUs)
 	if len(s.IdleDevices) > 0 {
-		out += ": " + strings.Join(s.IdleDevices, ", ")
+		// Names are label values: a terminal must not act on them.
+		out += ": " + sampleapi.Printable(strings.Join(s.IdleDevices, ", "))
 	}
 	if s.IdleUnknown > 0 {
 		out += fmt.Sprintf(" (%d without an activity field)", s.IdleUnknown)

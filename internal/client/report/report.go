@@ -74,6 +74,9 @@ type Options struct {
 	Resolution time.Duration
 	// ChunkSamples bounds the raw samples one query reads; 200,000 when 0.
 	ChunkSamples int
+	// Deadline bounds the whole report, every query together;
+	// DefaultDeadline when 0.
+	Deadline time.Duration
 }
 
 // DefaultResolution is the step of GPU-hours for a range: a two-thousandth
@@ -163,6 +166,24 @@ func Build(ctx context.Context, c *Client, o Options) (*Summary, error) {
 	if o.ChunkSamples <= 0 {
 		o.ChunkSamples = 200_000
 	}
+	if o.Deadline <= 0 {
+		o.Deadline = DefaultDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Deadline)
+	defer cancel()
+	s, err := build(ctx, c, o)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("the report took longer than %s, its deadline for every query together: %w", o.Deadline, err)
+	}
+	return s, err
+}
+
+// DefaultDeadline bounds a whole report: four queries at the default
+// --timeout; a report of a long range from a healthy Prometheus takes
+// seconds.
+const DefaultDeadline = 8 * time.Minute
+
+func build(ctx context.Context, c *Client, o Options) (*Summary, error) {
 	b := &builder{c: c, o: o, sel: o.Selection.matchers(), rng: promDuration(o.End.Sub(o.Start))}
 	s := &Summary{Version: SchemaVersion, Selection: o.Selection, From: o.Start.Unix(), To: o.End.Unix(),
 		Sel: jsonSel{Namespace: o.Selection.Namespace, Pod: o.Selection.Pod, HPCJob: o.Selection.HPCJob}}

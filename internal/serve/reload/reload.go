@@ -19,6 +19,12 @@ import (
 	"github.com/gpuscope/gpuscope/counters"
 )
 
+// DefaultSettle is the pause between the two reads of a load.
+const DefaultSettle = 50 * time.Millisecond
+
+// errChanging is a file whose two reads differ: it is being written.
+var errChanging = errors.New("changed between two reads (rewritten in place?): not loaded; the next poll or SIGHUP reads it again. Write a new file and rename it over the old one")
+
 // DefaultReadTimeout bounds one read of the counters file. A local file
 // reads in microseconds; a read that takes seconds is a hung network mount.
 const DefaultReadTimeout = 5 * time.Second
@@ -38,6 +44,11 @@ type Watcher struct {
 	// ReadFile reads the file; counters.ReadFile, which refuses anything but
 	// a regular file of at most 1 MiB.
 	ReadFile func(path string) ([]byte, error)
+	// Settle is the pause between the two reads of each load, which must
+	// agree: a file rewritten in place (truncated, then written in parts)
+	// reads as a prefix of itself between its writes, and a prefix of a
+	// counters file parses.
+	Settle time.Duration
 
 	mu       sync.Mutex
 	lastSum  []byte
@@ -55,6 +66,7 @@ func New(path string, apply func(*counters.Set) error, poll time.Duration, log *
 		Path: path, Apply: apply, Poll: poll, Log: log,
 		ReadTimeout: DefaultReadTimeout,
 		ReadFile:    counters.ReadFile,
+		Settle:      DefaultSettle,
 		success: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpuscope_config_last_reload_successful",
 			Help: "1 when the last load of the counters file succeeded, 0 when it was refused or could not be read and the previous set kept running.",
@@ -115,10 +127,10 @@ func (w *Watcher) read() ([]byte, error) {
 	res := make(chan result, 1)
 	go func() {
 		defer close(done)
-		b, err := w.ReadFile(w.Path)
+		b, err := w.readTwice()
 		res <- result{b, err}
 	}()
-	timer := time.NewTimer(w.ReadTimeout)
+	timer := time.NewTimer(w.ReadTimeout + w.Settle)
 	defer timer.Stop()
 	select {
 	case r := <-res:
@@ -127,6 +139,26 @@ func (w *Watcher) read() ([]byte, error) {
 		w.inflight = done
 		return nil, fmt.Errorf("read counters file %s: no answer after %s", w.Path, w.ReadTimeout)
 	}
+}
+
+// readTwice reads the file, waits Settle, and reads it again: only a
+// content both reads agree on is loaded.
+func (w *Watcher) readTwice() ([]byte, error) {
+	b, err := w.ReadFile(w.Path)
+	if err != nil {
+		return nil, err
+	}
+	if w.Settle > 0 {
+		time.Sleep(w.Settle)
+	}
+	again, err := w.ReadFile(w.Path)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(b, again) {
+		return nil, fmt.Errorf("counters file %s %w", w.Path, errChanging)
+	}
+	return b, nil
 }
 
 // Run reloads on each signal from hup and on each content change, until ctx

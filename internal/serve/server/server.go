@@ -133,8 +133,11 @@ type Server struct {
 	text, proto coalescer
 	sampled     *sampledFamilies
 
-	api          *apiMetrics
-	auth         *authGate
+	api  *apiMetrics
+	auth *authGate
+	// webConfig is the web config exporter-toolkit reads, with the default
+	// cipher suites; nil without a web config.
+	webConfig    *webConfigView
 	streamSlots  chan struct{}
 	requestSlots chan struct{}
 	// shutdown is closed when the HTTP server shuts down, ending streams
@@ -187,6 +190,13 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.sampled = &sampledFamilies{g: opts.Sampled, every: opts.SampleOwnEvery, log: opts.Log}
+	if opts.WebConfigFile != "" {
+		v, err := newWebConfigView(opts.WebConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		s.webConfig = v
+	}
 	s.text = coalescer{render: s.renderAll, maxAge: reuseBodyFor, now: opts.Now}
 	s.proto = coalescer{render: s.renderAll, maxAge: reuseBodyFor, proto: true, now: opts.Now}
 	links := []web.LandingLinks{
@@ -230,7 +240,7 @@ func New(opts Options) (*Server, error) {
 		s.mux.Handle("/fields.csv", readOnly(s.bounded(opts.Fields)))
 	}
 	if opts.SimClock != nil {
-		s.mux.Handle("/api/v1/sim/advance", opts.SimClock)
+		s.mux.Handle("/api/v1/sim/advance", crossSiteGuard(opts.SimClock))
 	}
 	s.mux.HandleFunc("/api/v1/samples", s.samplesHandler)
 	s.mux.HandleFunc("/api/v1/stream", s.stream)
@@ -396,6 +406,18 @@ func (s *Server) profiling(pause bool) http.HandlerFunc {
 	}
 }
 
+// crossSiteGuard refuses a POST a page of another site could send (a
+// form), as the profiling API does: moving a simulated clock is a change.
+func crossSiteGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !notForgeable(r) {
+			http.Error(w, "send the header "+ProfilingRequestHeader+" or a JSON body: a browser cannot forge either across sites", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // endStreams ends the open /api/v1/stream responses.
 func (s *Server) endStreams() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
@@ -455,6 +477,10 @@ func (s *Server) httpServer() *http.Server {
 		// cap holds against clients that never finish a handshake.
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			gateOnce.Do(func() { s.gateAuth(srv) })
+			if s.webConfig != nil {
+				// Before the handshake, which reads the web config.
+				s.webConfig.sync()
+			}
 			if s.conns.Add(1) > limit {
 				return context.WithValue(ctx, overLimitKey{}, true)
 			}
@@ -478,8 +504,21 @@ func (s *Server) gateAuth(srv *http.Server) {
 	if s.opts.WebConfigFile == "" {
 		return
 	}
-	s.auth.next = srv.Handler
+	next := srv.Handler
+	s.auth.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.webConfig.sync() // the toolkit reads the users at every request
+		next.ServeHTTP(w, r)
+	})
 	srv.Handler = s.auth
+}
+
+// webConfigPath is the web config file exporter-toolkit reads: the
+// effective copy, or "" without a web config.
+func (s *Server) webConfigPath() string {
+	if s.webConfig == nil {
+		return ""
+	}
+	return s.webConfig.out
 }
 
 // ListenAndServe serves until ctx ends, with TLS and basic auth from the web
@@ -487,7 +526,7 @@ func (s *Server) gateAuth(srv *http.Server) {
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	if s.opts.SystemdSocket {
 		srv := s.httpServer()
-		cfg, on := s.opts.WebConfigFile, true
+		cfg, on := s.webConfigPath(), true
 		flags := &web.FlagConfig{WebConfigFile: &cfg, WebSystemdSocket: &on, WebListenAddresses: &[]string{s.opts.Address}}
 		logger := s.webLogger()
 		// systemd has bound the socket before gpuscope started.
@@ -504,7 +543,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // Serve serves on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := s.httpServer()
-	cfg := s.opts.WebConfigFile
+	cfg := s.webConfigPath()
 	flags := &web.FlagConfig{WebConfigFile: &cfg, WebListenAddresses: &[]string{s.opts.Address}}
 	logger := s.webLogger()
 	s.serving(l.Addr().String())
@@ -525,6 +564,9 @@ func (s *Server) serving(addr string) {
 
 // run serves until ctx ends, then shuts srv down.
 func (s *Server) run(ctx context.Context, srv *http.Server, where string, serve func() error) error {
+	if s.webConfig != nil {
+		defer s.webConfig.remove()
+	}
 	srv.RegisterOnShutdown(s.endStreams)
 	bg, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()

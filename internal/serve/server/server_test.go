@@ -298,7 +298,11 @@ func TestSimClockRouteAndClock(t *testing.T) {
 	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 1")
 	eng.body = "a 2\n"
 	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 1", "the clock stood still: the body is served again")
-	assert.Equal(t, http.StatusOK, get(t, s.Handler(), http.MethodPost, "/api/v1/sim/advance?by=1s").Code)
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/sim/advance?by=1s", nil)
+	req.Header.Set(ProfilingRequestHeader, "1")
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, 1, moved)
 	assert.Contains(t, get(t, s.Handler(), http.MethodGet, "/metrics").Body.String(), "a 2", "the clock moved: rendered anew")
 }
