@@ -243,7 +243,11 @@ func TestGPUCheckBundleOnAFakeNVML(t *testing.T) {
 		"LD_LIBRARY_PATH="+fake, "FAKE_SMI_CAPTURE="+capture, "FAKEGPU_STATE="+filepath.Join(fake, "state", "load"),
 		"OUT="+out, "GPU_CHECK_RUN_S=1", "GPU_CHECK_SOAK_S=3", "GPU_CHECK_SOAK_EVERY_S=1", "GPU_CHECK_LOAD_S=11", "GPU_CHECK_PORT="+port)
 	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "gpu-check.sh on the fake NVML failed:\n%s", b)
+	if err != nil {
+		// The report's tables name the field that failed.
+		rep, _ := os.ReadFile(filepath.Join(out, "gpu-check-report.txt"))
+		require.NoError(t, err, "gpu-check.sh on the fake NVML failed:\n%s\nreport:\n%s", b, rep)
+	}
 	report, err := os.ReadFile(filepath.Join(out, "gpu-check-report.txt"))
 	require.NoError(t, err)
 	r := string(report)

@@ -308,7 +308,7 @@ func (c *checker) checkFields() {
 		var without []string // GPUs that lack the field by design
 		for _, g := range c.gpus {
 			if f.Type == counters.Label {
-				c.checkLabelField(f.Name, g)
+				c.checkLabelField(f.Name, g, unsupported[[2]string{f.Name, g}])
 				continue
 			}
 			if c.hasSeries(f.Name, g) {
@@ -362,8 +362,11 @@ func (c *checker) hasSeries(name, gpu string) bool {
 	return false
 }
 
-// checkLabelField: a label-type field is a non-empty label on the GPU's series.
-func (c *checker) checkLabelField(name, gpu string) {
+// checkLabelField: a label-type field is a non-empty label on the GPU's
+// series, or the GPU says it does not support it (the fabric's cluster
+// UUID on a GPU that joins no NVLink fabric), which is a warning as for
+// any other field.
+func (c *checker) checkLabelField(name, gpu string, unsupported bool) {
 	for fam, ss := range c.byName {
 		if !strings.HasPrefix(fam, "DCGM_") {
 			continue
@@ -376,6 +379,10 @@ func (c *checker) checkLabelField(name, gpu string) {
 				return
 			}
 		}
+	}
+	if unsupported {
+		c.add(false, "fields", fmt.Sprintf("%s{gpu=%q}", name, gpu), "not supported by this GPU (gpuscope_field_supported 0)")
+		return
 	}
 	c.add(true, "fields", fmt.Sprintf("%s{gpu=%q}", name, gpu), "label field missing or empty on every series of the GPU")
 }

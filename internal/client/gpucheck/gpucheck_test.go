@@ -211,3 +211,33 @@ func TestUnparsableScrapeIsAnError(t *testing.T) {
 	_, err := Check(Input{Exposition: []byte("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\" 35\n")})
 	require.ErrorContains(t, err, "parse exposition")
 }
+
+// A label-type field the GPU does not support (the fabric's cluster UUID
+// on a GPU that joins no NVLink fabric) warns as any unsupported field
+// does; the same label missing without a reason fails.
+func TestUnsupportedLabelFieldWarnsWithoutFailing(t *testing.T) {
+	set, err := counters.Parse("labels.csv", strings.NewReader("DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FABRIC_CLUSTER_UUID, label, u\n"))
+	require.NoError(t, err)
+	const temp = `DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-0a",pci_bus_id="00000000:83:00.0",device="nvidia0",modelName="NVIDIA L40S",Hostname="n"} 35` + "\n" +
+		`gpuscope_gpu_lost{gpu="0",UUID="GPU-0a"} 0` + "\n"
+	const reason = `gpuscope_field_supported{field="DCGM_FI_DEV_FABRIC_CLUSTER_UUID",gpu="0",UUID="GPU-0a",reason="GPU model joins no NVLink fabric"} 0` + "\n"
+	for _, tc := range []struct {
+		name, body string
+		fails      bool
+		want       string
+	}{
+		{"reported unsupported", temp + reason, false, `WARN fields       DCGM_FI_DEV_FABRIC_CLUSTER_UUID{gpu="0"}: not supported by this GPU`},
+		{"missing without a reason", temp, true, `DCGM_FI_DEV_FABRIC_CLUSTER_UUID{gpu="0"}: label field missing or empty`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(Input{Exposition: []byte(tc.body), Counters: set, GPUs: 1})
+			require.NoError(t, err)
+			var msgs []string
+			for _, f := range rep.Findings {
+				msgs = append(msgs, f.String())
+			}
+			require.Equal(t, tc.fails, rep.Failed(), "findings: %v", msgs)
+			require.Contains(t, strings.Join(msgs, "\n"), tc.want)
+		})
+	}
+}
