@@ -217,6 +217,29 @@ func TestUnsupportedFieldIsAbsentNotZero(t *testing.T) {
 	assert.Len(t, all, 1, "only the unsupported field of GPU 1 has a series")
 }
 
+// A label-type field a GPU cannot serve (the fabric's cluster UUID on a
+// GPU that joins no NVLink fabric) is missing from the GPU's labels, and
+// says why in gpuscope_field_supported as a value field does.
+func TestUnsupportedLabelFieldSaysWhy(t *testing.T) {
+	clk := newClock()
+	src := sourcetest.NewGPUs(2, func(_ *source.Entity, f uint16, _ time.Time) (float64, bool) {
+		return 40, f != fieldid.FabricClusterUUID
+	})
+	e := newTestEngine(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\nDCGM_FI_DEV_FABRIC_CLUSTER_UUID, label, u\n", src, clk)
+	collectAll(t, e)
+	mfs := scrape(t, e)
+	temps := series(mfs, "DCGM_FI_DEV_GPU_TEMP", nil)
+	require.Len(t, temps, 2)
+	for _, m := range temps {
+		assert.Empty(t, labelOf(m, "DCGM_FI_DEV_FABRIC_CLUSTER_UUID"))
+	}
+	for _, gpu := range []string{"0", "1"} {
+		sup := series(mfs, "gpuscope_field_supported", map[string]string{"gpu": gpu, "field": "DCGM_FI_DEV_FABRIC_CLUSTER_UUID", "reason": "scripted as unsupported"})
+		assert.Len(t, sup, 1, "GPU %s", gpu)
+	}
+	assert.Len(t, series(mfs, "gpuscope_field_supported", nil), 2, "the temperature is supported")
+}
+
 func TestWindowStatisticsMatchHandComputedValues(t *testing.T) {
 	clk := newClock()
 	// Ten samples 100 ms apart: 0.1, 0.2, ... 1.0 on GPU 0.

@@ -422,6 +422,16 @@ func (e *Engine) renderHealth(w *snapshotWriter) {
 				w.sample("gpuscope_field_supported", `{field="`+m.field.Name+`",gpu="`+strconv.Itoa(es.ent.GPU)+
 					`",UUID="`+escapeLabel(es.ent.UUID)+`",reason="`+escapeLabel(sv.reason)+`"`, "} ", 0)
 			}
+			// A label-type field the GPU cannot serve is missing from its
+			// series' labels, which says no more than an empty value would.
+			for _, f := range p.labelFields {
+				si, ok := p.slotOf[f.ID]
+				if !ok || es.vals[si].support != supportNo {
+					continue
+				}
+				w.sample("gpuscope_field_supported", `{field="`+f.Name+`",gpu="`+strconv.Itoa(es.ent.GPU)+
+					`",UUID="`+escapeLabel(es.ent.UUID)+`",reason="`+escapeLabel(es.vals[si].reason)+`"`, "} ", 0)
+			}
 		})
 }
 
