@@ -501,6 +501,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"serviceMonitor.enabled=maybe", "/serviceMonitor/enabled"},
 		{"prometheusRule.configMap=yes", "/prometheusRule/configMap"},
 		{"insight.enabled=auto", "/insight/enabled"},
+		{"prometheusRule.pricePerGPUHour.H100=-2", "/prometheusRule/pricePerGPUHour/H100"},
+		{"prometheusRule.pricePerGPUHour.H100=2.5USD", "/prometheusRule/pricePerGPUHour/H100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {

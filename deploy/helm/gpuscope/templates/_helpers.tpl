@@ -304,7 +304,24 @@ scripts/sync-chart-assets.sh), for the PrometheusRule. */}}
 {{- end -}}
 {{- $groups = concat $groups ($doc.groups | default list) -}}
 {{- end -}}
+{{- with include "gpuscope.priceGroups" . -}}
+{{- $groups = concat $groups (fromYamlArray .) -}}
+{{- end -}}
 {{- toYaml $groups -}}
+{{- end -}}
+
+{{/* The prices of prometheusRule.pricePerGPUHour as recording rules, one
+series model:gpuscope_price_per_gpu_hour:value{modelName} per model, which
+the gpuscope.cost group of gpuscope-recording.yml multiplies GPU-hours by.
+Empty without prices: the cost rules then record nothing. */}}
+{{- define "gpuscope.priceGroups" -}}
+{{- $rules := list -}}
+{{- range $model, $price := .Values.prometheusRule.pricePerGPUHour -}}
+{{- $rules = append $rules (dict "record" "model:gpuscope_price_per_gpu_hour:value" "expr" (printf "vector(%v)" $price) "labels" (dict "modelName" $model)) -}}
+{{- end -}}
+{{- if $rules -}}
+{{- toYaml (list (dict "name" "gpuscope.prices" "interval" "1m" "rules" $rules)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Insight reads the profiling fields, so it runs only with them: one
