@@ -111,6 +111,7 @@ func Cluster() (dashboard.Dashboard, error) {
 		WithPanel(bars("Power by HPC job", "", "watt", 8,
 			`topk(10, hpc_job:DCGM_FI_DEV_POWER_USAGE:sum{`+cl+`})`, "{{hpc_job}}"))
 	b = useAndCost(b, toPodSeries)
+	b = clusterEfficiency(b, toPodSeries)
 	b.WithRow(dashboard.NewRowBuilder("Workload insight (gpuscope --insight)")).
 		WithPanel(tablePanel("Top stalled jobs",
 			"Pods whose GPUs stall most between steps (mean stall ratio over their GPUs). Click to open the pod.", 12, 8).Unit("percentunit").

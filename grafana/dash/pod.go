@@ -84,6 +84,7 @@ func Pod() (dashboard.Dashboard, error) {
 		WithPanel(timeSeries("Stall ratio", "Per GPU.", "percentunit", 12, 8,
 			q(pg("gpuscope_gpu_stall_ratio", ""), gpuLegend)).Max(1).Min(0))
 	b = podUseAndCost(b)
+	b = podEfficiency(b)
 	b = podShares(b)
 	b.WithRow(dashboard.NewRowBuilder("Memory and power")).
 		WithPanel(timeSeries("Memory used against total", "", "decmbytes", 12, 8,

@@ -22,6 +22,10 @@ const noBatchSystem = "HPC job labels come from the batch system's mapping files
 const noSharedAttribution = "per-pod shares of shared GPUs need kubernetes.sharedGPUAttribution (--kubernetes.shared-gpu-attribution), " +
 	"off by default: it sets hostPID: true to read each GPU process's cgroup"
 
+// noPrice is why the cost views are empty on a default install.
+const noPrice = "cost needs a price per GPU-hour per GPU model (prometheusRule.pricePerGPUHour), none by default: the chart " +
+	"knows no one's prices"
+
 // chartEmptyAllowed are the dashboard panels a default install on the sim
 // may find empty, each with why; every other query must return data.
 var chartEmptyAllowed = []struct{ dashboard, panel, reason string }{
@@ -32,6 +36,16 @@ var chartEmptyAllowed = []struct{ dashboard, panel, reason string }{
 	{"gpuscope-cluster.json", "Energy by HPC job", noBatchSystem},
 	{"gpuscope-pod.json", "Memory of the pod's processes", noSharedAttribution},
 	{"gpuscope-pod.json", "SM share of the pod's processes", noSharedAttribution},
+	{"gpuscope-cluster.json", "Cost held in range", noPrice},
+	{"gpuscope-cluster.json", "Cost held idle in range", noPrice},
+	{"gpuscope-cluster.json", "Cost per hour now", noPrice},
+	{"gpuscope-cluster.json", "Cost by namespace", noPrice},
+	{"gpuscope-cluster.json", "Cost held idle by namespace", noPrice},
+	{"gpuscope-cluster.json", "Cost by workload and model", noPrice},
+	{"gpuscope-cluster.json", "Cost per step by pod", noPrice},
+	{"gpuscope-pod.json", "Cost in range", noPrice},
+	{"gpuscope-pod.json", "Cost held idle in range", noPrice},
+	{"gpuscope-pod.json", "Cost per step", noPrice},
 	{"gpuscope-node.json", "Fabric manager", fabricOptIn},
 	{"gpuscope-node.json", "Fabric health", fabricOptIn},
 	{"gpuscope-node.json", "Fabric conditions", fabricOptIn},
@@ -44,10 +58,25 @@ var chartEmptyRules = []struct{ prefix, reason string }{
 	{"hpc_job_bound:", noBatchSystem},
 }
 
+// chartEmptyRuleNames are the recording rules, by the name after their
+// level, that may record nothing on a default install, each with why.
+var chartEmptyRuleNames = []struct{ name, reason string }{
+	{"gpuscope_cost", noPrice},
+	{"gpuscope_cost_idle", noPrice},
+	{"gpuscope_cost_per_step", noPrice},
+}
+
 func allowChartEmptyRule(name string) string {
 	for _, a := range chartEmptyRules {
 		if strings.HasPrefix(name, a.prefix) {
 			return a.reason
+		}
+	}
+	if parts := strings.Split(name, ":"); len(parts) == 3 {
+		for _, a := range chartEmptyRuleNames {
+			if parts[1] == a.name {
+				return a.reason
+			}
 		}
 	}
 	return ""

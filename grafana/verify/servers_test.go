@@ -462,7 +462,7 @@ func liveDashboardsAndRules(t *testing.T, bin, counters string) {
 	for _, tg := range targets {
 		waitHTTP(t, "http://"+tg.addr+"/metrics", 30*time.Second)
 	}
-	rules := prepareRules(t, t.TempDir(), ruleFiles(t))
+	rules := prepareRules(t, t.TempDir(), append(ruleFiles(t), simPrices(t)))
 	files, err := dash.Files()
 	require.NoError(t, err)
 
@@ -480,6 +480,25 @@ func liveDashboardsAndRules(t *testing.T, bin, counters string) {
 			t.Logf("empty on the sim, as they may be:\n%s", strings.Join(allowed, "\n"))
 		})
 	}
+}
+
+// simPrices writes a price per GPU-hour for the sim's GPU model
+// (source/sim/models.go) as the chart renders prometheusRule.pricePerGPUHour
+// (deploy/helm/gpuscope/templates/_helpers.tpl), so that the cost rules and
+// panels are held to having data.
+func simPrices(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gpuscope-prices.yml")
+	require.NoError(t, os.WriteFile(p, []byte(`groups:
+- name: gpuscope.prices
+  interval: 1m
+  rules:
+  - record: model:gpuscope_price_per_gpu_hour:value
+    expr: vector(2.5)
+    labels:
+      modelName: NVIDIA H100 80GB HBM3
+`), 0o600))
+	return p
 }
 
 // simEmptyFamilies are the families whose dashboard queries cannot have
