@@ -89,6 +89,7 @@ func (b *builder) idle(ctx context.Context, s *Summary, devs map[string]*device)
 		case !ok:
 			s.IdleUnknown++
 		case v < IdleBelow:
+			d.idle = true
 			s.Idle++
 			s.IdleDevices = append(s.IdleDevices, d.name)
 		}

@@ -44,6 +44,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	row("GPU-hours", gpuHours(s.GPUHours))
 	row("SM activity", stat(s.SM))
 	row("Tensor activity", stat(s.Tensor))
+	row("OFU", ofu(s.OFU))
 	row("Bound by", bound(s.Bound))
 	if s.Stall != nil {
 		row("Stalled", pct(*s.Stall)+" of the busy time")
@@ -53,7 +54,26 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	row("Memory peak", fmt.Sprintf("%.1f GiB on one GPU", float64(s.MemPeakBytes)/(1<<30)))
 	row("Energy", energy(s))
 	row("Idle GPUs", idle(s))
+	row("Cost", cost(s))
 	return tw.Flush()
+}
+
+func ofu(v *float64) string {
+	if v == nil {
+		return "n/a (no tensor activity or SM clock field in the counters file)"
+	}
+	return pct(*v) + " of peak tensor throughput (tensor activity x SM clock / max SM clock)"
+}
+
+func cost(s *Summary) string {
+	if s.Cost == nil {
+		return "n/a (no price per GPU-hour recorded: the chart value prometheusRule.pricePerGPUHour)"
+	}
+	out := fmt.Sprintf("%.2f (GPU-hours x price per GPU-hour of the model); %.2f of it on GPUs idle throughout", *s.Cost, *s.CostIdle)
+	if s.CostExcluded > 0 {
+		out += fmt.Sprintf("; %d MIG instances or GPUs without a price left out", s.CostExcluded)
+	}
+	return out
 }
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }

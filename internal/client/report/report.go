@@ -1,8 +1,8 @@
 // Package report is `gpuscope report`: the GPU efficiency summary of a pod,
 // a namespace or an HPC job over a time range (GPUs and GPU-hours, SM and
-// tensor activity, bound classes, stalls, memory peak, energy, idle GPUs),
-// read from Prometheus' HTTP API alone, as a table for people and as
-// compact JSON a scheduler stores (docs/report.md has its schema).
+// tensor activity, OFU, bound classes, stalls, memory peak, energy, idle
+// GPUs, cost), read from Prometheus' HTTP API alone, as a table for people
+// and as compact JSON a scheduler stores (docs/report.md has its schema).
 package report
 
 import (
@@ -144,6 +144,18 @@ type Summary struct {
 	IdleUnknown int      `json:"idle_unknown,omitempty"`
 	IdleDevices []string `json:"-"`
 	IdleFrom    string   `json:"-"`
+	// OFU is the Overall FLOP Utilization of the devices, weighted by the
+	// time each was held: tensor pipe activity times SM clock over the
+	// maximum SM clock.
+	OFU *float64 `json:"ofu,omitempty"`
+	// Cost is the GPU-hours of the whole GPUs held times the price per
+	// GPU-hour of their model that the rules record (the chart value
+	// prometheusRule.pricePerGPUHour); CostIdle the part on GPUs idle the
+	// whole range; CostExcluded counts the MIG instances and the GPUs of
+	// a model without a price, left out. Absent without any price.
+	Cost         *float64 `json:"cost,omitempty"`
+	CostIdle     *float64 `json:"cost_idle,omitempty"`
+	CostExcluded int      `json:"cost_excl,omitempty"`
 }
 
 // jsonSel is the selection in the JSON form: only what was asked.
@@ -196,7 +208,7 @@ func build(ctx context.Context, c *Client, o Options) (*Summary, error) {
 			ErrNotFound, o.Selection, o.Start.Format(time.RFC3339), o.End.Format(time.RFC3339), kindOf(o.Selection), b.sel)
 	}
 	for _, step := range []func(context.Context, *Summary, map[string]*device) error{
-		b.heldTime, b.activity, b.insight, b.memoryPeak, b.energy, b.idle,
+		b.heldTime, b.activity, b.ofu, b.insight, b.memoryPeak, b.energy, b.idle, b.cost,
 	} {
 		if err := step(ctx, s, devs); err != nil {
 			return nil, err
@@ -226,6 +238,7 @@ type device struct {
 	name string
 	mig  bool
 	held time.Duration
+	idle bool // idle the whole range
 }
 
 // deviceKey identifies the device a series is of.
