@@ -81,6 +81,8 @@ type expected struct {
 	memPeak               int64
 	energyJ               float64
 	idle                  int
+	ofu                   float64
+	cost, costIdle        float64
 }
 
 func device(l map[string]string) string { return l["Hostname"] + "/" + l["gpu"] + "/" + l["GPU_I_ID"] }
@@ -150,12 +152,72 @@ func expectFor(t *testing.T, prom, sel string, start, end time.Time, scrape time
 		e.energyJ += j / 1000
 	}
 	activity := rawActivity(raw)
-	for d := range held {
+	for d, n := range held {
 		if v, ok := activity[d]; ok && v < report.IdleBelow {
 			e.idle++
+			e.costIdle += float64(n) * scrape.Hours() * reportPrice
+		}
+		e.cost += float64(n) * scrape.Hours() * reportPrice
+	}
+	e.ofu = rawOFU(raw, held)
+	return e
+}
+
+// rawOFU is the devices' OFU as the gpuscope.efficiency rules define it,
+// from every raw sample: each device's mean tensor activity (the window
+// means, which the shipped dcp-metrics.csv asks for) times its mean SM
+// clock over the highest SM clock of the range (the file has no
+// DCGM_FI_DEV_MAX_SM_CLOCK), weighted by its held samples.
+func rawOFU(raw func(metric, extra string) []rawSeries, held map[string]int) float64 {
+	mean := func(metric, extra string, f func(a, b float64) float64) map[string]float64 {
+		sum, n := map[string]float64{}, map[string]float64{}
+		for _, s := range raw(metric, extra) {
+			for _, v := range s.vals {
+				if f != nil {
+					sum[device(s.labels)] = f(sum[device(s.labels)], v)
+					n[device(s.labels)] = 1
+					continue
+				}
+				sum[device(s.labels)] += v
+				n[device(s.labels)]++
+			}
+		}
+		for d := range sum {
+			sum[d] /= n[d]
+		}
+		return sum
+	}
+	tensor := mean("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE_window", `,stat="avg"`, nil)
+	clock := mean("DCGM_FI_DEV_SM_CLOCK", "", nil)
+	top := mean("DCGM_FI_DEV_SM_CLOCK", "", math.Max)
+	var sum, weight float64
+	for d, n := range held {
+		if top[d] > 0 {
+			sum += float64(n) * tensor[d] * math.Min(clock[d]/top[d], 1)
+			weight += float64(n)
 		}
 	}
-	return e
+	return sum / weight
+}
+
+// reportPrice is the price per GPU-hour the test records for the sim's
+// GPU model, as the chart does from prometheusRule.pricePerGPUHour.
+const reportPrice = 2.5
+
+// reportPrices writes the rule file the chart renders from
+// prometheusRule.pricePerGPUHour for the sim's model (source/sim/models.go).
+func reportPrices(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gpuscope-prices.yml")
+	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(`groups:
+- name: gpuscope.prices
+  rules:
+  - record: model:gpuscope_price_per_gpu_hour:value
+    expr: vector(%g)
+    labels:
+      modelName: NVIDIA H100 80GB HBM3
+`, reportPrice)), 0o644))
+	return p
 }
 
 // rawActivity is each device's activity as the gpuscope.activity rules
@@ -224,7 +286,7 @@ func startReportNode(t *testing.T) reportNode {
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--collectors", filepath.Join(root, "etc", "dcp-metrics.csv"),
 		"--sim-seed", "7", "--sim-pods", "--insight", "--insight-window", "4s", "--hpc-job-mapping-dir", jobs)
 	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")},
-		filepath.Join(root, "deploy", "prometheus", "gpuscope-recording.yml"))
+		filepath.Join(root, "deploy", "prometheus", "gpuscope-recording.yml"), reportPrices(t))
 	e2etest.Eventually(t, prom, `count_over_time(gpuscope_gpu_stall_ratio{gpu="0",hpc_job="4242"}[1m])`, 90*time.Second,
 		func(s []e2etest.Sample) error {
 			if len(s) != 1 || s[0].Value < 15 {
@@ -352,6 +414,14 @@ func checkSummary(t *testing.T, got report.Summary, want expected) {
 	assert.InDelta(t, want.energyJ, *got.EnergyJoules, 0.1, "energy")
 	assert.Positive(t, *got.EnergyJoules)
 	assert.Equal(t, want.idle, got.Idle, "idle GPUs")
+	require.NotNil(t, got.OFU)
+	assert.InDelta(t, want.ofu, *got.OFU, 1e-3, "OFU")
+	require.NotNil(t, got.Cost, "the price the rules record")
+	require.NotNil(t, got.CostIdle)
+	tol := (float64(want.gpus)*2*reportScrape.Hours() + 1e-4) * reportPrice
+	assert.InDelta(t, want.cost, *got.Cost, tol, "cost")
+	assert.InDelta(t, want.costIdle, *got.CostIdle, tol, "cost of the idle GPUs")
+	assert.Zero(t, got.CostExcluded)
 }
 
 // reportTableAndChunks: the table says the same as the JSON, for people;
@@ -361,7 +431,8 @@ func reportTableAndChunks(t *testing.T, n reportNode) {
 	out, errOut, code := runReport(t, append(n.args("--namespace", "research"), "--format", "table")...)
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	for _, want := range []string{"GPU report of namespace research", "GPUs", "GPU-hours", "SM activity", "mean ", "p99 ",
-		"Bound by", "compute ", "Memory peak", "Energy", "kWh", "Idle GPUs", "1 of 2: e2e-node GPU 5"} {
+		"Bound by", "compute ", "Memory peak", "Energy", "kWh", "Idle GPUs", "1 of 2: e2e-node GPU 5",
+		"OFU", "of peak tensor throughput", "Cost", "of it on GPUs idle throughout"} {
 		assert.Contains(t, out, want)
 	}
 
