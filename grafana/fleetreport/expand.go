@@ -74,6 +74,16 @@ func readRuleGroups(path string) (map[string]string, error) {
 // worth timing, with the reason the report gives.
 var noRawGroups = map[string]string{
 	"gpuscope.accounting": "none: per-minute accounts (each minute against the value before it, up to an hour back)",
+	"gpuscope.cost":       "none: per-minute accounts times the recorded prices",
+	"gpuscope.efficiency": "none: reads the day's highest SM clock, recorded hourly",
+}
+
+// inputSeries are recorded names the rules read but do not record: the
+// prices per GPU-hour, which the chart records from its values
+// (prometheusRule.pricePerGPUHour). A raw-series version reads them as
+// they are.
+var inputSeries = map[string]bool{
+	"model:gpuscope_price_per_gpu_hour:value": true,
 }
 
 // noRaw says why a query that reads a rule of noRawGroups has no raw-series
@@ -123,6 +133,9 @@ func expand(expr string, rules map[string]string, depth int) (string, error) {
 			name = expr[start:m[2]]
 			matchers = strings.TrimSpace(expr[m[2]+1 : m[3]-1])
 		}
+		if inputSeries[name] {
+			continue
+		}
 		ruleExpr, ok := rules[name]
 		if !ok {
 			return "", fmt.Errorf("%s is not recorded by any rule", name)
@@ -151,16 +164,31 @@ func isWordByte(c byte) bool {
 	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// withMatchers adds matchers to every raw selector of expr.
+// withMatchers adds matchers to every raw selector of expr; a name inside
+// a recorded one (an inputSeries left as it is) is not a raw selector.
 func withMatchers(expr, matchers string) string {
 	if matchers == "" {
 		return expr
 	}
-	return rawSelector.ReplaceAllStringFunc(expr, func(sel string) string {
-		m := rawSelector.FindStringSubmatch(sel)
-		if inner := strings.TrimSpace(m[3]); inner != "" {
-			return m[1] + "{" + inner + ", " + matchers + "}"
+	var b strings.Builder
+	last := 0
+	for _, m := range rawSelector.FindAllStringSubmatchIndex(expr, -1) {
+		if m[0] > 0 && isWordByte(expr[m[0]-1]) {
+			continue
 		}
-		return m[1] + "{" + matchers + "}"
-	})
+		b.WriteString(expr[last:m[0]])
+		name := expr[m[2]:m[3]]
+		inner := ""
+		if m[6] >= 0 {
+			inner = strings.TrimSpace(expr[m[6]:m[7]])
+		}
+		if inner != "" {
+			b.WriteString(name + "{" + inner + ", " + matchers + "}")
+		} else {
+			b.WriteString(name + "{" + matchers + "}")
+		}
+		last = m[1]
+	}
+	b.WriteString(expr[last:])
+	return b.String()
 }
