@@ -8,7 +8,7 @@ func planOOMLoop(b *builder) {
 	b.node("h100", 4)
 	b.background()
 	b.gpus[2].owner = &podFinetune
-	b.gpus[2].w = &oomLoop{j: newJob(b.seed, 8500), topMiB: b.usable(), load: 60, climb: 8 * 60, backoff: 5 * 60}
+	b.gpus[2].w = &oomLoop{j: newJob(b.seed, 8500), topMiB: b.usable(), load: 60, climb: 8 * 60, backoff: 2 * 60}
 }
 
 func planMemoryRunsOut(b *builder) {

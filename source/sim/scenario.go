@@ -50,7 +50,7 @@ func Scenarios() []Scenario {
 		{Name: "power-imbalance", Summary: "one GPU of a 4-GPU data-parallel job, its clocks locked low, draws about 60% of its peers' power for the same work", plan: planPowerImbalance},
 		{Name: "overload", Summary: "a serving GPU's load grows from its usual level to flat out over an hour, its batch and KV cache growing, and stays saturated", plan: planOverload},
 		{Name: "fabric-degraded", Summary: "one GPU of a 4-GPU training job on an HGX baseboard loses NVLink fabric bandwidth after 40 minutes: its fabric health mask says degraded bandwidth and its summary limited capacity, while the job trains on", plan: planFabricDegraded},
-		{Name: "oom-loop", Summary: "a fine-tuning job's memory climbs to the top of the GPU in 8 minutes, the next allocation fails, the process dies and the pod restarts it 5 minutes later (its crash-loop back-off), again and again", plan: planOOMLoop},
+		{Name: "oom-loop", Summary: "a fine-tuning job's memory climbs to the top of the GPU in 8 minutes, the next allocation fails, the process dies and the pod restarts it 2 minutes later, again and again", plan: planOOMLoop},
 		{Name: "memory-runs-out", Summary: "a training job's sequence-length warm-up makes each step longer and its memory climb with the work, from 60% of the GPU to all of it over 160 minutes", plan: planMemoryRunsOut},
 		{Name: "healthy-training", Summary: "a 4-GPU data-parallel training job steps along", Control: true, plan: planHealthyTraining},
 		{Name: "checkpoint", Summary: "a training job pauses for a 4-minute checkpoint every 45 minutes", Control: true, plan: planCheckpoint},
