@@ -50,11 +50,18 @@ func Scenarios() []Scenario {
 		{Name: "power-imbalance", Summary: "one GPU of a 4-GPU data-parallel job, its clocks locked low, draws about 60% of its peers' power for the same work", plan: planPowerImbalance},
 		{Name: "overload", Summary: "a serving GPU's load grows from its usual level to flat out over an hour, its batch and KV cache growing, and stays saturated", plan: planOverload},
 		{Name: "fabric-degraded", Summary: "one GPU of a 4-GPU training job on an HGX baseboard loses NVLink fabric bandwidth after 40 minutes: its fabric health mask says degraded bandwidth and its summary limited capacity, while the job trains on", plan: planFabricDegraded},
+		{Name: "oom-loop", Summary: "a fine-tuning job's memory climbs to the top of the GPU in 8 minutes, the next allocation fails, the process dies and the pod restarts it 2 minutes later, again and again", plan: planOOMLoop},
+		{Name: "memory-runs-out", Summary: "a training job's sequence-length warm-up makes each step longer and its memory climb with the work, from 60% of the GPU to all of it over 160 minutes", plan: planMemoryRunsOut},
 		{Name: "healthy-training", Summary: "a 4-GPU data-parallel training job steps along", Control: true, plan: planHealthyTraining},
 		{Name: "checkpoint", Summary: "a training job pauses for a 4-minute checkpoint every 45 minutes", Control: true, plan: planCheckpoint},
 		{Name: "model-loading", Summary: "a training job spends its first 8 minutes loading its weights, then trains", Control: true, plan: planModelLoading},
 		{Name: "bursty-inference", Summary: "inference servers with 85% of their memory preallocated serve bursts of requests, idle between them and for 10 minutes every 40", Control: true, plan: planBurstyInference},
 		{Name: "free-idle", Summary: "no pod holds the GPUs; nothing runs", Control: true, plan: planFreeIdle},
+		{Name: "preallocated-inference", Summary: "vLLM servers at gpu_memory_utilization 0.9 hold 90-92% of their GPUs' memory, flat, and serve", Control: true, plan: planPreallocatedInference},
+		{Name: "steady-full-training", Summary: "a 4-GPU training job keeps 93-95% of each GPU's memory, its allocator trimming and growing its pool by a little as batch shapes vary", Control: true, plan: planSteadyFullTraining},
+		{Name: "warmup-fill", Summary: "a model server starts after 20 minutes and fills 91% of its GPU's memory in 5 minutes as it loads and warms up, then serves", Control: true, plan: planWarmupFill},
+		{Name: "evaluation-pause", Summary: "a training job stops for 20 minutes every hour while its evaluation runs elsewhere, its memory held", Control: true, plan: planEvaluationPause},
+		{Name: "bare-metal-checkpoint", Summary: "a training job on a node that labels no workload pauses for a 10-minute checkpoint every 45 minutes, its memory held", Control: true, plan: planBareMetalCheckpoint},
 		{Name: "gpu-reset", Summary: "a single-GPU job ends, its GPU is reset (volatile ECC counts back to zero) and the job starts again from its checkpoint", Control: true, plan: planGPUReset},
 	}
 }

@@ -199,9 +199,9 @@ func New(cfg Config) (*Source, error) {
 	for i := 0; i < r.GPUs; i++ {
 		h := hash4(s.seed, uint64(i), tagIdentity, 0)
 		ent := source.NewGPU(i, formatUUID("GPU-", h, hash4(s.seed, uint64(i), tagIdentity, 1)), pciBusID(i), m.name)
-		// A training job holds 78-88% of the memory: full, as jobs are, but
-		// under the 90% at which GPUFramebufferNearlyFull warns, which a
-		// healthy fleet should not trip.
+		// A training job holds 78-88% of the memory: full, as jobs are, and
+		// flat, far from the top at which GPUFramebufferRunningOut warns,
+		// which a healthy fleet should not trip.
 		g := &gpuSim{
 			idx:     i,
 			ent:     &ent,

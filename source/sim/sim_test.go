@@ -653,9 +653,9 @@ func TestPerLinkFieldsAreUnsupportedWithAReason(t *testing.T) {
 }
 
 // TestTrainingMemoryStaysUnderTheNearFullAlert: a healthy simulated fleet
-// holds most of its memory but no GPU or MIG instance crosses the 90% at
-// which GPUFramebufferNearlyFull warns (used / (used + free), as the rule
-// computes it), whatever the seed.
+// holds most of its memory but no GPU or MIG instance crosses 90%
+// (used / (used + free), as GPUFramebufferRunningOut computes it), far from
+// the 98% at which that alert reads memory as at the top, whatever the seed.
 func TestTrainingMemoryStaysUnderTheNearFullAlert(t *testing.T) {
 	for _, tc := range []struct{ name, mig string }{{"whole GPUs", ""}, {"MIG all", "all"}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,11 +45,18 @@ var expectations = []expectation{
 	{"power-imbalance", "GPUPowerImbalance", [2]string{"gpu", "2"}},
 	{"overload", "GPUComputeSaturated", [2]string{"gpu", "2"}},
 	{"fabric-degraded", "GPUFabricDegraded", [2]string{"gpu", "2"}},
+	{"oom-loop", "GPUOutOfMemoryLoop", [2]string{"gpu", "2"}},
+	{"memory-runs-out", "GPUFramebufferRunningOut", [2]string{"gpu", "2"}},
 	{"healthy-training", "", [2]string{}},
 	{"checkpoint", "", [2]string{}},
 	{"model-loading", "", [2]string{}},
 	{"bursty-inference", "", [2]string{}},
 	{"free-idle", "", [2]string{}},
+	{"preallocated-inference", "", [2]string{}},
+	{"steady-full-training", "", [2]string{}},
+	{"warmup-fill", "", [2]string{}},
+	{"evaluation-pause", "", [2]string{}},
+	{"bare-metal-checkpoint", "", [2]string{}},
 	{"gpu-reset", "", [2]string{}},
 }
 
