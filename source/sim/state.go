@@ -281,9 +281,19 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 		return m.limitW, true
 	case fieldid.PowerMgmtLimitMin, fieldid.PowerMgmtLimitMax:
 		return powerLimitRange(m, id == fieldid.PowerMgmtLimitMax), true
-	case fieldid.PCIeLinkGen, fieldid.PCIeMaxLinkGen:
+	case fieldid.PCIeLinkGen:
+		if m.pcieIdleGen > 0 && g.act.idle {
+			return float64(m.pcieIdleGen), true
+		}
 		return float64(m.pcieGen), true
-	case fieldid.PCIeLinkWidth, fieldid.PCIeMaxLinkWidth:
+	case fieldid.PCIeMaxLinkGen:
+		return float64(m.pcieGen), true
+	case fieldid.PCIeLinkWidth:
+		if g.plan != nil && g.plan.pcieLanes > 0 {
+			return float64(g.plan.pcieLanes), true
+		}
+		return float64(m.pcieWidth), true
+	case fieldid.PCIeMaxLinkWidth:
 		return float64(m.pcieWidth), true
 	case fieldid.PCIeTXThroughput:
 		return math.Round(g.act.pcieTX * m.pcieBytes / 1024), true

@@ -7,6 +7,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,12 +46,17 @@ var expectations = []expectation{
 	{"power-imbalance", "GPUPowerImbalance", [2]string{"gpu", "2"}},
 	{"overload", "GPUComputeSaturated", [2]string{"gpu", "2"}},
 	{"fabric-degraded", "GPUFabricDegraded", [2]string{"gpu", "2"}},
+	{"pcie-x8", "GPUPCIeLinkDegraded", [2]string{"gpu", "2"}},
+	{"multinode-straggler", "GPUWorkloadStragglerNode", [2]string{"pod", "bert-ddp-worker-2"}},
+	{"multinode-power-capped", "GPUWorkloadStragglerNode", [2]string{"pod", "pt-llama-worker-1"}},
 	{"healthy-training", "", [2]string{}},
 	{"checkpoint", "", [2]string{}},
 	{"model-loading", "", [2]string{}},
 	{"bursty-inference", "", [2]string{}},
 	{"free-idle", "", [2]string{}},
 	{"gpu-reset", "", [2]string{}},
+	{"multinode-healthy", "", [2]string{}},
+	{"consumer-idle", "", [2]string{}},
 }
 
 // Scrapes are 30 s apart, as a ServiceMonitor's often are, over three
@@ -160,19 +166,31 @@ func runScenarios(t *testing.T, counters string) {
 			if i%2 == 1 {
 				hostLabel = "hostname"
 			}
-			addr := e2etest.FreePort(t)
-			e2etest.Start(t, bin, "--address", addr, "--hostname", "node-"+e.scenario, "--hostname-label", hostLabel,
-				"--source=sim", "--sim-scenario", e.scenario, "--sim-clock=manual", "--collectors", counters)
-			base := "http://" + addr
-			e2etest.WaitHTTP(t, base+"/ready", 30*time.Second)
-			target := map[string]string{"job": "gpuscope", "instance": addr}
-			rec := record(t, base, int(duration/step), step, target, keep)
-			t.Logf("recorded %s", rec.describe())
+			sc, err := sim.ScenarioByName(e.scenario)
+			require.NoError(t, err)
+			// A scenario across nodes runs a gpuscope per node, each a
+			// target of its own, as a DaemonSet's pods are.
+			var recs []*recording
+			for n := range sc.NodeCount() {
+				name, host := e.scenario, "node-"+e.scenario
+				if sc.NodeCount() > 1 {
+					name, host = fmt.Sprintf("%s/%d", e.scenario, n), fmt.Sprintf("node-%s-%d", e.scenario, n)
+				}
+				addr := e2etest.FreePort(t)
+				e2etest.Start(t, bin, "--address", addr, "--hostname", host, "--hostname-label", hostLabel,
+					"--source=sim", "--sim-scenario", name, "--sim-clock=manual", "--collectors", counters)
+				base := "http://" + addr
+				e2etest.WaitHTTP(t, base+"/ready", 30*time.Second)
+				target := map[string]string{"job": "gpuscope", "instance": addr}
+				rec := record(t, base, int(duration/step), step, target, keep)
+				t.Logf("recorded %s: %s", name, rec.describe())
+				recs = append(recs, rec)
+			}
 			dir := t.TempDir()
 			if keepDir := os.Getenv("GPUSCOPE_SCENARIO_DIR"); keepDir != "" {
 				dir = keepDir
 			}
-			path := writeTest(t, dir, e.scenario, rec, step, evalStep, ruleFiles, e.alert, e.where)
+			path := writeTest(t, dir, e.scenario, recs, step, evalStep, ruleFiles, e.alert, e.where)
 			runPromtool(t, promtool, path)
 		})
 	}
