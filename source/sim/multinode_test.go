@@ -130,4 +130,12 @@ func TestPCIeLinkScenarios(t *testing.T) {
 		assert.Equal(t, 16.0, p.at(t, 0, -1, fieldid.PCIeLinkWidth, 20*min), "its neighbours keep x16")
 		assert.Greater(t, p.mean(t, 2, -1, fieldid.GPUUtil, 20*min, 30*min), 80.0, "it trains")
 	})
+	t.Run("pcie-gen-low", func(t *testing.T) {
+		p := play(t, "pcie-gen-low", 30*min, 10*time.Second, linkFields...)
+		assert.Equal(t, 3.0, p.at(t, 2, -1, fieldid.PCIeLinkGen, 20*min), "generation 3")
+		assert.Equal(t, 5.0, p.at(t, 2, -1, fieldid.PCIeMaxLinkGen, 20*min), "of 5")
+		assert.Equal(t, 16.0, p.at(t, 2, -1, fieldid.PCIeLinkWidth, 20*min), "at its width")
+		assert.Equal(t, 5.0, p.at(t, 0, -1, fieldid.PCIeLinkGen, 20*min), "its neighbours keep generation 5")
+		assert.Greater(t, p.mean(t, 2, -1, fieldid.GPUUtil, 20*min, 30*min), 80.0, "it trains")
+	})
 }

@@ -58,6 +58,7 @@ func Scenarios() []Scenario {
 		{Name: "overload", Summary: "a serving GPU's load grows from its usual level to flat out over an hour, its batch and KV cache growing, and stays saturated", plan: planOverload},
 		{Name: "fabric-degraded", Summary: "one GPU of a 4-GPU training job on an HGX baseboard loses NVLink fabric bandwidth after 40 minutes: its fabric health mask says degraded bandwidth and its summary limited capacity, while the job trains on", plan: planFabricDegraded},
 		{Name: "pcie-x8", Summary: "GPU 2 of a node trains with its PCIe link at x8 of its x16: a riser lost half its lanes", plan: planPCIeX8},
+		{Name: "pcie-gen-low", Summary: "GPU 2 of a node trains with its PCIe link at generation 3 of its 5: a riser that cannot hold the speed", plan: planPCIeGenLow},
 		{Name: "multinode-straggler", Summary: "a data-parallel job of one H100 per pod on four nodes; the GPU of node 2, its SM clock locked low, draws about 65% of the others' power for the same work, and every step waits for it", Nodes: 4, plan: planMultinodeStraggler},
 		{Name: "multinode-power-capped", Summary: "a PyTorchJob of three pods of four H100s, one pod per node; every GPU of node 1 is held to about 60% of the others' power for the same work, so the pod looks even on its own", Nodes: 3, plan: planMultinodePowerCapped},
 		{Name: "healthy-training", Summary: "a 4-GPU data-parallel training job steps along", Control: true, plan: planHealthyTraining},
@@ -178,8 +179,10 @@ type gpuPlan struct {
 	// bandwidth.
 	fabricDegradedAt float64
 	// pcieLanes, when set, is the width its PCIe link trained at, below
-	// the model's: a riser or a seat that lost lanes.
-	pcieLanes int
+	// the model's: a riser or a seat that lost lanes. pcieGen, when set,
+	// is the generation it trained at, below the model's: a riser or a
+	// cable that cannot hold the speed.
+	pcieLanes, pcieGen int
 }
 
 // instPlan is one MIG instance's part.
@@ -374,6 +377,13 @@ func planPCIeX8(b *builder) {
 	b.background()
 	b.train(podFinetune, 8500, 0.8, 2)
 	b.gpus[2].pcieLanes = 8
+}
+
+func planPCIeGenLow(b *builder) {
+	b.node("h100", 4)
+	b.background()
+	b.train(podFinetune, 8550, 0.8, 2)
+	b.gpus[2].pcieGen = 3
 }
 
 // A job across nodes: the pod of each node is the job's rank there, named

@@ -249,14 +249,17 @@ func (s *Source) value(o *op) float64 {
 
 // pcieLinkValue reads the PCIe link fields of a GPU: the link at its
 // model's maximum, but for a GeForce card at rest (its idle generation) and
-// a GPU of a scenario whose link trained at fewer lanes; false for the
-// other fields.
+// a GPU of a scenario whose link trained lower (fewer lanes, an older
+// generation); false for the other fields.
 func (s *Source) pcieLinkValue(g *gpuSim, id uint16) (float64, bool) {
 	m := s.cfg.model
 	switch id {
 	case fieldid.PCIeLinkGen:
-		if m.pcieIdleGen > 0 && g.act.idle {
+		switch {
+		case m.pcieIdleGen > 0 && g.act.idle:
 			return float64(m.pcieIdleGen), true
+		case g.plan != nil && g.plan.pcieGen > 0:
+			return float64(g.plan.pcieGen), true
 		}
 		return float64(m.pcieGen), true
 	case fieldid.PCIeMaxLinkGen:

@@ -47,6 +47,7 @@ var expectations = []expectation{
 	{"overload", "GPUComputeSaturated", [2]string{"gpu", "2"}},
 	{"fabric-degraded", "GPUFabricDegraded", [2]string{"gpu", "2"}},
 	{"pcie-x8", "GPUPCIeLinkDegraded", [2]string{"gpu", "2"}},
+	{"pcie-gen-low", "GPUPCIeLinkDegraded", [2]string{"gpu", "2"}},
 	{"multinode-straggler", "GPUWorkloadStragglerNode", [2]string{"pod", "bert-ddp-worker-2"}},
 	{"multinode-power-capped", "GPUWorkloadStragglerNode", [2]string{"pod", "pt-llama-worker-1"}},
 	{"healthy-training", "", [2]string{}},
