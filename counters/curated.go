@@ -111,10 +111,10 @@ var curated = map[string]meta{
 	"DCGM_FI_DEV_PCIE_TX_THROUGHPUT":            gpuGauge(KindInt, "KB/s", "PCIe TX throughput (in KB/s); deprecated, use DCGM_FI_PROF_PCIE_TX_BYTES."),
 	"DCGM_FI_DEV_PCIE_RX_THROUGHPUT":            gpuGauge(KindInt, "KB/s", "PCIe RX throughput (in KB/s); deprecated, use DCGM_FI_PROF_PCIE_RX_BYTES."),
 	"DCGM_FI_DEV_PCIE_REPLAY_COUNTER":           everyday(gpuCounter("count", "Total number of PCIe retries.")),
-	"DCGM_FI_DEV_PCIE_MAX_LINK_GEN":             gpuGauge(KindInt, "", "PCIe maximum link generation."),
-	"DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH":           gpuGauge(KindInt, "lanes", "PCIe maximum link width (in lanes)."),
-	"DCGM_FI_DEV_PCIE_LINK_GEN":                 gpuGauge(KindInt, "", "PCIe current link generation."),
-	"DCGM_FI_DEV_PCIE_LINK_WIDTH":               gpuGauge(KindInt, "lanes", "PCIe current link width (in lanes)."),
+	"DCGM_FI_DEV_PCIE_MAX_LINK_GEN":             everyday(gpuGauge(KindInt, "", "PCIe maximum link generation.")),
+	"DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH":           everyday(gpuGauge(KindInt, "lanes", "PCIe maximum link width (in lanes).")),
+	"DCGM_FI_DEV_PCIE_LINK_GEN":                 everyday(gpuGauge(KindInt, "", "PCIe current link generation.")),
+	"DCGM_FI_DEV_PCIE_LINK_WIDTH":               everyday(gpuGauge(KindInt, "lanes", "PCIe current link width (in lanes).")),
 	"DCGM_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS": gpuCounter("count", "Total number of PCIe correctable errors."),
 
 	// Utilization.

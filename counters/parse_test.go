@@ -222,8 +222,8 @@ func TestParseShippedFiles(t *testing.T) {
 		file    string
 		enabled int
 	}{
-		{"default-counters.csv", 51},
-		{"dcp-metrics.csv", 57},
+		{"default-counters.csv", 55},
+		{"dcp-metrics.csv", 61},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

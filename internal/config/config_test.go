@@ -283,6 +283,8 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		}, `--sim-workload: workloads "communication": communication does not run on a MIG instance`},
 		{"unknown scenario", func(in *Input) { in.Source, in.SimScenario = "sim", "meltdown" },
 			`--sim-scenario: unknown scenario "meltdown"; use one of idle-pod, zombie, leak`},
+		{"a node a scenario across nodes does not have", func(in *Input) { in.Source, in.SimScenario = "sim", "multinode-straggler/4" },
+			`--sim-scenario: scenario "multinode-straggler/4": node "4": multinode-straggler spans 4 node(s), numbered 0 to 3`},
 		{"scenario and the flags it sets", func(in *Input) {
 			in.Source, in.SimScenario, in.Given = "sim", "zombie", map[string]string{FlagSimPods: "--sim-pods"}
 		}, "--sim-pods with --sim-scenario zombie: the scenario lays out the node (GPUs, model, MIG, workloads, pods and jobs) itself; leave --sim-pods out"},

@@ -74,7 +74,8 @@ func TestModelsMatchTheirCaptures(t *testing.T) {
 		fieldid.PCIeMaxLinkGen, fieldid.PCIeMaxLinkWidth}
 	capFields := []string{"memory.total", "memory.reserved", "power.limit", "power.default_limit",
 		"power.min_limit", "power.max_limit", "clocks.max.sm", "clocks.max.memory", "pcie.link.gen.max", "pcie.link.width.max"}
-	dynamic := []uint16{fieldid.PowerUsage, fieldid.SMClock, fieldid.VideoClock, fieldid.GPUTemp, fieldid.MemClock}
+	dynamic := []uint16{fieldid.PowerUsage, fieldid.SMClock, fieldid.VideoClock, fieldid.GPUTemp, fieldid.MemClock,
+		fieldid.PCIeLinkGen, fieldid.PCIeLinkWidth}
 	for model, part := range captured {
 		t.Run(model, func(t *testing.T) {
 			idle, loaded := phases(t, captureFile(t, part))
@@ -99,6 +100,10 @@ func TestModelsMatchTheirCaptures(t *testing.T) {
 			// and its temperature within 10 C (machine rooms differ).
 			assert.Equal(t, capNum(t, idle, "clocks.current.sm"), rec.last(t, free, fieldid.SMClock), "idle SM clock")
 			assert.Equal(t, capNum(t, idle, "clocks.current.video"), rec.last(t, free, fieldid.VideoClock), "idle video clock")
+			// The PCIe link at rest: GeForce cards drop to generation 1,
+			// data-center cards stay at their maximum; neither narrows.
+			assert.Equal(t, capNum(t, idle, "pcie.link.gen.gpucurrent"), rec.last(t, free, fieldid.PCIeLinkGen), "idle PCIe generation")
+			assert.Equal(t, capNum(t, idle, "pcie.link.width.current"), rec.last(t, free, fieldid.PCIeLinkWidth), "idle PCIe width")
 			assert.InEpsilon(t, capNum(t, idle, "power.draw"), rec.last(t, free, fieldid.PowerUsage), 0.2, "idle power")
 			assert.InDelta(t, capNum(t, idle, "temperature.gpu"), rec.last(t, free, fieldid.GPUTemp), 10, "idle temperature")
 
@@ -115,6 +120,8 @@ func TestModelsMatchTheirCaptures(t *testing.T) {
 			_, hiMem := minMax(rec.values[key{busy.Key(), fieldid.MemClock}])
 			assert.LessOrEqual(t, hiMem, capNum(t, loaded, "clocks.max.memory"))
 			assert.GreaterOrEqual(t, hiMem, capNum(t, loaded, "clocks.current.memory"))
+			assert.Equal(t, capNum(t, loaded, "pcie.link.gen.gpucurrent"), rec.last(t, busy, fieldid.PCIeLinkGen), "busy PCIe generation")
+			assert.Equal(t, capNum(t, loaded, "pcie.link.width.current"), rec.last(t, busy, fieldid.PCIeLinkWidth), "busy PCIe width")
 			_, hiTemp := minMax(rec.values[key{busy.Key(), fieldid.GPUTemp}])
 			assert.GreaterOrEqual(t, hiTemp, capNum(t, loaded, "temperature.gpu")-10, "loaded temperature")
 			assert.Less(t, hiTemp, 90.0, "loaded temperature")

@@ -240,9 +240,12 @@ func (r *resolved) resolveScenario() error {
 	if len(r.Workloads)+len(r.IdleGPUs)+len(r.FreeGPUs)+len(r.LightGPUs) > 0 || r.SharedGPUs > 0 {
 		return fmt.Errorf("sim: Scenario %q lays out the node itself; leave Workloads, IdleGPUs, FreeGPUs, LightGPUs and SharedGPUs empty", r.Scenario)
 	}
-	b := newBuilder(uint64(r.Seed))
-	sc.plan(b)
+	b := sc.build(uint64(r.Seed))
 	r.GPUs, r.Model, r.MIG, r.plans = len(b.gpus), b.model, b.mig, b.gpus
+	// Every node of a scenario across nodes runs the same jobs from the
+	// same seed (its ranks step together), but its GPUs are others: their
+	// identities and sensor noise follow a seed of the node's own.
+	r.Seed += int64(sc.Host()) * 1_000_003
 	r.MIGGPUs = nil
 	for i, g := range b.gpus {
 		if len(g.instances) > 0 {

@@ -28,10 +28,15 @@ type model struct {
 	// pcieGen and pcieWidth are the PCIe link the GPU trains at in a slot
 	// of its own generation (nvidia-smi's pcie.link.gen.max, .width.max).
 	pcieGen, pcieWidth int
-	links              int     // NVLinks per GPU
-	linkBytes          float64 // bytes/s per direction per link
-	pcieBytes          float64 // usable bytes/s per direction
-	tempRise           float64 // C above ambient at the power limit
+	// pcieIdleGen, when set, is the generation the link drops to while
+	// the GPU is idle: GeForce cards save power so (the RTX 2080 SUPER and
+	// 4080 SUPER captures read generation 1 at rest and their maximum
+	// under load); data-center cards stay at their maximum.
+	pcieIdleGen int
+	links       int     // NVLinks per GPU
+	linkBytes   float64 // bytes/s per direction per link
+	pcieBytes   float64 // usable bytes/s per direction
+	tempRise    float64 // C above ambient at the power limit
 	// tempBase is how far (C) the die sits above ambient at no power: the
 	// fan curve of a card that keeps its fan slow until it is warm.
 	tempBase float64
@@ -129,14 +134,14 @@ var models = map[string]*model{
 	"rtx4080super": {
 		key: "rtx4080super", name: "NVIDIA GeForce RTX 4080 SUPER", fbTotal: 16376, fbReserved: 434,
 		idleW: 26, limitW: 320, minLimitW: 150, maxLimitW: 400, maxSMClock: 3165, idleSMClock: 210, memClock: 11501,
-		idleVideo: 1185, busyVideo: 2145, pcieGen: 4, pcieWidth: 16,
+		idleVideo: 1185, busyVideo: 2145, pcieGen: 4, pcieWidth: 16, pcieIdleGen: 1,
 		links: 0, pcieBytes: 25e9, tempBase: 14, tempRise: 20, vbios: "95.03.44.00.B2",
 		computeCap: "524297", fan: true, notReported: consumer,
 	},
 	"rtx2080super": {
 		key: "rtx2080super", name: "NVIDIA GeForce RTX 2080 SUPER", fbTotal: 8192, fbReserved: 408,
 		idleW: 39, limitW: 250, minLimitW: 105, maxLimitW: 350, maxSMClock: 2145, idleSMClock: 765, memClock: 7751,
-		idleVideo: 705, busyVideo: 1905, pcieGen: 3, pcieWidth: 16,
+		idleVideo: 705, busyVideo: 1905, pcieGen: 3, pcieWidth: 16, pcieIdleGen: 1,
 		links: 0, pcieBytes: 12e9, tempBase: 10, tempRise: 20, vbios: "90.04.7A.40.73",
 		computeCap: "458757", fan: true, notReported: consumer,
 	},

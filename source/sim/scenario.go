@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +16,13 @@ type Scenario struct {
 	Summary string
 	// Control is a healthy node: no alert should fire on it.
 	Control bool
-	plan    func(b *builder)
+	// Nodes is how many nodes the scenario spans, for a job across nodes
+	// (0 means 1). Each node runs as a gpuscope of its own, named
+	// NAME/INDEX (ScenarioByName); NAME alone is node 0.
+	Nodes int
+	// host is the node of a scenario across nodes that this one lays out.
+	host int
+	plan func(b *builder)
 }
 
 // Owner holds a GPU, or one of its MIG instances, in a scenario: a pod, or
@@ -52,6 +59,10 @@ func Scenarios() []Scenario {
 		{Name: "fabric-degraded", Summary: "one GPU of a 4-GPU training job on an HGX baseboard loses NVLink fabric bandwidth after 40 minutes: its fabric health mask says degraded bandwidth and its summary limited capacity, while the job trains on", plan: planFabricDegraded},
 		{Name: "oom-loop", Summary: "a fine-tuning job's memory climbs to the top of the GPU in 8 minutes, the next allocation fails, the process dies and the pod restarts it 2 minutes later, again and again", plan: planOOMLoop},
 		{Name: "memory-runs-out", Summary: "a training job's sequence-length warm-up makes each step longer and its memory climb with the work, from 60% of the GPU to all of it over 160 minutes", plan: planMemoryRunsOut},
+		{Name: "pcie-x8", Summary: "GPU 2 of a node trains with its PCIe link at x8 of its x16: a riser lost half its lanes", plan: planPCIeX8},
+		{Name: "pcie-gen-low", Summary: "GPU 2 of a node trains with its PCIe link at generation 3 of its 5: a riser that cannot hold the speed", plan: planPCIeGenLow},
+		{Name: "multinode-straggler", Summary: "a data-parallel job of one H100 per pod on four nodes; the GPU of node 2, its SM clock locked low, draws about 65% of the others' power for the same work, and every step waits for it", Nodes: 4, plan: planMultinodeStraggler},
+		{Name: "multinode-power-capped", Summary: "a PyTorchJob of three pods of four H100s, one pod per node; every GPU of node 1 is held to about 60% of the others' power for the same work, so the pod looks even on its own", Nodes: 3, plan: planMultinodePowerCapped},
 		{Name: "healthy-training", Summary: "a 4-GPU data-parallel training job steps along", Control: true, plan: planHealthyTraining},
 		{Name: "checkpoint", Summary: "a training job pauses for a 4-minute checkpoint every 45 minutes", Control: true, plan: planCheckpoint},
 		{Name: "model-loading", Summary: "a training job spends its first 8 minutes loading its weights, then trains", Control: true, plan: planModelLoading},
@@ -63,6 +74,8 @@ func Scenarios() []Scenario {
 		{Name: "evaluation-pause", Summary: "a training job stops for 20 minutes every hour while its evaluation runs elsewhere, its memory held", Control: true, plan: planEvaluationPause},
 		{Name: "bare-metal-checkpoint", Summary: "a training job on a node that labels no workload pauses for a 10-minute checkpoint every 45 minutes, its memory held", Control: true, plan: planBareMetalCheckpoint},
 		{Name: "gpu-reset", Summary: "a single-GPU job ends, its GPU is reset (volatile ECC counts back to zero) and the job starts again from its checkpoint", Control: true, plan: planGPUReset},
+		{Name: "multinode-healthy", Summary: "a PyTorchJob of three pods of four H100s, one pod per node, trains in step; its GPUs spread by up to 16% in power, as GPUs of one model do", Control: true, Nodes: 3, plan: planMultinodeHealthy},
+		{Name: "consumer-idle", Summary: "a workstation of two GeForce RTX 4080 SUPER cards: one idle, its PCIe link at generation 1 of 4 as GeForce cards rest, the other training at generation 4", Control: true, plan: planConsumerIdle},
 	}
 }
 
@@ -75,21 +88,47 @@ func ScenarioNames() []string {
 	return out
 }
 
-// ScenarioByName finds a scenario; the error lists the names.
+// ScenarioByName finds a scenario; the error lists the names. A scenario
+// across nodes takes the node as NAME/INDEX (0-based); NAME alone is node
+// 0. The scenario returned carries the name as given.
 func ScenarioByName(name string) (Scenario, error) {
+	name = strings.TrimSpace(name)
+	base, idx, hasNode := strings.Cut(name, "/")
 	for _, s := range Scenarios() {
-		if s.Name == strings.TrimSpace(name) {
+		if s.Name != base {
+			continue
+		}
+		if !hasNode {
 			return s, nil
 		}
+		n, err := strconv.Atoi(idx)
+		if err != nil || n < 0 || n >= s.NodeCount() {
+			return Scenario{}, fmt.Errorf("scenario %q: node %q: %s spans %d node(s), numbered 0 to %d", name, idx, base, s.NodeCount(), s.NodeCount()-1)
+		}
+		s.Name, s.host = name, n
+		return s, nil
 	}
 	return Scenario{}, fmt.Errorf("unknown scenario %q; use one of %s", name, strings.Join(ScenarioNames(), ", "))
+}
+
+// NodeCount is how many nodes the scenario spans.
+func (sc Scenario) NodeCount() int { return max(1, sc.Nodes) }
+
+// Host is the node of the scenario this one lays out, 0 to NodeCount-1.
+func (sc Scenario) Host() int { return sc.host }
+
+// build lays out the scenario's node.
+func (sc Scenario) build(seed uint64) *builder {
+	b := newBuilder(seed)
+	b.host = sc.host
+	sc.plan(b)
+	return b
 }
 
 // Owners lists who holds which GPU or MIG instance; GPUs nobody holds are
 // left out.
 func (sc Scenario) Owners() []Owner {
-	b := newBuilder(0)
-	sc.plan(b)
+	b := sc.build(0)
 	var out []Owner
 	for i, g := range b.gpus {
 		if g.owner != nil {
@@ -110,8 +149,7 @@ func (sc Scenario) Owners() []Owner {
 
 // GPUs is how many GPUs the scenario's node has.
 func (sc Scenario) GPUs() int {
-	b := newBuilder(0)
-	sc.plan(b)
+	b := sc.build(0)
 	return len(b.gpus)
 }
 
@@ -122,6 +160,8 @@ type builder struct {
 	model string
 	mig   string
 	gpus  []*gpuPlan
+	// host is the node of a scenario across nodes being laid out.
+	host int
 }
 
 // gpuPlan is one GPU's part in a scenario.
@@ -145,6 +185,11 @@ type gpuPlan struct {
 	// fabricDegradedAt, when set, is when the GPU's NVLink fabric loses
 	// bandwidth.
 	fabricDegradedAt float64
+	// pcieLanes, when set, is the width its PCIe link trained at, below
+	// the model's: a riser or a seat that lost lanes. pcieGen, when set,
+	// is the generation it trained at, below the model's: a riser or a
+	// cable that cannot hold the speed.
+	pcieLanes, pcieGen int
 }
 
 // instPlan is one MIG instance's part.
@@ -332,4 +377,66 @@ func planGPUReset(b *builder) {
 	b.gpus[2].resetAt = reset
 	// A few corrected errors before the reset, which the reset clears.
 	b.gpus[2].sbePerHour = func(float64) float64 { return 3 }
+}
+
+func planPCIeX8(b *builder) {
+	b.node("h100", 4)
+	b.background()
+	b.train(podFinetune, 8500, 0.8, 2)
+	b.gpus[2].pcieLanes = 8
+}
+
+func planPCIeGenLow(b *builder) {
+	b.node("h100", 4)
+	b.background()
+	b.train(podFinetune, 8550, 0.8, 2)
+	b.gpus[2].pcieGen = 3
+}
+
+// A job across nodes: the pod of each node is the job's rank there, named
+// as its operator names it, so that the workload the rules derive from the
+// pod names is the same job on every node.
+func multinodePod(job string, host int) Owner {
+	return Owner{Namespace: "ml-training", Pod: fmt.Sprintf("%s-worker-%d", job, host), Container: "trainer"}
+}
+
+// spreadPower gives each GPU of a job the few percent of power by which GPUs
+// of one model differ at the same work (silicon, temperature, airflow):
+// 0.92 to 1.08 of the model's draw, fixed per node and GPU.
+func (b *builder) spreadPower(gpus ...int) {
+	for _, i := range gpus {
+		b.gpus[i].powerScale = 0.92 + 0.16*fraction(hash4(b.seed, uint64(b.host), tagScenario, uint64(i)))
+	}
+}
+
+func planMultinodeStraggler(b *builder) {
+	b.node("h100", 1)
+	// The same job key on every node: the ranks step together.
+	b.train(multinodePod("bert-ddp", b.host), 8600, 0.8, 0)
+	b.spreadPower(0)
+	if b.host == 2 {
+		b.gpus[0].powerScale, b.gpus[0].smClock = 0.6, 1410
+	}
+}
+
+func planMultinodePowerCapped(b *builder) {
+	b.node("h100", 4)
+	b.train(multinodePod("pt-llama", b.host), 8700, 0.82, 0, 1, 2, 3)
+	b.spreadPower(0, 1, 2, 3)
+	if b.host == 1 {
+		for _, g := range b.gpus {
+			g.powerScale, g.smClock = 0.6, 1410
+		}
+	}
+}
+
+func planMultinodeHealthy(b *builder) {
+	b.node("h100", 4)
+	b.train(multinodePod("pt-llama", b.host), 8800, 0.82, 0, 1, 2, 3)
+	b.spreadPower(0, 1, 2, 3)
+}
+
+func planConsumerIdle(b *builder) {
+	b.node("rtx4080super", 2)
+	b.train(Owner{Namespace: "research", Pod: "sd-finetune-0", Container: "trainer"}, 8900, 0.8, 1)
 }

@@ -231,6 +231,9 @@ func (s *Source) value(o *op) float64 {
 	if v, ok := s.clockPowerValue(g, id); ok {
 		return v
 	}
+	if v, ok := s.pcieLinkValue(g, id); ok {
+		return v
+	}
 	if v, ok := s.memoryValue(g, id); ok {
 		return v
 	}
@@ -242,6 +245,34 @@ func (s *Source) value(o *op) float64 {
 		v = s.extraNoise(g, id, v)
 	}
 	return v
+}
+
+// pcieLinkValue reads the PCIe link fields of a GPU: the link at its
+// model's maximum, but for a GeForce card at rest (its idle generation) and
+// a GPU of a scenario whose link trained lower (fewer lanes, an older
+// generation); false for the other fields.
+func (s *Source) pcieLinkValue(g *gpuSim, id uint16) (float64, bool) {
+	m := s.cfg.model
+	switch id {
+	case fieldid.PCIeLinkGen:
+		switch {
+		case m.pcieIdleGen > 0 && g.act.idle:
+			return float64(m.pcieIdleGen), true
+		case g.plan != nil && g.plan.pcieGen > 0:
+			return float64(g.plan.pcieGen), true
+		}
+		return float64(m.pcieGen), true
+	case fieldid.PCIeMaxLinkGen:
+		return float64(m.pcieGen), true
+	case fieldid.PCIeLinkWidth:
+		if g.plan != nil && g.plan.pcieLanes > 0 {
+			return float64(g.plan.pcieLanes), true
+		}
+		return float64(m.pcieWidth), true
+	case fieldid.PCIeMaxLinkWidth:
+		return float64(m.pcieWidth), true
+	}
+	return 0, false
 }
 
 // clockPowerValue reads the clock, temperature, power and utilisation
@@ -281,10 +312,6 @@ func (s *Source) clockPowerValue(g *gpuSim, id uint16) (float64, bool) {
 		return m.limitW, true
 	case fieldid.PowerMgmtLimitMin, fieldid.PowerMgmtLimitMax:
 		return powerLimitRange(m, id == fieldid.PowerMgmtLimitMax), true
-	case fieldid.PCIeLinkGen, fieldid.PCIeMaxLinkGen:
-		return float64(m.pcieGen), true
-	case fieldid.PCIeLinkWidth, fieldid.PCIeMaxLinkWidth:
-		return float64(m.pcieWidth), true
 	case fieldid.PCIeTXThroughput:
 		return math.Round(g.act.pcieTX * m.pcieBytes / 1024), true
 	case fieldid.PCIeRXThroughput:

@@ -51,20 +51,23 @@ func firedExpr(span time.Duration, by string) string {
 	return fmt.Sprintf(`group by (%s) (last_over_time(ALERTS{alertstate="firing"}[%s]))`, by, promDuration(span))
 }
 
-// writeTest renders a recording as a promtool unit test of the rule files:
-// the alerts that fired over the whole run are exactly want, and, when
-// where is set, the expected alert fired only where it names.
-func writeTest(t *testing.T, dir, scenario string, rec *recording, step, eval time.Duration, ruleFiles []string, want string, where [2]string) string {
+// writeTest renders the recordings of a scenario's nodes, of as many steps
+// each, as a promtool unit test of the rule files: the alerts that fired
+// over the whole run are exactly want, and, when where is set, the
+// expected alert fired only where it names.
+func writeTest(t *testing.T, dir, scenario string, recs []*recording, step, eval time.Duration, ruleFiles []string, want string, where [2]string) string {
 	t.Helper()
-	span := time.Duration(rec.steps-1) * step
+	span := time.Duration(recs[0].steps-1) * step
 	g := testGroup{Name: scenario, Interval: promDuration(step)}
-	keys := make([]string, 0, len(rec.series))
-	for k := range rec.series {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		g.InputSeries = append(g.InputSeries, inputSeries{Series: rec.promSeries(k), Values: values(rec.series[k])})
+	for _, rec := range recs {
+		keys := make([]string, 0, len(rec.series))
+		for k := range rec.series {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			g.InputSeries = append(g.InputSeries, inputSeries{Series: rec.promSeries(k), Values: values(rec.series[k])})
+		}
 	}
 	// Over the whole run plus one evaluation, so that an alert that fired
 	// at the first evaluation is seen too.
