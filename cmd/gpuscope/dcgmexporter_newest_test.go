@@ -40,8 +40,8 @@ func newerFlagCases() map[string]flagCase {
 		// gpuscope serves the Go and process families unless told not to;
 		// the flag overrides a --web.disable-exporter-metrics variable.
 		"enable-exporter-metrics": {value: "true", with: []string{"--web.disable-exporter-metrics=false"},
-			got: get(func(c *config.Config) any { return !c.Web.DisableExporterMetrics }), want: "true"},
-		"health-require-gpus": {value: "true", got: get(func(c *config.Config) any { return c.Web.HealthRequireGPUs }), want: "true"},
+			got: get(func(c *config.Config) any { return !c.DisableExporterMetrics }), want: "true"},
+		"health-require-gpus": {value: "true", got: get(func(c *config.Config) any { return c.HealthRequireGPUs }), want: "true"},
 		// Accepted and checked; gpuscope keeps its own rings, and says so.
 		"watch-max-keep-age": {value: "5m", want: "5m0s [--watch-max-keep-age]",
 			got: get(func(c *config.Config) any { return fmt.Sprint(c.Collection.WatchMaxKeepAge, " ", warnedFlags(c)) })},

@@ -117,7 +117,7 @@ func flagCases() map[string]flagCase {
 		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return len(c.Warnings) }), want: "1"},
 		"switch-devices":                 {value: "i:3-4", got: get(func(c *config.Config) any { return c.Collection.Devices.Switches.String() }), want: "i:3,4"},
 		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.DCGM.AcceptFakeGPUs }), want: "true"},
-		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},
+		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.WebConfigFile }), want: "/dev/null"},
 		"xid-count-window-size":          {value: "60000", want: "1m0s", got: get(func(c *config.Config) any { return c.Collection.XIDWindow })},
 		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Engine.ReplaceBlanksInModelName }), want: "true"},
 		"debug":                          {value: "true", got: get(func(c *config.Config) any { return c.Log.Level }), want: "debug"},

@@ -103,7 +103,7 @@ func TestDCGMExporterArgumentsAreAccepted(t *testing.T) {
 	assert.Equal(t, dcgm.ModeRemote, got.DCGM.Mode)
 	assert.Equal(t, "localhost:5555", got.DCGM.RemoteHostengine)
 	assert.True(t, got.Kubernetes.Enabled)
-	assert.Equal(t, "/dev/null", got.Web.ConfigFile)
+	assert.Equal(t, "/dev/null", got.Web.WebConfigFile)
 }
 
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {

@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	// gathered in the background, not at each scrape (server.Options.Sampled).
 	sampled := prometheus.NewRegistry()
 	sampled.MustRegister(versioncollector.NewCollector("gpuscope"))
-	if !cfg.Web.DisableExporterMetrics {
+	if !cfg.DisableExporterMetrics {
 		sampled.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	startReload(ctx, cfg, eng, reg, log)
@@ -196,8 +196,6 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	opts.Select = selectEntities(col.Devices, log)
 	opts.ComputeInstances = col.ComputeInstances
 	opts.OldNamespace = lab.OldNamespace
-	opts.Insight = cfg.Insight.Enabled
-	opts.InsightWindow = cfg.Insight.Window
 	opts.NoNativeHistograms = !col.NativeHistograms
 	eng, err := engine.New(opts)
 	if err != nil {
@@ -247,7 +245,6 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	if pc, ok := src.(source.ProfilingController); ok {
 		prof = pc
 	}
-	web := cfg.Web
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
 	if err != nil {
@@ -258,42 +255,26 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	if manual != nil {
 		now, advance = manual.Now, manual.Handler()
 	}
-	srv, err = server.New(server.Options{
-		Now:           now,
-		SimClock:      advance,
-		Address:       web.Address,
-		WebConfigFile: web.ConfigFile,
-		Engine:        server.Snapshots(eng.Snapshot, eng.Ready),
-		// Without histograms the protobuf exposition would hold what the
-		// text does, at a larger size: every scraper gets the text.
-		Protobuf:         cfg.Collection.NativeHistograms,
-		Gatherer:         regs.live,
-		Sampled:          regs.sampled,
-		Profiling:        prof,
-		Samples:          eng,
-		MaxStreams:       web.MaxStreams,
-		MaxRequests:      web.MaxRequests,
-		MaxResponseBytes: web.MaxResponseBytes,
-		Registerer:       regs.live,
-		Version:          version.Version,
-		Log:              log.WithField("component", "http"),
-		Pprof:            web.Pprof,
-		SystemdSocket:    web.SystemdSocket,
-
-		EnableProfilingAPI:   web.EnableProfilingAPI,
-		MaxConnections:       web.MaxConnections,
-		ReadTimeout:          web.ReadTimeout,
-		WriteTimeout:         web.WriteTimeout,
-		MaxConcurrentScrapes: web.MaxConcurrentScrapes,
-		Health:               gpuHealth(web.HealthRequireGPUs, eng),
-		Fields:               fields,
-		OnServing: func(addr string) {
-			log.WithFields(logrus.Fields{
-				"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
-				"version": version.Version,
-			}).Info("gpuscope is serving")
-		},
-	})
+	// The options flags set as they are come with the configuration.
+	opts := cfg.Web
+	opts.Now, opts.SimClock = now, advance
+	opts.Engine = server.Snapshots(eng.Snapshot, eng.Ready)
+	// Without histograms the protobuf exposition would hold what the text
+	// does, at a larger size: every scraper gets the text.
+	opts.Protobuf = cfg.Collection.NativeHistograms
+	opts.Gatherer, opts.Sampled, opts.Registerer = regs.live, regs.sampled, regs.live
+	opts.Profiling, opts.Samples = prof, eng
+	opts.Version = version.Version
+	opts.Log = log.WithField("component", "http")
+	opts.Health = gpuHealth(cfg.HealthRequireGPUs, eng)
+	opts.Fields = fields
+	opts.OnServing = func(addr string) {
+		log.WithFields(logrus.Fields{
+			"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
+			"version": version.Version,
+		}).Info("gpuscope is serving")
+	}
+	srv, err = server.New(opts)
 	if err != nil {
 		return err
 	}

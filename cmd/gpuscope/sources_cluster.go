@@ -167,7 +167,7 @@ func podLabelRoom(cfg *config.Config, set *counters.Set) (int, error) {
 func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
 	lab, k := cfg.Labels, cfg.Kubernetes
 	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
-		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
+		OldNamespace: lab.OldNamespace, Insight: cfg.Engine.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
 		HostnameLabel: lab.HostnameLabel}
 	shape.EnricherLabels = append(shape.EnricherLabels, simLabelNames(cfg)...)
 	if k.Enabled {

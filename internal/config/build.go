@@ -424,12 +424,8 @@ func allowlistExpr(patterns []string) (string, error) {
 func (b *builder) serving() {
 	c, in := b.cfg, b.in
 	c.HPCJobDir = in.HPCJobDir
-	c.Engine = in.Engine
-	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
-	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
-		MaxRequests: in.APIMaxRequests, MaxResponseBytes: in.APIMaxBytes,
-		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket,
-		DisableExporterMetrics: in.DisableExporterMetrics}
+	c.Engine, c.Web = in.Engine, in.Web
+	c.DisableExporterMetrics = in.DisableExporterMetrics
 	c.Dump = Dump{Enabled: in.DumpEnabled, Directory: in.DumpDirectory, Retention: time.Duration(in.DumpRetention) * time.Hour,
 		Compress: in.DumpCompression}
 	c.DisableStartupValidate = in.DisableStartupValidate

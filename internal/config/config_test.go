@@ -39,7 +39,7 @@ func TestDefaultsBuildTheLibrariesDefaults(t *testing.T) {
 	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.Socket)
 	assert.Equal(t, server.DefaultMaxConnections, cfg.Web.MaxConnections)
 	assert.Equal(t, server.DefaultMaxStreams, cfg.Web.MaxStreams)
-	assert.Equal(t, engine.DefaultInsightWindow, cfg.Insight.Window)
+	assert.Equal(t, engine.DefaultInsightWindow, cfg.Engine.Insight.Window)
 	assert.Equal(t, dcgm.ModeEmbedded, cfg.DCGM.Mode)
 	assert.Empty(t, cfg.DCGM.HostEngineLogLevel, "the host engine's log is off")
 	assert.Zero(t, cfg.Collection.BindUnbindPoll, "the bind/unbind watch is off")
@@ -119,7 +119,7 @@ func TestBuild(t *testing.T) {
 				assert.Contains(t, c.Warnings[0].Message, "has no effect without --kubernetes-enable-pod-labels")
 			}},
 		{"node_exporter's switch for the exporter's own families", func(in *Input) { in.DisableExporterMetrics = true },
-			func(t *testing.T, c *Config) { assert.True(t, c.Web.DisableExporterMetrics) }},
+			func(t *testing.T, c *Config) { assert.True(t, c.DisableExporterMetrics) }},
 		{"debug without a log level", func(in *Input) { in.Debug = true },
 			func(t *testing.T, c *Config) { assert.Equal(t, logrus.DebugLevel, c.Log.Level) }},
 		{"a log level given wins over debug", func(in *Input) {
@@ -236,9 +236,9 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"log format", func(in *Input) { in.LogFormat = "xml" }, `--log-format "xml": use text or json`},
 		{"log level", func(in *Input) { in.LogLevel = "loud" }, `--log-level "loud": use debug, info, warn or error`},
 		{"host label", func(in *Input) { in.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
-		{"connections", func(in *Input) { in.MaxConnections = 0 }, "--web.max-connections 0: at least 1"},
-		{"streams", func(in *Input) { in.APIMaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
-		{"insight window", func(in *Input) { in.Insight, in.InsightWindow = true, time.Second },
+		{"connections", func(in *Input) { in.Web.MaxConnections = 0 }, "--web.max-connections 0: at least 1"},
+		{"streams", func(in *Input) { in.Web.MaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
+		{"insight window", func(in *Input) { in.Engine.Insight.Enabled, in.Engine.Insight.Window = true, time.Second },
 			"--insight-window 1s: the insight window must be at least 2s (20 samples at 100ms)"},
 		{"no process per GPU", func(in *Input) {
 			in.Engine.Processes.Enabled, in.Engine.Processes.MaxPerGPU, in.Given = true, 0, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
@@ -309,7 +309,7 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"grace", func(in *Input) { in.Kubernetes, in.K8sLabelGrace = true, -time.Second },
 			"--kubernetes.label-grace -1s: must not be negative"},
 		{"dump retention", func(in *Input) { in.DumpEnabled, in.DumpRetention = true, -1 }, "--dump-retention -1: use 0 or more hours"},
-		{"web config", func(in *Input) { in.WebConfigFile = "/nonexistent/web.yml" }, "--web.config.file /nonexistent/web.yml"},
+		{"web config", func(in *Input) { in.Web.WebConfigFile = "/nonexistent/web.yml" }, "--web.config.file /nonexistent/web.yml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,9 +329,9 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		in.LogFormat = "xml"
 		in.Source = "rocm"
 		in.Devices = "x:1"
-		in.MaxConnections = 0
+		in.Web.MaxConnections = 0
 		in.DCGMMode = "bogus"
-		in.Insight, in.InsightWindow = true, time.Second
+		in.Engine.Insight.Enabled, in.Engine.Insight.Window = true, time.Second
 	}))
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
@@ -368,7 +368,7 @@ func TestValidateAConfigBuiltInCode(t *testing.T) {
 	var literal Config
 	literal.Collection.DefaultInterval = time.Second
 	literal.Collection.Window = time.Second
-	literal.Web = Web{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
+	literal.Web = server.Options{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
 	literal.Labels.HostnameLabel = "Hostname"
 	literal.DCGM.Mode = dcgm.ModeEmbedded
 	literal.Source = SourceSim

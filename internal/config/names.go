@@ -45,15 +45,11 @@ const (
 	FlagSimScenario        = "sim-scenario"
 	FlagSimClock           = "sim-clock"
 	FlagInsight            = "insight"
-	FlagInsightWindow      = "insight-window"
 	FlagNativeHistograms   = "native-histograms"
 	FlagProcesses          = "processes"
 	FlagProcessesMax       = "processes-max-per-gpu"
 	FlagEnableProfilingAPI = "web.enable-profiling-api"
 	FlagMaxConnections     = "web.max-connections"
-	FlagAPIMaxStreams      = "api-max-streams"
-	FlagAPIMaxRequests     = "api-max-requests"
-	FlagAPIMaxBytes        = "api-max-bytes"
 	// FlagDisableExporterMetrics is node_exporter's flag of the same name.
 	FlagDisableExporterMetrics = "web.disable-exporter-metrics"
 	// FlagComputeInstances is gpuscope's own: dcgm-exporter's device

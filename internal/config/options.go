@@ -72,7 +72,7 @@ func collectionOptions(in *Input) []Option {
 			Value: Bool(&in.ComputeInstances, false),
 			Usage: "also export MIG compute instances (GPU_CI_ID label), with -d f; dcgm-exporter never does"},
 		{Name: FlagInsight, Category: CatCollection,
-			Value: Bool(&in.Insight, false),
+			Value: Bool(&in.Engine.Insight.Enabled, false),
 			Usage: "export workload insight per GPU (step period, stall ratio, bound classes; docs/insight.md), computed in the background from 100 ms profiling samples"},
 		{Name: FlagNativeHistograms, Category: CatCollection,
 			Value: Bool(&in.NativeHistograms, true),
@@ -91,15 +91,10 @@ func collectionOptions(in *Input) []Option {
 				}
 				return problem(c.Given(FlagProcessesMax) && !p.Enabled, "only applies with %s (the per-process series are off)", c.Flag(FlagProcesses))
 			}},
-		{Name: FlagInsightWindow, Category: CatCollection,
-			Value: Duration(&in.InsightWindow, engine.DefaultInsightWindow),
+		{Name: "insight-window", Category: CatCollection,
+			Value: Duration(&in.Engine.Insight.Window, engine.DefaultInsightWindow),
 			Usage: "span the insight metrics are computed over (at least 2s); the longest step period found is half of it",
-			Check: func(c *Config) error {
-				if !c.Insight.Enabled {
-					return nil
-				}
-				return engine.CheckInsightWindow(c.Insight.Window)
-			}},
+			Check: func(c *Config) error { return c.Engine.Insight.Check() }},
 	}
 }
 

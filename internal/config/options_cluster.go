@@ -65,43 +65,43 @@ func podLabelOptions(in *Input) []Option {
 func webOptions(in *Input) []Option {
 	return []Option{
 		{Name: FlagAddress, Aliases: []string{"a"}, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_LISTEN"},
-			Value: String(&in.Address, ":9400"),
+			Value: String(&in.Web.Address, ":9400"),
 			Usage: "address to serve /metrics on"},
 		{Name: FlagWebConfig, Aliases: []string{"web-config-file"}, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_WEB_CONFIG_FILE"},
-			Value: String(&in.WebConfigFile, ""),
+			Value: String(&in.Web.WebConfigFile, ""),
 			Usage: "exporter-toolkit web config file for TLS and basic auth"},
 		{Name: FlagWebSystemdSocket, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_SYSTEMD_SOCKET"},
-			Value: Bool(&in.SystemdSocket, false),
+			Value: Bool(&in.Web.SystemdSocket, false),
 			Usage: "serve on the socket systemd passes in (socket activation) instead of --address"},
 		{Name: FlagDisableExporterMetrics, Category: CatWeb,
 			Value: Bool(&in.DisableExporterMetrics, false),
 			Usage: "leave the Go runtime's (go_*) and the process's (process_*) families out of /metrics, as node_exporter's flag of the same name"},
 		{Name: FlagMaxConnections, Category: CatWeb,
-			Value: Int(&in.MaxConnections, server.DefaultMaxConnections),
+			Value: Int(&in.Web.MaxConnections, server.DefaultMaxConnections),
 			Usage: "connections served at once; the excess is answered 503 and closed",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxConnections < 1, "%d: at least 1", c.Web.MaxConnections)
 			}},
-		{Name: FlagAPIMaxStreams, Category: CatAPI,
-			Value: Int(&in.APIMaxStreams, server.DefaultMaxStreams),
+		{Name: "api-max-streams", Category: CatAPI,
+			Value: Int(&in.Web.MaxStreams, server.DefaultMaxStreams),
 			Usage: "most /api/v1/stream clients (gpuscope top, gpuscope capture) served at once; more are refused with 429",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxStreams < 1, "%d: allow at least 1 stream", c.Web.MaxStreams)
 			}},
-		{Name: FlagAPIMaxRequests, Category: CatAPI,
-			Value: Int(&in.APIMaxRequests, server.DefaultMaxRequests),
+		{Name: "api-max-requests", Category: CatAPI,
+			Value: Int(&in.Web.MaxRequests, server.DefaultMaxRequests),
 			Usage: "most /api/v1/samples answers and /fields pages built at once; more are refused with 429, so that a burst of reads cannot slow scrapes or grow memory",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxRequests < 1, "%d: allow at least 1 request", c.Web.MaxRequests)
 			}},
-		{Name: FlagAPIMaxBytes, Category: CatAPI,
-			Value: Int(&in.APIMaxBytes, server.DefaultMaxResponseBytes),
+		{Name: "api-max-bytes", Category: CatAPI,
+			Value: Int(&in.Web.MaxResponseBytes, server.DefaultMaxResponseBytes),
 			Usage: "largest /api/v1/samples answer (and first stream event) in bytes; a larger one is refused with 413 naming field=, gpu= and since= to ask for less",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxResponseBytes < MinAPIMaxBytes, "%d: at least %d", c.Web.MaxResponseBytes, MinAPIMaxBytes)
 			}},
 		{Name: FlagEnableProfilingAPI, Category: CatAPI,
-			Value: Bool(&in.EnableProfilingAPI, false),
+			Value: Bool(&in.Web.EnableProfilingAPI, false),
 			Usage: "serve POST /api/v1/profiling/{pause,resume} (for `gpuscope profiling`); off by default, like Prometheus' --web.enable-admin-api: protect it with a web config"},
 	}
 }
@@ -118,7 +118,7 @@ func loggingOptions(in *Input) []Option {
 			Value: Bool(&in.Debug, false),
 			Usage: "log at debug level: the same as --log-level=debug"},
 		{Name: FlagEnablePprof, Category: CatLogging, Compat: []string{"DCGM_EXPORTER_ENABLE_PPROF"},
-			Value: Bool(&in.Pprof, false),
+			Value: Bool(&in.Web.Pprof, false),
 			Usage: "serve Go's pprof profiles under /debug/pprof/ on the metrics port"},
 		{Name: FlagDumpEnabled, Category: CatLogging, Compat: []string{"DCGM_EXPORTER_DUMP_ENABLED"},
 			Value: Bool(&in.DumpEnabled, false),

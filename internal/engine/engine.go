@@ -71,12 +71,8 @@ type Options struct {
 	// ReplaceBlanksInModelName turns the spaces of modelName into dashes
 	// (dcgm-exporter's --replace-blanks-in-model-name).
 	ReplaceBlanksInModelName bool
-	// Insight turns on the workload insight metrics (step period, stalls,
-	// bound classes), computed in the background over InsightWindow
-	// (DefaultInsightWindow when 0). It watches the profiling fields they
-	// need at 100 ms, whether the counters file lists them or not.
-	Insight       bool
-	InsightWindow time.Duration
+	// Insight is the workload insight metrics (insight.go).
+	Insight InsightOptions
 	// Clock times the sampling loops; the wall clock when nil.
 	Clock clock.Clock
 	// NoNativeHistograms leaves out the native histogram of every field
@@ -189,14 +185,11 @@ func New(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.InsightWindow <= 0 {
-		opts.InsightWindow = DefaultInsightWindow
+	ins, err := opts.Insight.checked()
+	if err != nil {
+		return nil, fmt.Errorf("engine: insight window %w", err)
 	}
-	if opts.Insight {
-		if err := CheckInsightWindow(opts.InsightWindow); err != nil {
-			return nil, fmt.Errorf("engine: insight window %w", err)
-		}
-	}
+	opts.Insight = ins
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
 	}
@@ -228,7 +221,7 @@ func New(opts Options) (*Engine, error) {
 		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
 	e.splitter = newSplitter(e.enr)
-	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight, opts.InsightWindow))
+	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight))
 	planHistograms(e.plan, !opts.NoNativeHistograms)
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ type SeriesShape struct {
 // shapeOf is the shape of an engine's series under opts and enrichers.
 func shapeOf(opts *Options, set *counters.Set, enr []enricherLabels) SeriesShape {
 	s := SeriesShape{Counters: set, ComputeInstances: opts.ComputeInstances, OldNamespace: opts.OldNamespace,
-		Insight: opts.Insight, Processes: opts.Processes.Enabled, Options: opts.LabelOptions}
+		Insight: opts.Insight.Enabled, Processes: opts.Processes.Enabled, Options: opts.LabelOptions}
 	if writesHostname(opts, layoutOf(set)) {
 		s.HostnameLabel = opts.HostnameLabel
 	}
