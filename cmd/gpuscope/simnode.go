@@ -5,10 +5,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/enrich/simjobs"
+	"github.com/gpuscope/gpuscope/internal/enrich/simpods"
 	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sim/simclock"
-	"github.com/gpuscope/gpuscope/source/sim/simjobs"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 // simConfig is the simulated node --sim-* ask for, on the manual clock when

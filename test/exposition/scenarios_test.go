@@ -27,12 +27,12 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
+	"github.com/gpuscope/gpuscope/internal/enrich/simpods"
 	"github.com/gpuscope/gpuscope/internal/serve/reload"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 

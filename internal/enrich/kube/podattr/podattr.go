@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podresources"
-	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/source"
 )
 
