@@ -39,6 +39,7 @@ func Build(in Input) (*Config, error) {
 	b.kubernetes()
 	b.serving()
 	b.exporter48()
+	b.deprecated()
 	errs := b.errs
 	if err := b.cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -82,6 +83,17 @@ func (b *builder) sources() {
 	if in.FakeGPUs && (c.Source == SourceNVML || c.Source == SourceSim) {
 		b.warn(FlagFakeGPUs, fmt.Sprintf("only the DCGM source reads fake GPUs; with %s=%s it changes nothing (simulated GPUs are %s=sim)",
 			b.flag(FlagSource), c.Source, b.flag(FlagSource)))
+	}
+}
+
+// deprecated warns about each flag given by an earlier spelling.
+func (b *builder) deprecated() {
+	for _, o := range Options(&Input{}) {
+		for _, old := range o.Deprecated {
+			if b.cfg.given[o.Name] == "--"+old {
+				b.warn(o.Name, fmt.Sprintf("is deprecated: use --%s (the same flag; its variable is unchanged)", o.Name))
+			}
+		}
 	}
 }
 
@@ -363,7 +375,7 @@ func (b *builder) kubernetes() {
 	b.podLabels()
 }
 
-// podLabels resolves the pod-label selection, from --kubernetes.pod-labels
+// podLabels resolves the pod-label selection, from --kubernetes-pod-labels
 // or from dcgm-exporter's --kubernetes-enable-pod-labels and its allowlist.
 func (b *builder) podLabels() {
 	c, in := b.cfg, b.in
@@ -406,7 +418,7 @@ func (b *builder) podLabels() {
 // allowlistExpr turns dcgm-exporter's allowlist (any pattern matching
 // anywhere in the key keeps the label; none means every label:
 // internal/pkg/transformation/kubernetes.go, shouldIncludeLabel) into the
-// whole-key expression of --kubernetes.pod-labels.
+// whole-key expression of --kubernetes-pod-labels.
 func allowlistExpr(patterns []string) (string, error) {
 	if len(patterns) == 0 {
 		return ".*", nil

@@ -22,6 +22,9 @@ func Options(in *Input) []Option {
 		kubernetesOptions(in), podLabelOptions(in), webOptions(in), loggingOptions(in), exporter48Options(in)} {
 		out = append(out, group...)
 	}
+	for i := range out {
+		out[i].Deprecated = deprecatedNames[out[i].Name]
+	}
 	return out
 }
 
@@ -31,7 +34,7 @@ func collectionOptions(in *Input) []Option {
 	return []Option{
 		{Name: FlagCollectors, Aliases: []string{"f"}, Category: CatCollection, Compat: []string{"DCGM_EXPORTER_COLLECTORS"},
 			Value: String(&in.Collectors, ""),
-			Usage: "counters CSV that selects the fields (dcgm-exporter's format, plus optional watch-interval and window-statistics columns); empty means the built-in etc/default-counters.csv"},
+			Usage: "the counters file (named --collectors after dcgm-exporter's flag): the CSV that selects the fields (dcgm-exporter's format, plus optional watch-interval and window-statistics columns); empty means the built-in etc/default-counters.csv"},
 		{Name: FlagConfigMapData, Aliases: []string{"m"}, Category: CatCollection, Compat: []string{"DCGM_EXPORTER_CONFIGMAP_DATA"},
 			Value: String(&in.ConfigMapData, UndefinedConfigMap),
 			Usage: "read the counters once, at start, from the 'metrics' key of this ConfigMap, as namespace:name, through the API server (needs get on configmaps); none: use --collectors"},
@@ -135,7 +138,7 @@ func sourceOptions(in *Input) []Option {
 			Usage: "how to reach DCGM: embedded (in-process host engine), remote (a running nv-hostengine), start (start one)"},
 		{Name: FlagDCGMRemote, Aliases: []string{"remote-hostengine-info", "r"}, Category: CatSources, Compat: []string{"DCGM_REMOTE_HOSTENGINE_INFO"},
 			Value: String(&in.DCGMRemote, ""),
-			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm.mode=remote"},
+			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm-mode=remote"},
 		{Name: FlagDCGMConnectTimeout, Category: CatSources,
 			Value: Duration(&in.DCGMConnectTimeout, 0),
 			Usage: "how long connecting to DCGM may take; 0: 2m in embedded and start mode (the host engine initialises every GPU first), 10s in remote mode",

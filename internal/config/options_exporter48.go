@@ -45,13 +45,13 @@ func exporter48Options(in *Input) []Option {
 			}},
 		{Name: FlagMaxConcurrentScrapes, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES"},
 			Value: Int(&in.Web.MaxConcurrentScrapes, 0),
-			Usage: "most /metrics requests served at once; more are answered 503 (0: no limit beyond --web.max-connections; the admitted ones share one rendering)",
+			Usage: "most /metrics requests served at once; more are answered 503 (0: no limit beyond --web-max-connections; the admitted ones share one rendering)",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxConcurrentScrapes < 0, "%d: use 0 (no limit) or more", c.Web.MaxConcurrentScrapes)
 			}},
 		{Name: FlagEnableExporterMetrics, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_ENABLE_EXPORTER_METRICS"},
 			Value: Bool(&in.EnableExporterMetrics, false),
-			Usage: "serve the Go runtime's (go_*) and the process's (process_*) families; gpuscope serves them unless --web.disable-exporter-metrics is given"},
+			Usage: "serve the Go runtime's (go_*) and the process's (process_*) families; gpuscope serves them unless --web-disable-exporter-metrics is given"},
 		{Name: FlagHealthRequireGPUs, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_HEALTH_REQUIRE_GPUS"},
 			Value: Bool(&in.HealthRequireGPUs, false),
 			Usage: "answer /health with 503 while the source shows no GPU or MIG instance, so that a liveness probe restarts an exporter that started before the driver"},

@@ -81,7 +81,7 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	base, p := e2etest.GPUScope(t, "--source=sim", "-f", csv, "--kubernetes", "--kubernetes-virtual-gpus",
-		"--kubernetes-enable-pod-labels", "--kubernetes.pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
+		"--kubernetes-enable-pod-labels", "--kubernetes-pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
 	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
 	for name, mf := range mfs {
 		for _, m := range mf.Metric {
@@ -100,11 +100,11 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 // with one warning each: -c below 100ms (an IntFlag of milliseconds in
 // pkg/cmd/app.go) is raised to 100ms; the pod-label allowlist without pod
 // labels is ignored (internal/pkg/transformation/kubernetes.go).
-// --web.disable-exporter-metrics leaves out go_* and process_*, as
+// --web-disable-exporter-metrics leaves out go_* and process_*, as
 // node_exporter's flag does.
 func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
 	base, p := e2etest.GPUScope(t, "--source=sim", "--sim-gpus=1", "-c", "10", "--kubernetes-pod-label-allowlist-regex", "team",
-		"--web.disable-exporter-metrics")
+		"--web-disable-exporter-metrics")
 	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
 	for name := range mfs {
 		assert.False(t, strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_"), "%s is served", name)
