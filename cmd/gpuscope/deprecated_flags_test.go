@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/internal/config"
+	"github.com/gpuscope/gpuscope/internal/engine"
 )
 
 // TestDottedSpellingsStillWork: each earlier dotted spelling of a flag is
@@ -48,5 +50,26 @@ func TestDottedSpellingsStillWork(t *testing.T) {
 			assert.Regexp(t, `(?m)^\s+--`+tt.old+`\s+--`+newName+`$`, deprecatedSection)
 			assert.NotContains(t, compatSection, "--"+tt.old+",", "a deprecated name is not one of dcgm-exporter's")
 		})
+	}
+}
+
+// TestRefusedWindowNamesItsFlag: the engine refuses a window its rings
+// cannot hold without knowing flags; the command names the flag as the
+// user gave it (dcgm-exporter's -x spelling or gpuscope's).
+func TestRefusedWindowNamesItsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args        []string
+		clockEvents bool
+		want        string
+	}{
+		{[]string{"--window=1h"}, false, "a --window of"},
+		{nil, false, "a --window of"},
+		{[]string{"--clock-events-count-window-size=1h"}, true, "a --clock-events-count-window-size of"},
+	} {
+		p, err := parseArgs(t, tt.args...)
+		require.NoError(t, err)
+		err = nameWindow(p.cfg, fmt.Errorf("reload: %w", &engine.WindowError{File: "c.csv", Line: 2, Field: "F", ClockEvents: tt.clockEvents}))
+		assert.Contains(t, err.Error(), "reload: c.csv:2: F: "+tt.want, "%v", tt.args)
+		assert.ErrorAs(t, err, new(*engine.WindowError))
 	}
 }

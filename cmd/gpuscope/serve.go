@@ -186,8 +186,6 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	opts.XIDWindow = col.XIDWindow
 	opts.ClockEventsWindow = col.ClockEventsWindow
 	opts.ClockEventsPeriod = col.ClockEventsPeriod
-	opts.WindowOption = cfg.Flag(config.FlagWindow)
-	opts.ClockEventsWindowOption = cfg.Flag(config.FlagClockWindow)
 	opts.Hostname = lab.Hostname
 	opts.HostnameLabel = lab.HostnameLabel
 	opts.Enrichers = enrichers
@@ -199,13 +197,32 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	opts.NoNativeHistograms = !col.NativeHistograms
 	eng, err := engine.New(opts)
 	if err != nil {
-		return nil, err
+		return nil, nameWindow(cfg, err)
 	}
 	engRef.Store(eng)
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}
 	return eng, nil
+}
+
+// nameWindow names a window the engine refused by the flag that set it.
+// What wraps the refusal ("reload: ") was written out with the engine's
+// generic name, so the message is rebuilt around the named one.
+func nameWindow(cfg *config.Config, err error) error {
+	var we *engine.WindowError
+	if !errors.As(err, &we) {
+		return err
+	}
+	prefix, ok := strings.CutSuffix(err.Error(), we.Error())
+	if !ok {
+		return err
+	}
+	we.Option = cfg.Flag(config.FlagWindow)
+	if we.ClockEvents {
+		we.Option = cfg.Flag(config.FlagClockWindow)
+	}
+	return fmt.Errorf("%s%w", prefix, we)
 }
 
 // startReload reloads the counters file on SIGHUP and when it changes.
@@ -220,7 +237,7 @@ func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, re
 			if err := cfg.Collection.WatchGroups.Apply(set); err != nil {
 				return fmt.Errorf("%s: %w", cfg.Flag(config.FlagConfigFile), err)
 			}
-			return eng.Reload(set)
+			return nameWindow(cfg, eng.Reload(set))
 		}
 		w := reload.New(path, apply, cfg.Counters.ReloadPoll, log.WithField("component", "reload"))
 		reg.MustRegister(w)

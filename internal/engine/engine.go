@@ -32,10 +32,6 @@ type Options struct {
 	// XIDWindow and ClockEventsWindow are the spans of dcgm-exporter's
 	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT.
 	XIDWindow, ClockEventsWindow time.Duration
-	// WindowOption and ClockEventsWindowOption are what the caller's
-	// configuration calls Window and ClockEventsWindow, for messages;
-	// "window" and "clock-events count window" when empty.
-	WindowOption, ClockEventsWindowOption string
 	// ClockEventsPeriod is the sampling period DCGM_EXP_CLOCK_EVENTS_COUNT
 	// counts at: dcgm-exporter reads the field every --collect-interval
 	// (30 s by default), so its count is in samples of that period. Each
@@ -61,9 +57,6 @@ type Options struct {
 	// (labelbudget.ExtraOption for the pod labels), so that a label-budget
 	// error says what to drop.
 	LabelOptions map[string]string
-	// NoHostname leaves the Hostname label out, as dcgm-exporter's -n did
-	// before 4.0.0; no flag sets it, since dcgm-exporter 4.x ignores -n.
-	NoHostname bool
 	// OldNamespace uses dcgm-exporter 1.x label names (its -o): uuid for
 	// UUID, pod_name, pod_namespace and container_name for pod, namespace
 	// and container.
@@ -175,12 +168,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.ClockEventsWindow <= 0 {
 		opts.ClockEventsWindow = DefaultEventWindow
-	}
-	if opts.WindowOption == "" {
-		opts.WindowOption = "window"
-	}
-	if opts.ClockEventsWindowOption == "" {
-		opts.ClockEventsWindowOption = "clock-events count window"
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
