@@ -40,5 +40,5 @@ func TestServeFlagsStartFromTheOptionsDefaults(t *testing.T) {
 	assert.Equal(t, 0.5, in.SimEventRate)
 	assert.Equal(t, int64(7), in.SimSeed)
 	assert.True(t, in.Engine.ReplaceBlanksInModelName)
-	assert.Equal(t, []string{"a.com/gpu", "b.com/gpu"}, in.ResourceNames)
+	assert.Equal(t, []string{"a.com/gpu", "b.com/gpu"}, in.PodAttr.ResourceNames)
 }

@@ -365,10 +365,7 @@ func (b *builder) simScenario() {
 
 func (b *builder) kubernetes() {
 	c, in := b.cfg, b.in
-	c.Kubernetes = Kubernetes{Enabled: in.Kubernetes, Socket: in.PodResourcesSocket, ResourceNames: in.ResourceNames,
-		RefreshInterval: in.K8sRefresh, LabelGrace: in.K8sLabelGrace, PodUIDLabel: in.PodUIDLabel,
-		SharedGPUAttribution: in.SharedGPUAttribution, VirtualGPUs: in.VirtualGPUs, DRA: in.DRA, ProcRoot: in.ProcRoot,
-		GPUIDType: GPUIDType(in.GPUIDType)}
+	c.Kubernetes = Kubernetes{Enabled: in.Kubernetes, PodAttr: in.PodAttr, DRA: in.DRA, GPUIDType: GPUIDType(in.GPUIDType)}
 	if c.Kubernetes.GPUIDType != GPUIDUID && c.Kubernetes.GPUIDType != GPUIDDeviceName {
 		b.fail(FlagGPUIDType, fmt.Errorf("%s %q: use %s or %s", b.flag(FlagGPUIDType), in.GPUIDType, GPUIDUID, GPUIDDeviceName))
 	}

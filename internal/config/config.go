@@ -13,6 +13,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/config/exporteryaml"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/source/auto"
 	"github.com/gpuscope/gpuscope/source/dcgm"
@@ -204,17 +205,14 @@ const (
 
 // Kubernetes is pod attribution.
 type Kubernetes struct {
-	Enabled              bool
-	Socket               string
-	ResourceNames        []string
-	RefreshInterval      time.Duration
-	LabelGrace           time.Duration
-	PodUIDLabel          bool
-	SharedGPUAttribution bool
-	VirtualGPUs          bool
-	DRA                  bool
-	ProcRoot             string
-	GPUIDType            GPUIDType
+	Enabled bool
+	// PodAttr is the pod attribution's options that flags set as they
+	// are, each bound to its field by its Option; the runtime ones
+	// (entities, processes, DRA devices, pod labels, log) are added when
+	// it starts.
+	PodAttr   podattr.Config
+	DRA       bool
+	GPUIDType GPUIDType
 	// PodLabels is nil when no pod labels are copied.
 	PodLabels *PodLabels
 }

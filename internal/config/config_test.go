@@ -35,8 +35,8 @@ func TestDefaultsBuildTheLibrariesDefaults(t *testing.T) {
 	assert.Equal(t, engine.DefaultWindow, cfg.Collection.Window)
 	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.XIDWindow)
 	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.ClockEventsWindow)
-	assert.Equal(t, podattr.DefaultRefreshInterval, cfg.Kubernetes.RefreshInterval)
-	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.Socket)
+	assert.Equal(t, podattr.DefaultRefreshInterval, cfg.Kubernetes.PodAttr.RefreshInterval)
+	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.PodAttr.Socket)
 	assert.Equal(t, server.DefaultMaxConnections, cfg.Web.MaxConnections)
 	assert.Equal(t, server.DefaultMaxStreams, cfg.Web.MaxStreams)
 	assert.Equal(t, engine.DefaultInsightWindow, cfg.Engine.Insight.Window)
@@ -301,12 +301,12 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 			in.Given = map[string]string{FlagSimWorkload: "--sim-workload", FlagSimMIGGPUs: "--sim-mig-gpus"}
 		}, "--sim-workload: a workload per MIG instance needs every GPU in MIG mode; leave out --sim-mig-gpus or --sim-workload"},
 		{"resource name, under dcgm-exporter's name", func(in *Input) {
-			in.Kubernetes, in.ResourceNames = true, []string{"nvidia.com/*gpu"}
+			in.Kubernetes, in.PodAttr.ResourceNames = true, []string{"nvidia.com/*gpu"}
 			in.Given = map[string]string{FlagResourceNames: "--nvidia-resource-names"}
 		}, `--nvidia-resource-names: "nvidia.com/*gpu" is not a resource name`},
-		{"refresh", func(in *Input) { in.Kubernetes, in.K8sRefresh = true, time.Millisecond },
+		{"refresh", func(in *Input) { in.Kubernetes, in.PodAttr.RefreshInterval = true, time.Millisecond },
 			"--kubernetes-refresh-interval 1ms: below the minimum 100ms"},
-		{"grace", func(in *Input) { in.Kubernetes, in.K8sLabelGrace = true, -time.Second },
+		{"grace", func(in *Input) { in.Kubernetes, in.PodAttr.LabelGrace = true, -time.Second },
 			"--kubernetes-label-grace -1s: must not be negative"},
 		{"dump retention", func(in *Input) { in.DumpEnabled, in.DumpRetention = true, -1 }, "--dump-retention -1: use 0 or more hours"},
 		{"web config", func(in *Input) { in.Web.WebConfigFile = "/nonexistent/web.yml" }, "--web-config-file /nonexistent/web.yml"},

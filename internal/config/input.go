@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 )
 
@@ -19,11 +20,8 @@ type Input struct {
 	DCGMMode, DCGMRemote                string
 	DCGMConnectTimeout                  time.Duration
 
-	Kubernetes, PodUIDLabel, SharedGPUAttribution bool
-	PodResourcesSocket, ProcRoot, PodLabels       string
-	ResourceNames                                 []string
-	K8sRefresh, K8sLabelGrace                     time.Duration
-	HPCJobDir                                     string
+	Kubernetes           bool
+	PodLabels, HPCJobDir string
 
 	SimGPUs, SimNVLinks, SimSharedGPUs int
 	SimModel, SimMIG, SimWorkload      string
@@ -43,7 +41,7 @@ type Input struct {
 	EnablePodLabels                    bool
 	PodLabelAllowlist                  []string
 	GPUIDType                          string
-	VirtualGPUs, DRA, FakeGPUs, Debug  bool
+	DRA, FakeGPUs, Debug               bool
 	EnableDCGMLog                      bool
 	DCGMLogLevel                       string
 	DumpEnabled, DumpCompression       bool
@@ -67,6 +65,9 @@ type Input struct {
 	// adds the rest.
 	Engine engine.Options
 	Web    server.Options
+	// PodAttr holds the kubelet pod attribution's options that flags set
+	// as they are.
+	PodAttr podattr.Config
 
 	// Given holds the flags given on the command line or through a
 	// variable, by first name, each with the name messages call it by:

@@ -81,10 +81,10 @@ func TestDeprecatedSpellingWarns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := Build(input(func(in *Input) {
 				in.Given = map[string]string{FlagK8sRefresh: tt.given}
-				in.K8sRefresh = 7 * time.Second
+				in.PodAttr.RefreshInterval = 7 * time.Second
 			}))
 			require.NoError(t, err)
-			assert.Equal(t, 7*time.Second, cfg.Kubernetes.RefreshInterval)
+			assert.Equal(t, 7*time.Second, cfg.Kubernetes.PodAttr.RefreshInterval)
 			assert.Equal(t, tt.want, cfg.Warnings)
 		})
 	}

@@ -74,8 +74,8 @@ func (c *Config) validateDCGM() error {
 
 // validateKubernetes checks what pod attribution reads, when it is on.
 func (c *Config) validateKubernetes() []error {
-	k := c.Kubernetes
-	if !k.Enabled {
+	k := c.Kubernetes.PodAttr
+	if !c.Kubernetes.Enabled {
 		return nil
 	}
 	var errs []error
