@@ -86,9 +86,6 @@ func (s SeriesShape) Widest() labelbudget.Count {
 // accepts by default, naming its kind, its labels and what to drop.
 func (s SeriesShape) Check() error { return s.Widest().Check() }
 
-// Room is how many pod labels fit on the widest series beside the others.
-func (s SeriesShape) Room() int { return s.Widest().Room() }
-
 // Kinds lists one entity of every kind the engine exports under this
 // shape: compute instances only with ComputeInstances.
 func (s SeriesShape) Kinds() []source.Entity {
