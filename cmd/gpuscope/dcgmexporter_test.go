@@ -104,7 +104,7 @@ func flagCases() map[string]flagCase {
 		"address":                      {value: ":9500", got: get(func(c *config.Config) any { return c.Web.Address }), want: ":9500"},
 		"collect-interval":             {value: "20000", want: "20s", got: get(func(c *config.Config) any { return c.Collection.DefaultInterval })},
 		"kubernetes":                   {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.Enabled }), want: "true"},
-		"use-old-namespace":            {value: "true", got: get(func(c *config.Config) any { return c.Labels.OldNamespace }), want: "true"},
+		"use-old-namespace":            {value: "true", got: get(func(c *config.Config) any { return c.Engine.OldNamespace }), want: "true"},
 		"cpu-devices":                  {value: "g:0-1", got: get(func(c *config.Config) any { return c.Collection.Devices.CPUs.String() }), want: "g:0,1"},
 		"configmap-data":               {value: "gpu-operator:exporter-metrics", want: "gpu-operator/exporter-metrics", got: get(func(c *config.Config) any { return c.Counters.ConfigMap.String() })},
 		"remote-hostengine-info":       {value: "10.0.0.2:5555", want: "remote 10.0.0.2:5555", got: get(func(c *config.Config) any { return string(c.DCGM.Mode) + " " + c.DCGM.RemoteHostengine })},
@@ -309,7 +309,7 @@ func TestComputeInstancesFlag(t *testing.T) {
 			}
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, p.cfg.Collection.ComputeInstances)
+			assert.Equal(t, tt.want, p.cfg.Engine.ComputeInstances)
 		})
 	}
 }

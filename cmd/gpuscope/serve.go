@@ -187,13 +187,10 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	opts.ClockEventsWindow = col.ClockEventsWindow
 	opts.ClockEventsPeriod = col.ClockEventsPeriod
 	opts.Hostname = lab.Hostname
-	opts.HostnameLabel = lab.HostnameLabel
 	opts.Enrichers = enrichers
 	opts.LabelOptions = labelOptions(cfg)
 	opts.Log = log.WithField("component", "engine")
 	opts.Select = selectEntities(col.Devices, log)
-	opts.ComputeInstances = col.ComputeInstances
-	opts.OldNamespace = lab.OldNamespace
 	opts.NoNativeHistograms = !col.NativeHistograms
 	eng, err := engine.New(opts)
 	if err != nil {

@@ -156,10 +156,10 @@ func podLabelRoom(cfg *config.Config, set *counters.Set) (int, error) {
 // seriesShape is what the configuration puts on the engine's series,
 // before the enrichers exist.
 func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
-	lab, k := cfg.Labels, cfg.Kubernetes
-	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
-		OldNamespace: lab.OldNamespace, Insight: cfg.Engine.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
-		HostnameLabel: lab.HostnameLabel}
+	k := cfg.Kubernetes
+	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Engine.ComputeInstances,
+		OldNamespace: cfg.Engine.OldNamespace, Insight: cfg.Engine.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
+		HostnameLabel: cfg.Engine.HostnameLabel}
 	shape.EnricherLabels = append(shape.EnricherLabels, simLabelNames(cfg)...)
 	if k.Enabled {
 		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(k.PodAttr.PodUIDLabel, k.PodAttr.VirtualGPUs, k.DRA)...)

@@ -159,7 +159,6 @@ func (b *builder) collection() {
 		Window:            in.Window,
 		XIDWindow:         b.interval(FlagXIDWindow, in.XIDWindow),
 		ClockEventsWindow: b.interval(FlagClockWindow, in.ClockEventsWindow),
-		ComputeInstances:  in.ComputeInstances,
 		NativeHistograms:  in.NativeHistograms,
 	}
 	// dcgm-exporter counts the clock-event samples it took every -c (30 s
@@ -200,8 +199,7 @@ func (b *builder) collection() {
 
 func (b *builder) labels() {
 	c, in := b.cfg, b.in
-	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != "", HostnameLabel: in.HostnameLabel,
-		OldNamespace: in.OldNamespace}
+	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != ""}
 	if in.NoHostname {
 		// dcgm-exporter reads -n into its config and has used it nowhere
 		// since 4.0.0 (pkg/cmd/app.go; internal/pkg/hostname): every

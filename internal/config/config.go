@@ -122,7 +122,6 @@ type Collection struct {
 	// samples at: dcgm-exporter samples the field every -c.
 	ClockEventsPeriod time.Duration
 	Devices           devsel.Selector
-	ComputeInstances  bool
 	// NativeHistograms serves a native histogram of every field with
 	// window statistics to scrapers that negotiate protobuf.
 	NativeHistograms bool
@@ -145,8 +144,6 @@ type Labels struct {
 	// HostnameGiven says it was given (the node name in Kubernetes).
 	Hostname      string
 	HostnameGiven bool
-	HostnameLabel string
-	OldNamespace  bool
 }
 
 // Log is the logging setup.

@@ -235,7 +235,7 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"source", func(in *Input) { in.Source = "rocm" }, `--source "rocm": use auto, dcgm, nvml or sim`},
 		{"log format", func(in *Input) { in.LogFormat = "xml" }, `--log-format "xml": use text or json`},
 		{"log level", func(in *Input) { in.LogLevel = "loud" }, `--log-level "loud": use debug, info, warn or error`},
-		{"host label", func(in *Input) { in.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
+		{"host label", func(in *Input) { in.Engine.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
 		{"connections", func(in *Input) { in.Web.MaxConnections = 0 }, "--web-max-connections 0: at least 1"},
 		{"streams", func(in *Input) { in.Web.MaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
 		{"insight window", func(in *Input) { in.Engine.Insight.Enabled, in.Engine.Insight.Window = true, time.Second },
@@ -369,7 +369,7 @@ func TestValidateAConfigBuiltInCode(t *testing.T) {
 	literal.Collection.DefaultInterval = time.Second
 	literal.Collection.Window = time.Second
 	literal.Web = server.Options{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
-	literal.Labels.HostnameLabel = "Hostname"
+	literal.Engine.HostnameLabel = "Hostname"
 	literal.DCGM.Mode = dcgm.ModeEmbedded
 	literal.Source = SourceSim
 	assert.NoError(t, literal.Validate(), "a Config literal needs no command line")

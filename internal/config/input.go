@@ -14,7 +14,7 @@ type Input struct {
 	Collectors, CollectInterval, Source string
 	Window                              time.Duration
 	LogFormat, LogLevel                 string
-	Hostname, HostnameLabel             string
+	Hostname                            string
 	ReloadPoll                          time.Duration
 	XIDWindow, ClockEventsWindow        string
 	DCGMMode, DCGMRemote                string
@@ -36,7 +36,7 @@ type Input struct {
 
 	// dcgm-exporter's flags.
 	Devices, SwitchDevices, CPUDevices string
-	OldNamespace, NoHostname           bool
+	NoHostname                         bool
 	ConfigMapData                      string
 	EnablePodLabels                    bool
 	PodLabelAllowlist                  []string
@@ -50,7 +50,6 @@ type Input struct {
 	DisableStartupValidate             bool
 	BindUnbindWatch                    bool
 	BindUnbindPoll                     string
-	ComputeInstances                   bool
 
 	// dcgm-exporter's flags after 4.8.2.
 	ConfigFile                               string

@@ -72,7 +72,7 @@ func collectionOptions(in *Input) []Option {
 			Value: String(&in.CPUDevices, "f"),
 			Usage: fmt.Sprintf(deviceUsage, "CPUs and cores", "every CPU and core", "CPU", "CPU IDs", "core", "core IDs")},
 		{Name: FlagComputeInstances, Category: CatCollection,
-			Value: Bool(&in.ComputeInstances, false),
+			Value: Bool(&in.Engine.ComputeInstances, false),
 			Usage: "also export MIG compute instances (GPU_CI_ID label), with -d f; dcgm-exporter never does"},
 		{Name: FlagInsight, Category: CatCollection,
 			Value: Bool(&in.Engine.Insight.Enabled, false),
@@ -107,17 +107,17 @@ func labelOptions(in *Input) []Option {
 			Value: String(&in.Hostname, ""),
 			Usage: "value of the Hostname label; defaults to the node name in Kubernetes, else the host name"},
 		{Name: FlagHostnameLabel, Category: CatLabels,
-			Value: String(&in.HostnameLabel, engine.DefaultHostnameLabel),
+			Value: String(&in.Engine.HostnameLabel, engine.DefaultHostnameLabel),
 			Usage: "name of the host label: Hostname (every released dcgm-exporter) or hostname (dcgm-exporter's main branch since #655)",
 			Check: func(c *Config) error {
-				l := c.Labels.HostnameLabel
+				l := c.Engine.HostnameLabel
 				return problem(l != "Hostname" && l != "hostname", "%q: want Hostname or hostname", l)
 			}},
 		{Name: FlagNoHostname, Aliases: []string{"n"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_NO_HOSTNAME"},
 			Value: Bool(&in.NoHostname, false),
 			Usage: "leave the Hostname label out"},
 		{Name: FlagOldNamespace, Aliases: []string{"o"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_USE_OLD_NAMESPACE"},
-			Value: Bool(&in.OldNamespace, false),
+			Value: Bool(&in.Engine.OldNamespace, false),
 			Usage: "dcgm-exporter 1.x label names: uuid, pod_name, pod_namespace, container_name (the 1.x metric names come from its counters file)"},
 		{Name: FlagReplaceBlanks, Aliases: []string{"rbmn"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"},
 			Value: Bool(&in.Engine.ReplaceBlanksInModelName, false),
