@@ -101,10 +101,11 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 // pkg/cmd/app.go) is raised to 100ms; the pod-label allowlist without pod
 // labels is ignored (internal/pkg/transformation/kubernetes.go).
 // --web-disable-exporter-metrics leaves out go_* and process_*, as
-// node_exporter's flag does.
+// node_exporter's flag does; given by its gpuscope 1.x spelling
+// (--web.disable-exporter-metrics) it works and logs one deprecation line.
 func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
 	base, p := e2etest.GPUScope(t, "--source=sim", "--sim-gpus=1", "-c", "10", "--kubernetes-pod-label-allowlist-regex", "team",
-		"--web-disable-exporter-metrics")
+		"--web.disable-exporter-metrics")
 	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
 	for name := range mfs {
 		assert.False(t, strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_"), "%s is served", name)
@@ -113,4 +114,6 @@ func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
 	out := p.Output()
 	assert.Equal(t, 1, strings.Count(out, "10ms is below the minimum 100ms; sampling every 100ms"), out)
 	assert.Equal(t, 1, strings.Count(out, "has no effect without --kubernetes-enable-pod-labels"), out)
+	assert.Equal(t, 1, strings.Count(out, "is deprecated: use --web-disable-exporter-metrics"), out)
+	assert.Contains(t, out, "flag=--web.disable-exporter-metrics", "the line names the spelling given")
 }
