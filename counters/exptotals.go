@@ -25,11 +25,6 @@ var expTotals = map[string]CompatInfo{
 		Help: "cumulative clock events observed since exporter start (edge-counted)"},
 }
 
-// ExporterTotals lists dcgm-exporter's cumulative counters gpuscope serves.
-func ExporterTotals() []CompatInfo {
-	return []CompatInfo{expTotals["DCGM_EXP_XID_ERRORS_TOTAL"], expTotals["DCGM_EXP_CLOCK_EVENTS_TOTAL"]}
-}
-
 // resolveExpTotal resolves one of those names; the file keeps
 // dcgm-exporter's label layout.
 func (p *parser) resolveExpTotal(_ int, f *Field, c CompatInfo) bool {

@@ -6,16 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gpuscope/gpuscope/internal/engine/window"
 )
 
 // TestEveryRegisteredStatisticParses: a counters line accepts each
 // registered window statistic by its name, in any case, and a word that
 // is none is refused with a message naming every one.
 func TestEveryRegisteredStatisticParses(t *testing.T) {
-	require.Len(t, AllStats, len(window.Statistics))
-	for i, reg := range window.Statistics {
+	require.Len(t, AllStats, len(Statistics))
+	for i, reg := range Statistics {
 		t.Run(reg.Name, func(t *testing.T) {
 			for _, word := range []string{reg.Name, strings.ToUpper(reg.Name)} {
 				set, err := Parse("stats.csv", strings.NewReader("DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, "+word+"\n"))
@@ -29,7 +27,7 @@ func TestEveryRegisteredStatisticParses(t *testing.T) {
 	}
 	_, err := Parse("stats.csv", strings.NewReader("DCGM_FI_PROF_SM_ACTIVE, gauge, a, 100ms, p42\n"))
 	require.Error(t, err)
-	for _, reg := range window.Statistics {
+	for _, reg := range Statistics {
 		assert.Contains(t, err.Error(), " "+reg.Name, "the message names %s", reg.Name)
 	}
 }

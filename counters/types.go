@@ -4,8 +4,6 @@ package counters
 
 import (
 	"time"
-
-	"github.com/gpuscope/gpuscope/internal/engine/window"
 )
 
 // MetricType is the Prometheus type a CSV line asks for.
@@ -32,7 +30,7 @@ func (t MetricType) String() string {
 }
 
 // Stat is one window statistic a CSV line can ask for: one of
-// window.Statistics, counted from 1.
+// Statistics, counted from 1.
 type Stat uint8
 
 // The statistics other code names; every registered one is in AllStats.
@@ -51,7 +49,7 @@ const NoHistogramWord = "nohist"
 
 // AllStats lists the statistics in the order they are exported.
 var AllStats = func() []Stat {
-	out := make([]Stat, len(window.Statistics))
+	out := make([]Stat, len(Statistics))
 	for i := range out {
 		out[i] = Stat(i + 1)
 	}
@@ -60,14 +58,14 @@ var AllStats = func() []Stat {
 
 func (s Stat) String() string {
 	if i := s.Index(); i >= 0 {
-		return window.Statistics[i].Name
+		return Statistics[i].Name
 	}
 	return "unknown"
 }
 
-// Index is the statistic's index in window.Statistics, -1 for none.
+// Index is the statistic's index in Statistics, -1 for none.
 func (s Stat) Index() int {
-	if s == 0 || int(s) > len(window.Statistics) {
+	if s == 0 || int(s) > len(Statistics) {
 		return -1
 	}
 	return int(s) - 1
@@ -75,8 +73,8 @@ func (s Stat) Index() int {
 
 // StatNames are the statistics' names, in AllStats order.
 func StatNames() []string {
-	out := make([]string, len(window.Statistics))
-	for i, st := range window.Statistics {
+	out := make([]string, len(Statistics))
+	for i, st := range Statistics {
 		out[i] = st.Name
 	}
 	return out
@@ -85,7 +83,7 @@ func StatNames() []string {
 // statNamed is the registered statistic of that name; a name that is not
 // one is a programming error.
 func statNamed(name string) Stat {
-	for i, st := range window.Statistics {
+	for i, st := range Statistics {
 		if st.Name == name {
 			return Stat(i + 1)
 		}

@@ -43,7 +43,7 @@ if want kubelet; then
       STARTED+=("$kp")
       for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
       if ! start_bin "$b" "$kport" "$OUT/gpuscope-kubelet-$tag-$mode.log" --sim-gpus 2 --collectors "$OUT/counters.csv" \
-        --kubernetes --kubernetes.pod-resources-socket "$sock" --kubernetes.refresh-interval 1s; then
+        --kubernetes --kubernetes-pod-resources-socket "$sock" --kubernetes-refresh-interval 1s; then
         hk[$tag/$mode]="gpuscope did not start"
         stop_pid "$kp"
         continue
@@ -97,8 +97,8 @@ if want apiserver; then
           mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount &&
           cp "$1/ca.crt" "$1/token" /run/secrets/kubernetes.io/serviceaccount/ && shift &&
           exec env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$1" "$2" --source sim --sim-gpus 2 \
-            --address "127.0.0.1:$3" --collectors "$4" --kubernetes --kubernetes.pod-resources-socket "$5" \
-            --kubernetes.refresh-interval 1s --kubernetes.pod-labels "team|huge-.*" --hostname node-1' \
+            --address "127.0.0.1:$3" --collectors "$4" --kubernetes --kubernetes-pod-resources-socket "$5" \
+            --kubernetes-refresh-interval 1s --kubernetes-pod-labels "team|huge-.*" --hostname node-1' \
           sh "$sa" "$sport" "$b" "$aport" "$OUT/counters.csv" "$sock" >"$OUT/gpuscope-apiserver-$tag-$mode.log" 2>&1 &
         gp=$!
         STARTED+=("$gp")

@@ -52,7 +52,7 @@ if want round4; then
       r4["$tag sim advance, form POST"]=$code
     fi
     # Item 18: a client offering only CBC suites with SHA-1.
-    "$b" --source sim --sim-gpus 1 --address "127.0.0.1:$r4port" --web.config.file "$r4dir/web.yml" >"$r4dir/tls-$tag.log" 2>&1 &
+    "$b" --source sim --sim-gpus 1 --address "127.0.0.1:$r4port" --web-config-file "$r4dir/web.yml" >"$r4dir/tls-$tag.log" 2>&1 &
     tpid=$!
     STARTED+=("$tpid")
     for _ in $(seq 100); do

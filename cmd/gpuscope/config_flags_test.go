@@ -20,11 +20,11 @@ func TestErrorsNameTheFlagAsTyped(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"gpuscope's name", []string{"--dcgm.remote-hostengine", "h:1:2"}, nil, `--dcgm.remote-hostengine "h:1:2"`},
+		{"gpuscope's name", []string{"--dcgm-remote-hostengine", "h:1:2"}, nil, `--dcgm-remote-hostengine "h:1:2"`},
 		{"dcgm-exporter's name", []string{"--remote-hostengine-info", "h:1:2"}, nil, `--remote-hostengine-info "h:1:2"`},
 		{"dcgm-exporter's name with =", []string{"--remote-hostengine-info=h:1:2"}, nil, `--remote-hostengine-info "h:1:2"`},
-		{"a one-letter alias", []string{"-r", "h:1:2"}, nil, `--dcgm.remote-hostengine "h:1:2"`},
-		{"dcgm-exporter's variable", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "h:1:2"}, `--dcgm.remote-hostengine "h:1:2"`},
+		{"a one-letter alias", []string{"-r", "h:1:2"}, nil, `--dcgm-remote-hostengine "h:1:2"`},
+		{"dcgm-exporter's variable", nil, map[string]string{"DCGM_REMOTE_HOSTENGINE_INFO": "h:1:2"}, `--dcgm-remote-hostengine "h:1:2"`},
 		{"web config under dcgm-exporter's name", []string{"--web-config-file", "/nonexistent/w.yml"}, nil, "--web-config-file /nonexistent/w.yml"},
 		{"resource names under dcgm-exporter's name", []string{"-k", "--nvidia-resource-names", "nvidia.com/*gpu"}, nil,
 			`--nvidia-resource-names: "nvidia.com/*gpu" is not a resource name`},
@@ -46,13 +46,13 @@ func TestErrorsNameTheFlagAsTyped(t *testing.T) {
 // mistakes stop gpuscope with all of them, one per line.
 func TestEveryProblemOfACommandLineAtOnce(t *testing.T) {
 	t.Setenv("DCGM_EXPORTER_INTERVAL", "soon")
-	_, err := parseArgs(t, "--log-format", "xml", "-d", "x:1", "--dcgm.mode", "bogus", "--web.max-connections", "0")
+	_, err := parseArgs(t, "--log-format", "xml", "-d", "x:1", "--dcgm-mode", "bogus", "--web-max-connections", "0")
 	require.Error(t, err)
 	assert.Equal(t, 2, exitcode.Of(err))
 	lines := strings.Split(err.Error(), "\n")
 	assert.Len(t, lines, 5, err.Error())
 	for _, want := range []string{`--collect-interval "soon"`, `--log-format "xml"`, `--devices "x:1"`,
-		`--dcgm.mode "bogus"`, "--web.max-connections 0: at least 1"} {
+		`--dcgm-mode "bogus"`, "--web-max-connections 0: at least 1"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }

@@ -28,7 +28,7 @@ func warnUnsupported(log *logrus.Entry, cfg *config.Config) {
 		warn(config.FlagDisableStartupCheck, "gpuscope runs no startup validation that could stop it, so there is nothing to disable")
 	}
 	dev := cfg.Collection.Devices
-	if cfg.Collection.ComputeInstances && !dev.GPUs.Flex {
+	if cfg.Engine.ComputeInstances && !dev.GPUs.Flex {
 		warn(config.FlagComputeInstances, "compute instances are exported with -d f only: g and i select GPUs and GPU instances, as in dcgm-exporter")
 	}
 	if len(dev.CPUs.Major)+len(dev.CPUs.Minor) > 0 || dev.CPUs.AllMajor || dev.CPUs.AllMinor {

@@ -38,10 +38,10 @@ func newerFlagCases() map[string]flagCase {
 		"web-write-timeout":      {value: "45s", got: get(func(c *config.Config) any { return c.Web.WriteTimeout }), want: "45s"},
 		"max-concurrent-scrapes": {value: "4", got: get(func(c *config.Config) any { return c.Web.MaxConcurrentScrapes }), want: "4"},
 		// gpuscope serves the Go and process families unless told not to;
-		// the flag overrides a --web.disable-exporter-metrics variable.
-		"enable-exporter-metrics": {value: "true", with: []string{"--web.disable-exporter-metrics=false"},
-			got: get(func(c *config.Config) any { return !c.Web.DisableExporterMetrics }), want: "true"},
-		"health-require-gpus": {value: "true", got: get(func(c *config.Config) any { return c.Web.HealthRequireGPUs }), want: "true"},
+		// the flag overrides a --web-disable-exporter-metrics variable.
+		"enable-exporter-metrics": {value: "true", with: []string{"--web-disable-exporter-metrics=false"},
+			got: get(func(c *config.Config) any { return !c.DisableExporterMetrics }), want: "true"},
+		"health-require-gpus": {value: "true", got: get(func(c *config.Config) any { return c.HealthRequireGPUs }), want: "true"},
 		// Accepted and checked; gpuscope keeps its own rings, and says so.
 		"watch-max-keep-age": {value: "5m", want: "5m0s [--watch-max-keep-age]",
 			got: get(func(c *config.Config) any { return fmt.Sprint(c.Collection.WatchMaxKeepAge, " ", warnedFlags(c)) })},
@@ -126,7 +126,7 @@ func TestNewestDCGMExporterDefaults(t *testing.T) {
 	diffs := maps.Clone(defaultDifferences)
 	// 0 keeps gpuscope's own server limits: headers read within 10s, a
 	// response written within 1m, and no scrape limit beyond
-	// --web.max-connections, as scrapes share one rendering.
+	// --web-max-connections, as scrapes share one rendering.
 	diffs["web-read-timeout"] = "0s"
 	diffs["web-write-timeout"] = "0s"
 	diffs["max-concurrent-scrapes"] = "0"
@@ -156,13 +156,13 @@ func TestNewerDCGMExporterValues(t *testing.T) {
 		{args: []string{"-r", "tcp://10.0.0.2:5555"}, got: func(c *config.Config) string { return c.Labels.Hostname }, want: "10.0.0.2"},
 		{args: []string{"-r", "unix:///run/nvidia/hostengine.sock"}, got: remote, want: "remote unix:///run/nvidia/hostengine.sock"},
 		{args: []string{"-r", "[::1]:5555"}, got: remote, want: "remote [::1]:5555"},
-		{args: []string{"-r", "vsock://3:5555"}, wantErr: []string{"--dcgm.remote-hostengine", "vsock://3:5555", "VSOCK", "not supported", "TCP and unix sockets"}},
-		{args: []string{"-r", "ftp://host:1"}, wantErr: []string{"--dcgm.remote-hostengine", "unknown scheme"}},
+		{args: []string{"-r", "vsock://3:5555"}, wantErr: []string{"--dcgm-remote-hostengine", "vsock://3:5555", "VSOCK", "not supported", "TCP and unix sockets"}},
+		{args: []string{"-r", "ftp://host:1"}, wantErr: []string{"--dcgm-remote-hostengine", "unknown scheme"}},
 		{args: []string{"-d", "g:0+i:1-2", "-s", "i:3+g:1", "-p", "g+i"}, got: devices, want: "g:0+i:1,2 g:1+i:3 g+i"},
 		{args: []string{"-d", "f+g"}, wantErr: []string{"--devices", "cannot be combined"}},
 		{args: []string{"-d", "g:0+g:1"}, wantErr: []string{"--devices", "given twice"}},
 		{args: []string{"-d", "g+"}, wantErr: []string{"--devices", `"g+"`}},
-		{args: []string{"--enable-exporter-metrics", "--web.disable-exporter-metrics"}, wantErr: []string{"--enable-exporter-metrics", "--web.disable-exporter-metrics", "contradict"}},
+		{args: []string{"--enable-exporter-metrics", "--web-disable-exporter-metrics"}, wantErr: []string{"--enable-exporter-metrics", "--web-disable-exporter-metrics", "contradict"}},
 		{args: []string{"--max-concurrent-scrapes", "-1"}, wantErr: []string{"--max-concurrent-scrapes", "-1"}},
 		{args: []string{"--watch-max-keep-age", "-1s"}, wantErr: []string{"--watch-max-keep-age", "-1s"}},
 	}

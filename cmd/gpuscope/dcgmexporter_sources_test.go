@@ -85,7 +85,7 @@ func TestDCGMListsProcessesWhenPodsNeedThem(t *testing.T) {
 	}{
 		{nil, false},
 		{[]string{"--kubernetes"}, false},
-		{[]string{"--kubernetes", "--kubernetes.shared-gpu-attribution"}, true},
+		{[]string{"--kubernetes", "--kubernetes-shared-gpu-attribution"}, true},
 		{[]string{"--kubernetes", "--kubernetes-virtual-gpus"}, true},
 	}
 	for _, tt := range tests {

@@ -104,12 +104,12 @@ func flagCases() map[string]flagCase {
 		"address":                      {value: ":9500", got: get(func(c *config.Config) any { return c.Web.Address }), want: ":9500"},
 		"collect-interval":             {value: "20000", want: "20s", got: get(func(c *config.Config) any { return c.Collection.DefaultInterval })},
 		"kubernetes":                   {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.Enabled }), want: "true"},
-		"use-old-namespace":            {value: "true", got: get(func(c *config.Config) any { return c.Labels.OldNamespace }), want: "true"},
+		"use-old-namespace":            {value: "true", got: get(func(c *config.Config) any { return c.Engine.OldNamespace }), want: "true"},
 		"cpu-devices":                  {value: "g:0-1", got: get(func(c *config.Config) any { return c.Collection.Devices.CPUs.String() }), want: "g:0,1"},
 		"configmap-data":               {value: "gpu-operator:exporter-metrics", want: "gpu-operator/exporter-metrics", got: get(func(c *config.Config) any { return c.Counters.ConfigMap.String() })},
 		"remote-hostengine-info":       {value: "10.0.0.2:5555", want: "remote 10.0.0.2:5555", got: get(func(c *config.Config) any { return string(c.DCGM.Mode) + " " + c.DCGM.RemoteHostengine })},
 		"kubernetes-enable-pod-labels": {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodLabels.Expr }), want: ".*"},
-		"kubernetes-enable-pod-uid":    {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodUIDLabel }), want: "true"},
+		"kubernetes-enable-pod-uid":    {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodAttr.PodUIDLabel }), want: "true"},
 		"kubernetes-gpu-id-type":       {value: "device-name", got: get(func(c *config.Config) any { return c.Kubernetes.GPUIDType }), want: "device-name"},
 		"kubernetes-pod-label-allowlist-regex": {value: "^team$,app", with: []string{"--kubernetes-enable-pod-labels"},
 			got: get(func(c *config.Config) any { return c.Kubernetes.PodLabels.Expr }), want: ".*(?:^team$).*|.*(?:app).*"},
@@ -117,7 +117,7 @@ func flagCases() map[string]flagCase {
 		"no-hostname":                    {value: "true", got: get(func(c *config.Config) any { return len(c.Warnings) }), want: "1"},
 		"switch-devices":                 {value: "i:3-4", got: get(func(c *config.Config) any { return c.Collection.Devices.Switches.String() }), want: "i:3,4"},
 		"fake-gpus":                      {value: "true", got: get(func(c *config.Config) any { return c.DCGM.AcceptFakeGPUs }), want: "true"},
-		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.ConfigFile }), want: "/dev/null"},
+		"web-config-file":                {value: "/dev/null", got: get(func(c *config.Config) any { return c.Web.WebConfigFile }), want: "/dev/null"},
 		"xid-count-window-size":          {value: "60000", want: "1m0s", got: get(func(c *config.Config) any { return c.Collection.XIDWindow })},
 		"replace-blanks-in-model-name":   {value: "true", got: get(func(c *config.Config) any { return c.Engine.ReplaceBlanksInModelName }), want: "true"},
 		"debug":                          {value: "true", got: get(func(c *config.Config) any { return c.Log.Level }), want: "debug"},
@@ -125,11 +125,11 @@ func flagCases() map[string]flagCase {
 		"enable-dcgm-log":                {value: "true", want: "NONE", got: get(func(c *config.Config) any { return c.DCGM.HostEngineLogLevel })},
 		"dcgm-log-level":                 {value: "DEBUG", with: []string{"--enable-dcgm-log"}, got: get(func(c *config.Config) any { return c.DCGM.HostEngineLogLevel }), want: "DEBUG"},
 		"log-format":                     {value: "json", got: get(func(c *config.Config) any { return c.Log.Format }), want: "json"},
-		"pod-resources-kubelet-socket":   {value: "/run/kubelet.sock", got: get(func(c *config.Config) any { return c.Kubernetes.Socket }), want: "/run/kubelet.sock"},
+		"pod-resources-kubelet-socket":   {value: "/run/kubelet.sock", got: get(func(c *config.Config) any { return c.Kubernetes.PodAttr.Socket }), want: "/run/kubelet.sock"},
 		"hpc-job-mapping-dir":            {value: "/var/run/jobs", got: get(func(c *config.Config) any { return c.HPCJobDir }), want: "/var/run/jobs"},
 		"nvidia-resource-names": {value: "nvidia.com/a100,nvidia.com/h100", want: "nvidia.com/a100 nvidia.com/h100",
-			got: get(func(c *config.Config) any { return strings.Join(c.Kubernetes.ResourceNames, " ") })},
-		"kubernetes-virtual-gpus":       {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.VirtualGPUs }), want: "true"},
+			got: get(func(c *config.Config) any { return strings.Join(c.Kubernetes.PodAttr.ResourceNames, " ") })},
+		"kubernetes-virtual-gpus":       {value: "true", got: get(func(c *config.Config) any { return c.Kubernetes.PodAttr.VirtualGPUs }), want: "true"},
 		"dump-enabled":                  {value: "true", got: get(func(c *config.Config) any { return c.Dump.Enabled }), want: "true"},
 		"dump-directory":                {value: "/var/tmp/dumps", got: get(func(c *config.Config) any { return c.Dump.Directory }), want: "/var/tmp/dumps"},
 		"dump-retention":                {value: "48", got: get(func(c *config.Config) any { return c.Dump.Retention }), want: "48h0m0s"},
@@ -309,7 +309,7 @@ func TestComputeInstancesFlag(t *testing.T) {
 			}
 			p, err := parseArgs(t, tt.args...)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, p.cfg.Collection.ComputeInstances)
+			assert.Equal(t, tt.want, p.cfg.Engine.ComputeInstances)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +35,8 @@ func serveFlags(in *config.Input) []cli.Flag {
 
 // cliFlag is the urfave/cli flag of one option, by the type of its field.
 func cliFlag(o config.Option) cli.Flag {
-	name, aliases, vars, cat, usage := o.Name, o.Aliases, o.EnvVars(), o.Category, o.Usage
+	name, vars, cat, usage := o.Name, o.EnvVars(), o.Category, o.Usage
+	aliases := append(slices.Clip(o.Aliases), o.Deprecated...)
 	switch p := o.Value.Field().(type) {
 	case *string:
 		return &cli.StringFlag{Name: name, Aliases: aliases, EnvVars: vars, Category: cat, Usage: usage,

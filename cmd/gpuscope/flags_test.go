@@ -32,13 +32,13 @@ func TestServeFlagsStartFromTheOptionsDefaults(t *testing.T) {
 	t.Setenv("GPUSCOPE_SIM_SEED", "7")
 	t.Setenv("DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME", "true")
 	in := parseServeFlags(t, "-a", ":1", "--insight-window", "5s", "-k", "--sim-gpus", "3", "--sim-event-rate", "0.5",
-		"--kubernetes.resource-names", "a.com/gpu", "--kubernetes.resource-names", "b.com/gpu")
-	assert.Equal(t, ":1", in.Address)
-	assert.Equal(t, 5*time.Second, in.InsightWindow)
+		"--kubernetes-resource-names", "a.com/gpu", "--kubernetes-resource-names", "b.com/gpu")
+	assert.Equal(t, ":1", in.Web.Address)
+	assert.Equal(t, 5*time.Second, in.Engine.Insight.Window)
 	assert.True(t, in.Kubernetes)
 	assert.Equal(t, 3, in.SimGPUs)
 	assert.Equal(t, 0.5, in.SimEventRate)
 	assert.Equal(t, int64(7), in.SimSeed)
 	assert.True(t, in.Engine.ReplaceBlanksInModelName)
-	assert.Equal(t, []string{"a.com/gpu", "b.com/gpu"}, in.ResourceNames)
+	assert.Equal(t, []string{"a.com/gpu", "b.com/gpu"}, in.PodAttr.ResourceNames)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/gpuscope/gpuscope/internal/config"
 )
 
 // helpWidth is the widest line of the help pages.
@@ -71,15 +73,24 @@ func wrapWords(text string, width int) []string {
 }
 
 // compatNames is the help's list of the other names flags answer to:
-// dcgm-exporter's long names and variables, one line per flag.
+// dcgm-exporter's long names and variables, one line per flag, then
+// gpuscope's deprecated spellings.
 func compatNames(flags []cli.Flag) string {
+	deprecated := map[string]string{}
+	var old strings.Builder
+	for _, o := range config.Options(&config.Input{}) {
+		for _, d := range o.Deprecated {
+			deprecated[d] = o.Name
+			fmt.Fprintf(&old, "   --%s\t--%s\n", d, o.Name)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("\nDCGM-EXPORTER NAMES:\n   dcgm-exporter's flags and variables work unchanged; " +
 		"each is the gpuscope flag named before it.\n\n")
 	for _, f := range flags {
 		var other []string
 		for _, a := range f.Names()[1:] {
-			if len(a) > 1 {
+			if _, dep := deprecated[a]; len(a) > 1 && !dep {
 				other = append(other, "--"+a)
 			}
 		}
@@ -91,6 +102,12 @@ func compatNames(flags []cli.Flag) string {
 		if len(other) > 0 {
 			fmt.Fprintf(&b, "   --%s\t%s\n", f.Names()[0], strings.Join(other, ", "))
 		}
+	}
+	if old.Len() > 0 {
+		intro := "gpuscope's earlier dotted spellings still work, with a warning in the log at start; " +
+			"use the name after each. Their variables are unchanged."
+		b.WriteString("\nDEPRECATED NAMES:\n   " + strings.Join(wrapWords(intro, helpWidth-3), "\n   ") + "\n\n")
+		b.WriteString(old.String())
 	}
 	return b.String()
 }

@@ -65,16 +65,16 @@ func TestBadFlagsAndVariablesNameTheFlag(t *testing.T) {
 		{"scenario and a node-shaping flag", []string{"--source", "sim", "--sim-scenario", "zombie", "--sim-gpus", "2"}, nil,
 			"--sim-gpus with --sim-scenario zombie: the scenario lays out the node"},
 		{"sim clock", []string{"--source", "sim", "--sim-clock", "fast"}, map[string]string{}, `--sim-clock "fast": use real or manual`},
-		{"missing web config", []string{"--web.config.file", "/nonexistent/web.yml"}, nil, "--web.config.file /nonexistent/web.yml"},
+		{"missing web config", []string{"--web-config-file", "/nonexistent/web.yml"}, nil, "--web-config-file /nonexistent/web.yml"},
 		{"stray argument", []string{"serve"}, nil, `unexpected argument "serve"`},
-		{"without --kubernetes", []string{"--source", "sim", "--kubernetes.pod-labels", "team"}, nil,
-			"--kubernetes.pod-labels needs --kubernetes"},
-		{"bad regular expression", []string{"--source", "sim", "--kubernetes", "--kubernetes.pod-labels", "team("}, nil,
-			`--kubernetes.pod-labels: allowlist "team(" is not a valid regular expression`},
+		{"without --kubernetes", []string{"--source", "sim", "--kubernetes-pod-labels", "team"}, nil,
+			"--kubernetes-pod-labels needs --kubernetes"},
+		{"bad regular expression", []string{"--source", "sim", "--kubernetes", "--kubernetes-pod-labels", "team("}, nil,
+			`--kubernetes-pod-labels: allowlist "team(" is not a valid regular expression`},
 		{"bad regular expression in the variable", []string{"--source", "sim", "-k"}, map[string]string{"GPUSCOPE_KUBERNETES_POD_LABELS": "[a-"},
-			"--kubernetes.pod-labels: allowlist"},
-		{"outside a pod", []string{"--source", "sim", "--kubernetes", "--kubernetes.pod-labels", "team", "--hostname", "node-1"},
-			map[string]string{"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""}, "--kubernetes.pod-labels: pod labels: KUBERNETES_SERVICE_HOST"},
+			"--kubernetes-pod-labels: allowlist"},
+		{"outside a pod", []string{"--source", "sim", "--kubernetes", "--kubernetes-pod-labels", "team", "--hostname", "node-1"},
+			map[string]string{"KUBERNETES_SERVICE_HOST": "", "KUBERNETES_SERVICE_PORT": ""}, "--kubernetes-pod-labels: pod labels: KUBERNETES_SERVICE_HOST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestDCGMExporterArgumentsAreAccepted(t *testing.T) {
 	assert.Equal(t, dcgm.ModeRemote, got.DCGM.Mode)
 	assert.Equal(t, "localhost:5555", got.DCGM.RemoteHostengine)
 	assert.True(t, got.Kubernetes.Enabled)
-	assert.Equal(t, "/dev/null", got.Web.ConfigFile)
+	assert.Equal(t, "/dev/null", got.Web.WebConfigFile)
 }
 
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
@@ -201,7 +201,7 @@ func TestProfilingCommandPostsToTheExporter(t *testing.T) {
 func TestClearerFileErrorsPollIntervalHasAMinimum(t *testing.T) {
 	for _, value := range []string{"1ns", "99ms", "-5s"} {
 		t.Run(value, func(t *testing.T) {
-			_, err := run(t, "--source", "sim", "--collectors-poll-interval", value, "--web.config.file", "/nonexistent/web.yml")
+			_, err := run(t, "--source", "sim", "--collectors-poll-interval", value, "--web-config-file", "/nonexistent/web.yml")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "--collectors-poll-interval "+value+": below the minimum 100ms (0 turns polling off)")
 		})
@@ -242,7 +242,7 @@ func TestProfilingEndpointsCommandTrustsACAFile(t *testing.T) {
 	}
 }
 
-// TestConfigurationTyposAreFatal: a bad --dcgm.mode or DCGM address is an
+// TestConfigurationTyposAreFatal: a bad --dcgm-mode or DCGM address is an
 // error at start whatever the source, and in auto mode it is not taken for
 // a host engine that is away (which would serve NVML and probe DCGM
 // forever).
@@ -251,11 +251,11 @@ func TestConfigurationTyposAreFatal(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--source", "auto", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
-		{[]string{"--source", "nvml", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
-		{[]string{"--source", "auto", "--dcgm.mode", "remote"}, "--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)"},
-		{[]string{"--source", "auto", "--dcgm.mode", "embedded", "--dcgm.remote-hostengine", "h:5555"}, `--dcgm.remote-hostengine "h:5555" is only used with --dcgm.mode=remote, not embedded`},
-		{[]string{"--source", "sim", "--dcgm.mode", "bogus"}, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+		{[]string{"--source", "auto", "--dcgm-mode", "bogus"}, `--dcgm-mode "bogus": want one of embedded, remote, start`},
+		{[]string{"--source", "nvml", "--dcgm-mode", "bogus"}, `--dcgm-mode "bogus": want one of embedded, remote, start`},
+		{[]string{"--source", "auto", "--dcgm-mode", "remote"}, "--dcgm-mode=remote needs --dcgm-remote-hostengine (host:port or a unix socket path)"},
+		{[]string{"--source", "auto", "--dcgm-mode", "embedded", "--dcgm-remote-hostengine", "h:5555"}, `--dcgm-remote-hostengine "h:5555" is only used with --dcgm-mode=remote, not embedded`},
+		{[]string{"--source", "sim", "--dcgm-mode", "bogus"}, `--dcgm-mode "bogus": want one of embedded, remote, start`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -41,18 +41,18 @@ func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
 		// Default counters, on a MIG GPU instance: 8 identity + 1 label
 		// field + pod, namespace, container + 2 of a family + 4 added
 		// later leave 12.
-		{"thirteen named keys", []string{"--kubernetes.pod-labels", thirteen},
-			`--kubernetes.pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series of a MIG GPU instance already carries 18 of the 30 labels`},
+		{"thirteen named keys", []string{"--kubernetes-pod-labels", thirteen},
+			`--kubernetes-pod-labels "` + thirteen + `" matches up to 13 label keys but only 12 fit: a series of a MIG GPU instance already carries 18 of the 30 labels`},
 		// vgpu and pod_uid (which the per-pod values of virtual GPUs always
 		// carry) and GPU_CI_ID take three more.
-		{"vgpu and compute instances take three more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes-virtual-gpus", "--mig-compute-instances"},
+		{"vgpu and compute instances take three more", []string{"--kubernetes-pod-labels", twelve, "--kubernetes-virtual-gpus", "--mig-compute-instances"},
 			"matches up to 12 label keys but only 9 fit: a series of a MIG compute instance already carries 21 of the 30 labels"},
-		{"pod_uid and hpc_job take two more", []string{"--kubernetes.pod-labels", twelve, "--kubernetes.pod-uid-label", "--hpc-job-mapping-dir", t.TempDir()},
+		{"pod_uid and hpc_job take two more", []string{"--kubernetes-pod-labels", twelve, "--kubernetes-pod-uid-label", "--hpc-job-mapping-dir", t.TempDir()},
 			"matches up to 12 label keys but only 10 fit"},
-		{"a counters file that leaves no room", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*"},
-			`--kubernetes.pod-labels "team.*": no room for pod labels: a series of a MIG GPU instance already carries 30 of the 30 labels Mimir and Cortex accept (8 identity: gpu, UUID, pci_bus_id, device, modelName, GPU_I_PROFILE, GPU_I_ID, Hostname; 13 label-type fields of ` + manyLabels},
-		{"the advice names the options that add labels", []string{"-f", manyLabels, "--kubernetes.pod-labels", "team.*", "--kubernetes.pod-uid-label"},
-			"to fit, drop --kubernetes.pod-uid-label (pod_uid) or list fewer label-type fields in " + manyLabels},
+		{"a counters file that leaves no room", []string{"-f", manyLabels, "--kubernetes-pod-labels", "team.*"},
+			`--kubernetes-pod-labels "team.*": no room for pod labels: a series of a MIG GPU instance already carries 30 of the 30 labels Mimir and Cortex accept (8 identity: gpu, UUID, pci_bus_id, device, modelName, GPU_I_PROFILE, GPU_I_ID, Hostname; 13 label-type fields of ` + manyLabels},
+		{"the advice names the options that add labels", []string{"-f", manyLabels, "--kubernetes-pod-labels", "team.*", "--kubernetes-pod-uid-label"},
+			"to fit, drop --kubernetes-pod-uid-label (pod_uid) or list fewer label-type fields in " + manyLabels},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestPodLabelsThatCannotFitAreAStartupError(t *testing.T) {
 	// Twelve named keys fit: startup goes on to the API server, which is
 	// not there outside a pod.
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	_, err := run(t, append(base, "--kubernetes.pod-labels", twelve)...)
+	_, err := run(t, append(base, "--kubernetes-pod-labels", twelve)...)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "KUBERNETES_SERVICE_HOST")
 }

@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	// gathered in the background, not at each scrape (server.Options.Sampled).
 	sampled := prometheus.NewRegistry()
 	sampled.MustRegister(versioncollector.NewCollector("gpuscope"))
-	if !cfg.Web.DisableExporterMetrics {
+	if !cfg.DisableExporterMetrics {
 		sampled.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	startReload(ctx, cfg, eng, reg, log)
@@ -186,28 +186,40 @@ func startEngine(ctx context.Context, cfg *config.Config, set *counters.Set, src
 	opts.XIDWindow = col.XIDWindow
 	opts.ClockEventsWindow = col.ClockEventsWindow
 	opts.ClockEventsPeriod = col.ClockEventsPeriod
-	opts.WindowOption = cfg.Flag(config.FlagWindow)
-	opts.ClockEventsWindowOption = cfg.Flag(config.FlagClockWindow)
 	opts.Hostname = lab.Hostname
-	opts.HostnameLabel = lab.HostnameLabel
 	opts.Enrichers = enrichers
 	opts.LabelOptions = labelOptions(cfg)
 	opts.Log = log.WithField("component", "engine")
 	opts.Select = selectEntities(col.Devices, log)
-	opts.ComputeInstances = col.ComputeInstances
-	opts.OldNamespace = lab.OldNamespace
-	opts.Insight = cfg.Insight.Enabled
-	opts.InsightWindow = cfg.Insight.Window
 	opts.NoNativeHistograms = !col.NativeHistograms
 	eng, err := engine.New(opts)
 	if err != nil {
-		return nil, err
+		return nil, nameWindow(cfg, err)
 	}
 	engRef.Store(eng)
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}
 	return eng, nil
+}
+
+// nameWindow names a window the engine refused by the flag that set it.
+// What wraps the refusal ("reload: ") was written out with the engine's
+// generic name, so the message is rebuilt around the named one.
+func nameWindow(cfg *config.Config, err error) error {
+	var we *engine.WindowError
+	if !errors.As(err, &we) {
+		return err
+	}
+	prefix, ok := strings.CutSuffix(err.Error(), we.Error())
+	if !ok {
+		return err
+	}
+	we.Option = cfg.Flag(config.FlagWindow)
+	if we.ClockEvents {
+		we.Option = cfg.Flag(config.FlagClockWindow)
+	}
+	return fmt.Errorf("%s%w", prefix, we)
 }
 
 // startReload reloads the counters file on SIGHUP and when it changes.
@@ -222,7 +234,7 @@ func startReload(ctx context.Context, cfg *config.Config, eng *engine.Engine, re
 			if err := cfg.Collection.WatchGroups.Apply(set); err != nil {
 				return fmt.Errorf("%s: %w", cfg.Flag(config.FlagConfigFile), err)
 			}
-			return eng.Reload(set)
+			return nameWindow(cfg, eng.Reload(set))
 		}
 		w := reload.New(path, apply, cfg.Counters.ReloadPoll, log.WithField("component", "reload"))
 		reg.MustRegister(w)
@@ -247,7 +259,6 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	if pc, ok := src.(source.ProfilingController); ok {
 		prof = pc
 	}
-	web := cfg.Web
 	var srv *server.Server
 	fields, err := fieldsPage(eng, src, cfg.Collection.Window, log, func() []byte { return srv.Exposition() })
 	if err != nil {
@@ -258,42 +269,26 @@ func listenAndServe(ctx context.Context, cfg *config.Config, eng *engine.Engine,
 	if manual != nil {
 		now, advance = manual.Now, manual.Handler()
 	}
-	srv, err = server.New(server.Options{
-		Now:           now,
-		SimClock:      advance,
-		Address:       web.Address,
-		WebConfigFile: web.ConfigFile,
-		Engine:        server.Snapshots(eng.Snapshot, eng.Ready),
-		// Without histograms the protobuf exposition would hold what the
-		// text does, at a larger size: every scraper gets the text.
-		Protobuf:         cfg.Collection.NativeHistograms,
-		Gatherer:         regs.live,
-		Sampled:          regs.sampled,
-		Profiling:        prof,
-		Samples:          eng,
-		MaxStreams:       web.MaxStreams,
-		MaxRequests:      web.MaxRequests,
-		MaxResponseBytes: web.MaxResponseBytes,
-		Registerer:       regs.live,
-		Version:          version.Version,
-		Log:              log.WithField("component", "http"),
-		Pprof:            web.Pprof,
-		SystemdSocket:    web.SystemdSocket,
-
-		EnableProfilingAPI:   web.EnableProfilingAPI,
-		MaxConnections:       web.MaxConnections,
-		ReadTimeout:          web.ReadTimeout,
-		WriteTimeout:         web.WriteTimeout,
-		MaxConcurrentScrapes: web.MaxConcurrentScrapes,
-		Health:               gpuHealth(web.HealthRequireGPUs, eng),
-		Fields:               fields,
-		OnServing: func(addr string) {
-			log.WithFields(logrus.Fields{
-				"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
-				"version": version.Version,
-			}).Info("gpuscope is serving")
-		},
-	})
+	// The options flags set as they are come with the configuration.
+	opts := cfg.Web
+	opts.Now, opts.SimClock = now, advance
+	opts.Engine = server.Snapshots(eng.Snapshot, eng.Ready)
+	// Without histograms the protobuf exposition would hold what the text
+	// does, at a larger size: every scraper gets the text.
+	opts.Protobuf = cfg.Collection.NativeHistograms
+	opts.Gatherer, opts.Sampled, opts.Registerer = regs.live, regs.sampled, regs.live
+	opts.Profiling, opts.Samples = prof, eng
+	opts.Version = version.Version
+	opts.Log = log.WithField("component", "http")
+	opts.Health = gpuHealth(cfg.HealthRequireGPUs, eng)
+	opts.Fields = fields
+	opts.OnServing = func(addr string) {
+		log.WithFields(logrus.Fields{
+			"address": addr, "source": src.Name(), "fields": len(set.Fields), "counters": set.File,
+			"version": version.Version,
+		}).Info("gpuscope is serving")
+	}
+	srv, err = server.New(opts)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,10 @@ import (
 
 	"github.com/gpuscope/gpuscope/internal/config"
 	"github.com/gpuscope/gpuscope/internal/enrich"
+	"github.com/gpuscope/gpuscope/internal/enrich/simjobs"
+	"github.com/gpuscope/gpuscope/internal/enrich/simpods"
 	"github.com/gpuscope/gpuscope/source/sim"
 	"github.com/gpuscope/gpuscope/source/sim/simclock"
-	"github.com/gpuscope/gpuscope/source/sim/simjobs"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 // simConfig is the simulated node --sim-* ask for, on the manual clock when
@@ -50,11 +50,9 @@ func manualClock(cfg *config.Config) *simclock.Clock {
 	if cfg.Source != config.SourceSim || cfg.Sim.Clock != config.SimClockManual {
 		return nil
 	}
-	fine := cfg.Collection.Window
-	if cfg.Insight.Enabled {
-		fine = max(fine, cfg.Insight.Window)
-	}
-	return simclock.New(fine)
+	opts := cfg.Engine
+	opts.Window = cfg.Collection.Window
+	return simclock.New(opts.LookBack())
 }
 
 // simEnrichers are the simulated pods and jobs: those of --sim-pods, or

@@ -45,7 +45,7 @@ func openSource(cfg *config.Config, log *logrus.Entry, manual *simclock.Clock) (
 func dcgmConfig(cfg *config.Config, log *logrus.Entry) dcgm.Config {
 	c := dcgm.Config{Mode: cfg.DCGM.Mode, RemoteHostengine: cfg.DCGM.RemoteHostengine, Window: cfg.Collection.Window,
 		Log: log.WithField("source", dcgm.Name), BindUnbindPoll: cfg.Collection.BindUnbindPoll, ConnectTimeout: cfg.DCGM.ConnectTimeout}
-	if k := cfg.Kubernetes; cfg.Engine.Processes.Enabled || (k.Enabled && (k.SharedGPUAttribution || k.VirtualGPUs)) {
+	if k := cfg.Kubernetes; cfg.Engine.Processes.Enabled || (k.Enabled && (k.PodAttr.SharedGPUAttribution || k.PodAttr.VirtualGPUs)) {
 		// DCGM lists no processes; NVML beside it does (docs/dcgm.md).
 		c.Processes.Open = func() (dcgm.ProcessReader, error) {
 			r, err := nvml.OpenProcessReader(nvml.ReaderConfig{Logger: log.WithField("source", dcgm.Name)})

@@ -53,18 +53,9 @@ func openClusterEnrichers(ctx context.Context, cfg *config.Config, set *counters
 func openPodAttribution(ctx context.Context, cfg *config.Config, set *counters.Set, src source.Source, entities func() []*source.Entity,
 	log *logrus.Entry, reg *prometheus.Registry) (*podattr.Enricher, error) {
 	k := cfg.Kubernetes
-	pc := podattr.Config{
-		Socket:               k.Socket,
-		ResourceNames:        k.ResourceNames,
-		RefreshInterval:      k.RefreshInterval,
-		LabelGrace:           k.LabelGrace,
-		PodUIDLabel:          k.PodUIDLabel,
-		SharedGPUAttribution: k.SharedGPUAttribution,
-		VirtualGPUs:          k.VirtualGPUs,
-		ProcRoot:             k.ProcRoot,
-		Entities:             entities,
-		Logger:               log,
-	}
+	// The options flags set as they are come with the configuration.
+	pc := k.PodAttr
+	pc.Entities, pc.Logger = entities, log
 	if pl, ok := src.(source.ProcessLister); ok {
 		pc.Processes = pl.Processes
 	}
@@ -165,13 +156,13 @@ func podLabelRoom(cfg *config.Config, set *counters.Set) (int, error) {
 // seriesShape is what the configuration puts on the engine's series,
 // before the enrichers exist.
 func seriesShape(cfg *config.Config, set *counters.Set) engine.SeriesShape {
-	lab, k := cfg.Labels, cfg.Kubernetes
-	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Collection.ComputeInstances,
-		OldNamespace: lab.OldNamespace, Insight: cfg.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
-		HostnameLabel: lab.HostnameLabel}
+	k := cfg.Kubernetes
+	shape := engine.SeriesShape{Counters: set, ComputeInstances: cfg.Engine.ComputeInstances,
+		OldNamespace: cfg.Engine.OldNamespace, Insight: cfg.Engine.Insight.Enabled, Processes: cfg.Engine.Processes.Enabled, Options: labelOptions(cfg),
+		HostnameLabel: cfg.Engine.HostnameLabel}
 	shape.EnricherLabels = append(shape.EnricherLabels, simLabelNames(cfg)...)
 	if k.Enabled {
-		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(k.PodUIDLabel, k.VirtualGPUs, k.DRA)...)
+		shape.EnricherLabels = append(shape.EnricherLabels, podattr.LabelNames(k.PodAttr.PodUIDLabel, k.PodAttr.VirtualGPUs, k.DRA)...)
 	}
 	if cfg.HPCJobDir != "" {
 		shape.EnricherLabels = append(shape.EnricherLabels, hpcjob.LabelJob)
@@ -196,7 +187,7 @@ func labelOptions(cfg *config.Config) map[string]string {
 	for _, l := range podattr.DRALabels {
 		m[l] = cfg.Flag(config.FlagDRA)
 	}
-	if cfg.Kubernetes.VirtualGPUs && !cfg.Kubernetes.PodUIDLabel {
+	if pa := cfg.Kubernetes.PodAttr; pa.VirtualGPUs && !pa.PodUIDLabel {
 		// The per-pod values of virtual GPUs carry pod_uid on their own.
 		m[podattr.LabelPodUID] = cfg.Flag(config.FlagVirtualGPUs)
 	}

@@ -252,7 +252,7 @@ func startExporter(t *testing.T, r renderedChart, simFlags ...string) string {
 	var kubelet *os.Process
 	podsFile := filepath.Join(t.TempDir(), "pods.json")
 	for _, a := range args {
-		if socket, ok := strings.CutPrefix(a, "--kubernetes.pod-resources-socket="); ok {
+		if socket, ok := strings.CutPrefix(a, "--kubernetes-pod-resources-socket="); ok {
 			require.NoError(t, os.WriteFile(podsFile, []byte("[]"), 0o600))
 			kubelet = startWithEnv(t, buildMain(t, "./internal/testkit/kubelettest/fakekubelet"), t.TempDir(), nil,
 				"-socket", socket, "-pods", podsFile)

@@ -39,6 +39,7 @@ func Build(in Input) (*Config, error) {
 	b.kubernetes()
 	b.serving()
 	b.exporter48()
+	b.deprecated()
 	errs := b.errs
 	if err := b.cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -82,6 +83,17 @@ func (b *builder) sources() {
 	if in.FakeGPUs && (c.Source == SourceNVML || c.Source == SourceSim) {
 		b.warn(FlagFakeGPUs, fmt.Sprintf("only the DCGM source reads fake GPUs; with %s=%s it changes nothing (simulated GPUs are %s=sim)",
 			b.flag(FlagSource), c.Source, b.flag(FlagSource)))
+	}
+}
+
+// deprecated warns about each flag given by an earlier spelling.
+func (b *builder) deprecated() {
+	for _, o := range Options(&Input{}) {
+		for _, old := range o.Deprecated {
+			if b.cfg.given[o.Name] == "--"+old {
+				b.warn(o.Name, fmt.Sprintf("is deprecated: use --%s (the same flag; its variable is unchanged)", o.Name))
+			}
+		}
 	}
 }
 
@@ -147,7 +159,6 @@ func (b *builder) collection() {
 		Window:            in.Window,
 		XIDWindow:         b.interval(FlagXIDWindow, in.XIDWindow),
 		ClockEventsWindow: b.interval(FlagClockWindow, in.ClockEventsWindow),
-		ComputeInstances:  in.ComputeInstances,
 		NativeHistograms:  in.NativeHistograms,
 	}
 	// dcgm-exporter counts the clock-event samples it took every -c (30 s
@@ -188,8 +199,7 @@ func (b *builder) collection() {
 
 func (b *builder) labels() {
 	c, in := b.cfg, b.in
-	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != "", HostnameLabel: in.HostnameLabel,
-		OldNamespace: in.OldNamespace}
+	c.Labels = Labels{Hostname: in.Hostname, HostnameGiven: in.Hostname != ""}
 	if in.NoHostname {
 		// dcgm-exporter reads -n into its config and has used it nowhere
 		// since 4.0.0 (pkg/cmd/app.go; internal/pkg/hostname): every
@@ -353,17 +363,14 @@ func (b *builder) simScenario() {
 
 func (b *builder) kubernetes() {
 	c, in := b.cfg, b.in
-	c.Kubernetes = Kubernetes{Enabled: in.Kubernetes, Socket: in.PodResourcesSocket, ResourceNames: in.ResourceNames,
-		RefreshInterval: in.K8sRefresh, LabelGrace: in.K8sLabelGrace, PodUIDLabel: in.PodUIDLabel,
-		SharedGPUAttribution: in.SharedGPUAttribution, VirtualGPUs: in.VirtualGPUs, DRA: in.DRA, ProcRoot: in.ProcRoot,
-		GPUIDType: GPUIDType(in.GPUIDType)}
+	c.Kubernetes = Kubernetes{Enabled: in.Kubernetes, PodAttr: in.PodAttr, DRA: in.DRA, GPUIDType: GPUIDType(in.GPUIDType)}
 	if c.Kubernetes.GPUIDType != GPUIDUID && c.Kubernetes.GPUIDType != GPUIDDeviceName {
 		b.fail(FlagGPUIDType, fmt.Errorf("%s %q: use %s or %s", b.flag(FlagGPUIDType), in.GPUIDType, GPUIDUID, GPUIDDeviceName))
 	}
 	b.podLabels()
 }
 
-// podLabels resolves the pod-label selection, from --kubernetes.pod-labels
+// podLabels resolves the pod-label selection, from --kubernetes-pod-labels
 // or from dcgm-exporter's --kubernetes-enable-pod-labels and its allowlist.
 func (b *builder) podLabels() {
 	c, in := b.cfg, b.in
@@ -406,7 +413,7 @@ func (b *builder) podLabels() {
 // allowlistExpr turns dcgm-exporter's allowlist (any pattern matching
 // anywhere in the key keeps the label; none means every label:
 // internal/pkg/transformation/kubernetes.go, shouldIncludeLabel) into the
-// whole-key expression of --kubernetes.pod-labels.
+// whole-key expression of --kubernetes-pod-labels.
 func allowlistExpr(patterns []string) (string, error) {
 	if len(patterns) == 0 {
 		return ".*", nil
@@ -424,12 +431,8 @@ func allowlistExpr(patterns []string) (string, error) {
 func (b *builder) serving() {
 	c, in := b.cfg, b.in
 	c.HPCJobDir = in.HPCJobDir
-	c.Engine = in.Engine
-	c.Insight = Insight{Enabled: in.Insight, Window: in.InsightWindow}
-	c.Web = Web{Address: in.Address, ConfigFile: in.WebConfigFile, MaxConnections: in.MaxConnections, MaxStreams: in.APIMaxStreams,
-		MaxRequests: in.APIMaxRequests, MaxResponseBytes: in.APIMaxBytes,
-		EnableProfilingAPI: in.EnableProfilingAPI, Pprof: in.Pprof, SystemdSocket: in.SystemdSocket,
-		DisableExporterMetrics: in.DisableExporterMetrics}
+	c.Engine, c.Web = in.Engine, in.Web
+	c.DisableExporterMetrics = in.DisableExporterMetrics
 	c.Dump = Dump{Enabled: in.DumpEnabled, Directory: in.DumpDirectory, Retention: time.Duration(in.DumpRetention) * time.Hour,
 		Compress: in.DumpCompression}
 	c.DisableStartupValidate = in.DisableStartupValidate

@@ -36,7 +36,7 @@ func (b *builder) exporterYAML() {
 		in.EnableExporterMetrics = *s.EnableExporterMetrics
 	}
 	if s.MaxConcurrentScrapes != nil && unset(FlagMaxConcurrentScrapes) {
-		in.MaxConcurrentScrapes = *s.MaxConcurrentScrapes
+		in.Web.MaxConcurrentScrapes = *s.MaxConcurrentScrapes
 	}
 	if s.WatchMaxKeepAge != nil && unset(FlagWatchMaxKeepAge) {
 		in.WatchMaxKeepAge = *s.WatchMaxKeepAge
@@ -60,9 +60,7 @@ func (b *builder) exporterYAML() {
 // refused with the reason.
 func (b *builder) exporter48() {
 	c, in := b.cfg, b.in
-	c.Web.ReadTimeout, c.Web.WriteTimeout = in.WebReadTimeout, in.WebWriteTimeout
-	c.Web.MaxConcurrentScrapes = in.MaxConcurrentScrapes
-	c.Web.HealthRequireGPUs = in.HealthRequireGPUs
+	c.HealthRequireGPUs = in.HealthRequireGPUs
 	c.Collection.WatchMaxKeepAge, c.Collection.WatchMaxKeepSamples = in.WatchMaxKeepAge, in.WatchMaxKeepSamples
 	c.Collection.WatchGroups = b.watchGroups
 	if in.EnableExporterMetrics {
@@ -70,7 +68,7 @@ func (b *builder) exporter48() {
 			b.fail(FlagEnableExporterMetrics, fmt.Errorf("%s and %s contradict each other: give one",
 				b.flag(FlagEnableExporterMetrics), b.flag(FlagDisableExporterMetrics)))
 		}
-		c.Web.DisableExporterMetrics = false
+		c.DisableExporterMetrics = false
 	}
 	if (c.Given(FlagWatchMaxKeepAge) || c.Given(FlagWatchMaxKeepSamples) || b.yamlWatch) &&
 		in.WatchMaxKeepAge >= 0 && in.WatchMaxKeepSamples >= 0 {

@@ -13,6 +13,8 @@ import (
 	"github.com/gpuscope/gpuscope/internal/config/exporteryaml"
 	"github.com/gpuscope/gpuscope/internal/engine"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/configmap"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/source/auto"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"
@@ -61,9 +63,16 @@ type Config struct {
 	Kubernetes Kubernetes
 	// HPCJobDir is the directory of job-ID files; empty: off.
 	HPCJobDir string
-	Insight   Insight
-	Web       Web
-	Dump      Dump
+	// Web is the HTTP server's options that flags set as they are, each
+	// bound to its field by its Option; the runtime ones (engine, handlers,
+	// log) are added when the server starts.
+	Web server.Options
+	// DisableExporterMetrics leaves out the Go runtime's (go_*) and the
+	// process's (process_*) families, as node_exporter's flag does.
+	DisableExporterMetrics bool
+	// HealthRequireGPUs makes /health fail while no GPU is seen.
+	HealthRequireGPUs bool
+	Dump              Dump
 	// ConfigFile is dcgm-exporter's YAML configuration the values came
 	// from where no flag was given; empty: none.
 	ConfigFile string
@@ -113,7 +122,6 @@ type Collection struct {
 	// samples at: dcgm-exporter samples the field every -c.
 	ClockEventsPeriod time.Duration
 	Devices           devsel.Selector
-	ComputeInstances  bool
 	// NativeHistograms serves a native histogram of every field with
 	// window statistics to scrapers that negotiate protobuf.
 	NativeHistograms bool
@@ -136,8 +144,6 @@ type Labels struct {
 	// HostnameGiven says it was given (the node name in Kubernetes).
 	Hostname      string
 	HostnameGiven bool
-	HostnameLabel string
-	OldNamespace  bool
 }
 
 // Log is the logging setup.
@@ -196,17 +202,14 @@ const (
 
 // Kubernetes is pod attribution.
 type Kubernetes struct {
-	Enabled              bool
-	Socket               string
-	ResourceNames        []string
-	RefreshInterval      time.Duration
-	LabelGrace           time.Duration
-	PodUIDLabel          bool
-	SharedGPUAttribution bool
-	VirtualGPUs          bool
-	DRA                  bool
-	ProcRoot             string
-	GPUIDType            GPUIDType
+	Enabled bool
+	// PodAttr is the pod attribution's options that flags set as they
+	// are, each bound to its field by its Option; the runtime ones
+	// (entities, processes, DRA devices, pod labels, log) are added when
+	// it starts.
+	PodAttr   podattr.Config
+	DRA       bool
+	GPUIDType GPUIDType
 	// PodLabels is nil when no pod labels are copied.
 	PodLabels *PodLabels
 }
@@ -218,37 +221,6 @@ type PodLabels struct {
 	Allowlist *regexp.Regexp
 	// Flag is the flag that chose them, for messages.
 	Flag string
-}
-
-// Insight is the workload insight.
-type Insight struct {
-	Enabled bool
-	Window  time.Duration
-}
-
-// Web is the HTTP server.
-type Web struct {
-	Address            string
-	ConfigFile         string
-	MaxConnections     int
-	MaxStreams         int
-	MaxRequests        int
-	MaxResponseBytes   int
-	EnableProfilingAPI bool
-	Pprof              bool
-	SystemdSocket      bool
-	// DisableExporterMetrics leaves out the Go runtime's (go_*) and the
-	// process's (process_*) families, as node_exporter's flag does.
-	DisableExporterMetrics bool
-	// ReadTimeout and WriteTimeout bound a whole request's reading and a
-	// response's writing (dcgm-exporter's --web-read-timeout and
-	// --web-write-timeout); 0 keeps the server's defaults.
-	ReadTimeout, WriteTimeout time.Duration
-	// MaxConcurrentScrapes bounds the /metrics requests served at once;
-	// 0: no bound of its own.
-	MaxConcurrentScrapes int
-	// HealthRequireGPUs makes /health fail while no GPU is seen.
-	HealthRequireGPUs bool
 }
 
 // Dump is the debug dumps of --dump-enabled.

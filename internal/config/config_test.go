@@ -35,11 +35,11 @@ func TestDefaultsBuildTheLibrariesDefaults(t *testing.T) {
 	assert.Equal(t, engine.DefaultWindow, cfg.Collection.Window)
 	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.XIDWindow)
 	assert.Equal(t, engine.DefaultEventWindow, cfg.Collection.ClockEventsWindow)
-	assert.Equal(t, podattr.DefaultRefreshInterval, cfg.Kubernetes.RefreshInterval)
-	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.Socket)
+	assert.Equal(t, podattr.DefaultRefreshInterval, cfg.Kubernetes.PodAttr.RefreshInterval)
+	assert.Equal(t, podattr.DefaultSocket, cfg.Kubernetes.PodAttr.Socket)
 	assert.Equal(t, server.DefaultMaxConnections, cfg.Web.MaxConnections)
 	assert.Equal(t, server.DefaultMaxStreams, cfg.Web.MaxStreams)
-	assert.Equal(t, engine.DefaultInsightWindow, cfg.Insight.Window)
+	assert.Equal(t, engine.DefaultInsightWindow, cfg.Engine.Insight.Window)
 	assert.Equal(t, dcgm.ModeEmbedded, cfg.DCGM.Mode)
 	assert.Empty(t, cfg.DCGM.HostEngineLogLevel, "the host engine's log is off")
 	assert.Zero(t, cfg.Collection.BindUnbindPoll, "the bind/unbind watch is off")
@@ -119,7 +119,7 @@ func TestBuild(t *testing.T) {
 				assert.Contains(t, c.Warnings[0].Message, "has no effect without --kubernetes-enable-pod-labels")
 			}},
 		{"node_exporter's switch for the exporter's own families", func(in *Input) { in.DisableExporterMetrics = true },
-			func(t *testing.T, c *Config) { assert.True(t, c.Web.DisableExporterMetrics) }},
+			func(t *testing.T, c *Config) { assert.True(t, c.DisableExporterMetrics) }},
 		{"debug without a log level", func(in *Input) { in.Debug = true },
 			func(t *testing.T, c *Config) { assert.Equal(t, logrus.DebugLevel, c.Log.Level) }},
 		{"a log level given wins over debug", func(in *Input) {
@@ -235,10 +235,10 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"source", func(in *Input) { in.Source = "rocm" }, `--source "rocm": use auto, dcgm, nvml or sim`},
 		{"log format", func(in *Input) { in.LogFormat = "xml" }, `--log-format "xml": use text or json`},
 		{"log level", func(in *Input) { in.LogLevel = "loud" }, `--log-level "loud": use debug, info, warn or error`},
-		{"host label", func(in *Input) { in.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
-		{"connections", func(in *Input) { in.MaxConnections = 0 }, "--web.max-connections 0: at least 1"},
-		{"streams", func(in *Input) { in.APIMaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
-		{"insight window", func(in *Input) { in.Insight, in.InsightWindow = true, time.Second },
+		{"host label", func(in *Input) { in.Engine.HostnameLabel = "host" }, `--hostname-label "host": want Hostname or hostname`},
+		{"connections", func(in *Input) { in.Web.MaxConnections = 0 }, "--web-max-connections 0: at least 1"},
+		{"streams", func(in *Input) { in.Web.MaxStreams = -3 }, "--api-max-streams -3: allow at least 1 stream"},
+		{"insight window", func(in *Input) { in.Engine.Insight.Enabled, in.Engine.Insight.Window = true, time.Second },
 			"--insight-window 1s: the insight window must be at least 2s (20 samples at 100ms)"},
 		{"no process per GPU", func(in *Input) {
 			in.Engine.Processes.Enabled, in.Engine.Processes.MaxPerGPU, in.Given = true, 0, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
@@ -246,12 +246,12 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 		{"a cap without the per-process series", func(in *Input) {
 			in.Engine.Processes.MaxPerGPU, in.Given = 8, map[string]string{FlagProcessesMax: "--processes-max-per-gpu"}
 		}, "--processes-max-per-gpu only applies with --processes (the per-process series are off)"},
-		{"dcgm mode", func(in *Input) { in.DCGMMode = "bogus" }, `--dcgm.mode "bogus": want one of embedded, remote, start`},
+		{"dcgm mode", func(in *Input) { in.DCGMMode = "bogus" }, `--dcgm-mode "bogus": want one of embedded, remote, start`},
 		{"remote without an address", func(in *Input) { in.DCGMMode = "remote" },
-			"--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)"},
+			"--dcgm-mode=remote needs --dcgm-remote-hostengine (host:port or a unix socket path)"},
 		{"address in embedded mode", func(in *Input) {
-			in.DCGMRemote, in.Given = "h:5555", map[string]string{FlagDCGMMode: "--dcgm.mode", FlagDCGMRemote: "--remote-hostengine-info"}
-		}, `--remote-hostengine-info "h:5555" is only used with --dcgm.mode=remote, not embedded`},
+			in.DCGMRemote, in.Given = "h:5555", map[string]string{FlagDCGMMode: "--dcgm-mode", FlagDCGMRemote: "--remote-hostengine-info"}
+		}, `--remote-hostengine-info "h:5555" is only used with --dcgm-mode=remote, not embedded`},
 		{"bad address, under dcgm-exporter's name", func(in *Input) {
 			in.DCGMRemote, in.Given = "h:1:2", map[string]string{FlagDCGMRemote: "--remote-hostengine-info"}
 		}, `--remote-hostengine-info "h:1:2": host engine address "h:1:2"`},
@@ -264,12 +264,12 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 			`--kubernetes-pod-label-allowlist-regex "te(am": not a regular expression`},
 		{"two ways to choose pod labels", func(in *Input) {
 			in.Kubernetes, in.EnablePodLabels, in.PodLabels = true, true, "team"
-			in.Given = map[string]string{FlagPodLabels: "--kubernetes.pod-labels"}
-		}, "--kubernetes-enable-pod-labels and --kubernetes.pod-labels both choose pod labels; give one"},
+			in.Given = map[string]string{FlagPodLabels: "--kubernetes-pod-labels"}
+		}, "--kubernetes-enable-pod-labels and --kubernetes-pod-labels both choose pod labels; give one"},
 		{"pod labels without --kubernetes", func(in *Input) { in.PodLabels = "team" },
-			"--kubernetes.pod-labels needs --kubernetes: pod labels go on the series"},
+			"--kubernetes-pod-labels needs --kubernetes: pod labels go on the series"},
 		{"bad pod-label expression", func(in *Input) { in.Kubernetes, in.PodLabels = true, "team(" },
-			`--kubernetes.pod-labels: allowlist "team(" is not a valid regular expression`},
+			`--kubernetes-pod-labels: allowlist "team(" is not a valid regular expression`},
 		{"sim flag on another source", func(in *Input) {
 			in.Source, in.SimGPUs, in.Given = "nvml", 2, map[string]string{FlagSimGPUs: "--sim-gpus"}
 		}, "--sim-gpus only applies to --source=sim (the source is nvml)"},
@@ -303,15 +303,15 @@ func TestBuildNamesTheFlagOfEachProblem(t *testing.T) {
 			in.Given = map[string]string{FlagSimWorkload: "--sim-workload", FlagSimMIGGPUs: "--sim-mig-gpus"}
 		}, "--sim-workload: a workload per MIG instance needs every GPU in MIG mode; leave out --sim-mig-gpus or --sim-workload"},
 		{"resource name, under dcgm-exporter's name", func(in *Input) {
-			in.Kubernetes, in.ResourceNames = true, []string{"nvidia.com/*gpu"}
+			in.Kubernetes, in.PodAttr.ResourceNames = true, []string{"nvidia.com/*gpu"}
 			in.Given = map[string]string{FlagResourceNames: "--nvidia-resource-names"}
 		}, `--nvidia-resource-names: "nvidia.com/*gpu" is not a resource name`},
-		{"refresh", func(in *Input) { in.Kubernetes, in.K8sRefresh = true, time.Millisecond },
-			"--kubernetes.refresh-interval 1ms: below the minimum 100ms"},
-		{"grace", func(in *Input) { in.Kubernetes, in.K8sLabelGrace = true, -time.Second },
-			"--kubernetes.label-grace -1s: must not be negative"},
+		{"refresh", func(in *Input) { in.Kubernetes, in.PodAttr.RefreshInterval = true, time.Millisecond },
+			"--kubernetes-refresh-interval 1ms: below the minimum 100ms"},
+		{"grace", func(in *Input) { in.Kubernetes, in.PodAttr.LabelGrace = true, -time.Second },
+			"--kubernetes-label-grace -1s: must not be negative"},
 		{"dump retention", func(in *Input) { in.DumpEnabled, in.DumpRetention = true, -1 }, "--dump-retention -1: use 0 or more hours"},
-		{"web config", func(in *Input) { in.WebConfigFile = "/nonexistent/web.yml" }, "--web.config.file /nonexistent/web.yml"},
+		{"web config", func(in *Input) { in.Web.WebConfigFile = "/nonexistent/web.yml" }, "--web-config-file /nonexistent/web.yml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,13 +331,13 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		in.LogFormat = "xml"
 		in.Source = "rocm"
 		in.Devices = "x:1"
-		in.MaxConnections = 0
+		in.Web.MaxConnections = 0
 		in.DCGMMode = "bogus"
-		in.Insight, in.InsightWindow = true, time.Second
+		in.Engine.Insight.Enabled, in.Engine.Insight.Window = true, time.Second
 	}))
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
-	want := []string{"--collect-interval", "--log-format", "--source", "--devices", "--web.max-connections", "--dcgm.mode", "--insight-window"}
+	want := []string{"--collect-interval", "--log-format", "--source", "--devices", "--web-max-connections", "--dcgm-mode", "--insight-window"}
 	assert.Len(t, lines, len(want), err.Error())
 	for _, flag := range want {
 		n := 0
@@ -365,13 +365,13 @@ func TestValidateAConfigBuiltInCode(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "--collect-interval 10ms: below the minimum 100ms\n"+
 		"--api-max-streams 0: allow at least 1 stream\n"+
-		"--dcgm.mode=remote needs --dcgm.remote-hostengine (host:port or a unix socket path)", err.Error())
+		"--dcgm-mode=remote needs --dcgm-remote-hostengine (host:port or a unix socket path)", err.Error())
 
 	var literal Config
 	literal.Collection.DefaultInterval = time.Second
 	literal.Collection.Window = time.Second
-	literal.Web = Web{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
-	literal.Labels.HostnameLabel = "Hostname"
+	literal.Web = server.Options{MaxConnections: 1, MaxStreams: 1, MaxRequests: 1, MaxResponseBytes: MinAPIMaxBytes}
+	literal.Engine.HostnameLabel = "Hostname"
 	literal.DCGM.Mode = dcgm.ModeEmbedded
 	literal.Source = SourceSim
 	assert.NoError(t, literal.Validate(), "a Config literal needs no command line")

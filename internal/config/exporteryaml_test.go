@@ -57,7 +57,7 @@ collections:
 			assert.Contains(t, c.Warnings[0].Message, "own bounded rings")
 		}},
 		{"flags given win", func(in *Input) {
-			in.Collectors, in.CollectInterval, in.MaxConcurrentScrapes = "/tmp/mine.csv", "2s", 2
+			in.Collectors, in.CollectInterval, in.Web.MaxConcurrentScrapes = "/tmp/mine.csv", "2s", 2
 			in.Given = map[string]string{FlagCollectors: "-f", FlagCollectInterval: "-c", FlagMaxConcurrentScrapes: ""}
 		}, func(t *testing.T, c *Config) {
 			assert.Equal(t, "/tmp/mine.csv", c.Counters.File)

@@ -4,25 +4,24 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/internal/engine"
+	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
+	"github.com/gpuscope/gpuscope/internal/serve/server"
 )
 
 // Input is the command line as given: each flag's value in the type its
 // flag declares, before parsing and checks. Build turns it into a Config.
 type Input struct {
-	Collectors, Address, CollectInterval, Source string
-	Window                                       time.Duration
-	WebConfigFile, LogFormat, LogLevel           string
-	Hostname, HostnameLabel                      string
-	ReloadPoll                                   time.Duration
-	XIDWindow, ClockEventsWindow                 string
-	DCGMMode, DCGMRemote                         string
-	DCGMConnectTimeout                           time.Duration
+	Collectors, CollectInterval, Source string
+	Window                              time.Duration
+	LogFormat, LogLevel                 string
+	Hostname                            string
+	ReloadPoll                          time.Duration
+	XIDWindow, ClockEventsWindow        string
+	DCGMMode, DCGMRemote                string
+	DCGMConnectTimeout                  time.Duration
 
-	Kubernetes, PodUIDLabel, SharedGPUAttribution bool
-	PodResourcesSocket, ProcRoot, PodLabels       string
-	ResourceNames                                 []string
-	K8sRefresh, K8sLabelGrace                     time.Duration
-	HPCJobDir                                     string
+	Kubernetes           bool
+	PodLabels, HPCJobDir string
 
 	SimGPUs, SimNVLinks, SimSharedGPUs int
 	SimModel, SimMIG, SimWorkload      string
@@ -31,47 +30,43 @@ type Input struct {
 	SimEventRate                       float64
 	SimPods                            bool
 
-	Insight       bool
-	InsightWindow time.Duration
-
 	NativeHistograms bool
 
-	EnableProfilingAPI            bool
-	MaxConnections, APIMaxStreams int
-	DisableExporterMetrics        bool
-	APIMaxRequests, APIMaxBytes   int
+	DisableExporterMetrics bool
 
 	// dcgm-exporter's flags.
-	Devices, SwitchDevices, CPUDevices     string
-	OldNamespace, NoHostname               bool
-	ConfigMapData                          string
-	EnablePodLabels                        bool
-	PodLabelAllowlist                      []string
-	GPUIDType                              string
-	VirtualGPUs, DRA, FakeGPUs, Debug      bool
-	EnableDCGMLog                          bool
-	DCGMLogLevel                           string
-	DumpEnabled, DumpCompression           bool
-	DumpDirectory                          string
-	DumpRetention                          int
-	DisableStartupValidate                 bool
-	BindUnbindWatch                        bool
-	BindUnbindPoll                         string
-	Pprof, SystemdSocket, ComputeInstances bool
+	Devices, SwitchDevices, CPUDevices string
+	NoHostname                         bool
+	ConfigMapData                      string
+	EnablePodLabels                    bool
+	PodLabelAllowlist                  []string
+	GPUIDType                          string
+	DRA, FakeGPUs, Debug               bool
+	EnableDCGMLog                      bool
+	DCGMLogLevel                       string
+	DumpEnabled, DumpCompression       bool
+	DumpDirectory                      string
+	DumpRetention                      int
+	DisableStartupValidate             bool
+	BindUnbindWatch                    bool
+	BindUnbindPoll                     string
 
 	// dcgm-exporter's flags after 4.8.2.
 	ConfigFile                               string
-	WebReadTimeout, WebWriteTimeout          time.Duration
-	MaxConcurrentScrapes                     int
 	EnableExporterMetrics, HealthRequireGPUs bool
 	WatchMaxKeepAge                          time.Duration
 	WatchMaxKeepSamples                      int64
 	ContainerLabels                          bool
 	ContainerRuntimeSocket                   string
 
-	// Engine holds the engine's options that flags set as they are
-	// (an option binds to its field); cmd/gpuscope adds the rest.
+	// Engine and Web hold the engine's and the HTTP server's options that
+	// flags set as they are (an option binds to its field); cmd/gpuscope
+	// adds the rest.
 	Engine engine.Options
+	Web    server.Options
+	// PodAttr holds the kubelet pod attribution's options that flags set
+	// as they are.
+	PodAttr podattr.Config
 
 	// Given holds the flags given on the command line or through a
 	// variable, by first name, each with the name messages call it by:

@@ -11,7 +11,7 @@ const (
 	FlagCollectInterval    = "collect-interval"
 	FlagSource             = "source"
 	FlagWindow             = "window"
-	FlagWebConfig          = "web.config.file"
+	FlagWebConfig          = "web-config-file"
 	FlagLogFormat          = "log-format"
 	FlagLogLevel           = "log-level"
 	FlagHostname           = "hostname"
@@ -19,18 +19,18 @@ const (
 	FlagReloadPoll         = "collectors-poll-interval"
 	FlagXIDWindow          = "xid-count-window-size"
 	FlagClockWindow        = "clock-events-count-window-size"
-	FlagDCGMMode           = "dcgm.mode"
-	FlagDCGMRemote         = "dcgm.remote-hostengine"
-	FlagDCGMConnectTimeout = "dcgm.connect-timeout"
+	FlagDCGMMode           = "dcgm-mode"
+	FlagDCGMRemote         = "dcgm-remote-hostengine"
+	FlagDCGMConnectTimeout = "dcgm-connect-timeout"
 	FlagKubernetes         = "kubernetes"
-	FlagPodResources       = "kubernetes.pod-resources-socket"
-	FlagResourceNames      = "kubernetes.resource-names"
-	FlagK8sRefresh         = "kubernetes.refresh-interval"
-	FlagK8sLabelGrace      = "kubernetes.label-grace"
-	FlagPodUID             = "kubernetes.pod-uid-label"
-	FlagSharedAttribution  = "kubernetes.shared-gpu-attribution"
-	FlagProcRoot           = "kubernetes.proc-root"
-	FlagPodLabels          = "kubernetes.pod-labels"
+	FlagPodResources       = "kubernetes-pod-resources-socket"
+	FlagResourceNames      = "kubernetes-resource-names"
+	FlagK8sRefresh         = "kubernetes-refresh-interval"
+	FlagK8sLabelGrace      = "kubernetes-label-grace"
+	FlagPodUID             = "kubernetes-pod-uid-label"
+	FlagSharedAttribution  = "kubernetes-shared-gpu-attribution"
+	FlagProcRoot           = "kubernetes-proc-root"
+	FlagPodLabels          = "kubernetes-pod-labels"
 	FlagHPCJobDir          = "hpc-job-mapping-dir"
 	FlagSimGPUs            = "sim-gpus"
 	FlagSimModel           = "sim-model"
@@ -45,21 +45,38 @@ const (
 	FlagSimScenario        = "sim-scenario"
 	FlagSimClock           = "sim-clock"
 	FlagInsight            = "insight"
-	FlagInsightWindow      = "insight-window"
 	FlagNativeHistograms   = "native-histograms"
 	FlagProcesses          = "processes"
 	FlagProcessesMax       = "processes-max-per-gpu"
-	FlagEnableProfilingAPI = "web.enable-profiling-api"
-	FlagMaxConnections     = "web.max-connections"
-	FlagAPIMaxStreams      = "api-max-streams"
-	FlagAPIMaxRequests     = "api-max-requests"
-	FlagAPIMaxBytes        = "api-max-bytes"
+	FlagEnableProfilingAPI = "web-enable-profiling-api"
+	FlagMaxConnections     = "web-max-connections"
 	// FlagDisableExporterMetrics is node_exporter's flag of the same name.
-	FlagDisableExporterMetrics = "web.disable-exporter-metrics"
+	FlagDisableExporterMetrics = "web-disable-exporter-metrics"
 	// FlagComputeInstances is gpuscope's own: dcgm-exporter's device
 	// options have no form that selects MIG compute instances.
 	FlagComputeInstances = "mig-compute-instances"
 )
+
+// deprecatedNames are gpuscope's earlier spellings of its flags, by the
+// flag's name: dotted, where the other flags are dashed. They still work,
+// and Build warns about each one given; their variables are the same.
+var deprecatedNames = map[string][]string{
+	FlagWebConfig:              {"web.config.file"},
+	FlagDCGMMode:               {"dcgm.mode"},
+	FlagDCGMRemote:             {"dcgm.remote-hostengine"},
+	FlagDCGMConnectTimeout:     {"dcgm.connect-timeout"},
+	FlagPodResources:           {"kubernetes.pod-resources-socket"},
+	FlagResourceNames:          {"kubernetes.resource-names"},
+	FlagK8sRefresh:             {"kubernetes.refresh-interval"},
+	FlagK8sLabelGrace:          {"kubernetes.label-grace"},
+	FlagPodUID:                 {"kubernetes.pod-uid-label"},
+	FlagSharedAttribution:      {"kubernetes.shared-gpu-attribution"},
+	FlagProcRoot:               {"kubernetes.proc-root"},
+	FlagPodLabels:              {"kubernetes.pod-labels"},
+	FlagEnableProfilingAPI:     {"web.enable-profiling-api"},
+	FlagMaxConnections:         {"web.max-connections"},
+	FlagDisableExporterMetrics: {"web.disable-exporter-metrics"},
+}
 
 // dcgm-exporter's flags that have no gpuscope flag of the same meaning.
 // Names, aliases, variables and defaults are dcgm-exporter's (pkg/cmd/app.go

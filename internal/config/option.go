@@ -29,9 +29,12 @@ type Option struct {
 	Aliases []string
 	// Compat are the variables the flag answers to after EnvVar(Name):
 	// dcgm-exporter's, in the order dcgm-exporter reads them.
-	Compat   []string
-	Category string
-	Usage    string
+	Compat []string
+	// Deprecated are earlier spellings of Name, still accepted, each
+	// with a warning at start and a line in --help.
+	Deprecated []string
+	Category   string
+	Usage      string
 	// Value binds the flag to its field and holds its default.
 	Value Value
 	// Check, when set, says what is wrong with the built configuration's

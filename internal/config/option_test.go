@@ -17,15 +17,18 @@ import (
 // TestEveryFlagKeepsItsVariables: each flag listed in testdata/envvars.txt
 // (every serve flag of gpuscope 1.x) still answers to the variables listed
 // there, gpuscope's and dcgm-exporter's, in that order, so that no
-// deployment's environment stops working when a flag is redefined. A new
-// flag gets its variable by EnvVar's rule and needs no line there.
+// deployment's environment stops working when a flag is redefined. A
+// renamed flag is found by its earlier spelling (Deprecated). A new flag
+// gets its variable by EnvVar's rule and needs no line there.
 func TestEveryFlagKeepsItsVariables(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "envvars.txt"))
 	require.NoError(t, err)
 	defer f.Close()
 	got := map[string]string{}
 	for _, o := range Options(&Input{}) {
-		got[o.Name] = strings.Join(o.EnvVars(), " ")
+		for _, name := range append([]string{o.Name}, o.Deprecated...) {
+			got[name] = strings.Join(o.EnvVars(), " ")
+		}
 	}
 	n := 0
 	sc := bufio.NewScanner(f)
@@ -43,6 +46,48 @@ func TestEveryFlagKeepsItsVariables(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 	assert.Equal(t, 72, n, "testdata/envvars.txt lists the 72 flags of gpuscope 1.x")
+}
+
+// TestFlagsShareOneStyle: gpuscope's own flag names are dashed, as most
+// were; a dotted spelling is only an earlier name kept as Deprecated, and
+// it answers to the same variable, so a deployment's environment needs no
+// change. dcgm-exporter's names (Aliases) are not gpuscope's to restyle.
+func TestFlagsShareOneStyle(t *testing.T) {
+	deprecated := 0
+	for _, o := range Options(&Input{}) {
+		assert.NotContains(t, o.Name, ".", "--%s: gpuscope's flags are dashed; keep the dotted name as Deprecated", o.Name)
+		for _, d := range o.Deprecated {
+			deprecated++
+			assert.Equal(t, EnvVar(o.Name), EnvVar(d), "--%s, the earlier --%s: one variable", o.Name, d)
+			assert.NotContains(t, o.Aliases, d, "--%s is deprecated, not dcgm-exporter's", d)
+		}
+	}
+	assert.Equal(t, 15, deprecated, "the dotted names of gpuscope 1.x")
+}
+
+// TestDeprecatedSpellingWarns: a flag given by its earlier spelling works
+// and leaves one warning that names the spelling given and the new name;
+// given by its name, no warning.
+func TestDeprecatedSpellingWarns(t *testing.T) {
+	for _, tt := range []struct {
+		name, given string
+		want        []Warning
+	}{
+		{"dotted", "--kubernetes.refresh-interval", []Warning{{Flag: "--kubernetes.refresh-interval",
+			Message: "is deprecated: use --kubernetes-refresh-interval (the same flag; its variable is unchanged)"}}},
+		{"dashed", "--kubernetes-refresh-interval", nil},
+		{"variable", "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Build(input(func(in *Input) {
+				in.Given = map[string]string{FlagK8sRefresh: tt.given}
+				in.PodAttr.RefreshInterval = 7 * time.Second
+			}))
+			require.NoError(t, err)
+			assert.Equal(t, 7*time.Second, cfg.Kubernetes.PodAttr.RefreshInterval)
+			assert.Equal(t, tt.want, cfg.Warnings)
+		})
+	}
 }
 
 // TestEnvVarFollowsTheName: the rule that names every flag's variable.

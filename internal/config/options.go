@@ -22,6 +22,9 @@ func Options(in *Input) []Option {
 		kubernetesOptions(in), podLabelOptions(in), webOptions(in), loggingOptions(in), exporter48Options(in)} {
 		out = append(out, group...)
 	}
+	for i := range out {
+		out[i].Deprecated = deprecatedNames[out[i].Name]
+	}
 	return out
 }
 
@@ -31,7 +34,7 @@ func collectionOptions(in *Input) []Option {
 	return []Option{
 		{Name: FlagCollectors, Aliases: []string{"f"}, Category: CatCollection, Compat: []string{"DCGM_EXPORTER_COLLECTORS"},
 			Value: String(&in.Collectors, ""),
-			Usage: "counters CSV that selects the fields (dcgm-exporter's format, plus optional watch-interval and window-statistics columns); empty means the built-in etc/default-counters.csv"},
+			Usage: "the counters file (named --collectors after dcgm-exporter's flag): the CSV that selects the fields (dcgm-exporter's format, plus optional watch-interval and window-statistics columns); empty means the built-in etc/default-counters.csv"},
 		{Name: FlagConfigMapData, Aliases: []string{"m"}, Category: CatCollection, Compat: []string{"DCGM_EXPORTER_CONFIGMAP_DATA"},
 			Value: String(&in.ConfigMapData, UndefinedConfigMap),
 			Usage: "read the counters once, at start, from the 'metrics' key of this ConfigMap, as namespace:name, through the API server (needs get on configmaps); none: use --collectors"},
@@ -69,10 +72,10 @@ func collectionOptions(in *Input) []Option {
 			Value: String(&in.CPUDevices, "f"),
 			Usage: fmt.Sprintf(deviceUsage, "CPUs and cores", "every CPU and core", "CPU", "CPU IDs", "core", "core IDs")},
 		{Name: FlagComputeInstances, Category: CatCollection,
-			Value: Bool(&in.ComputeInstances, false),
+			Value: Bool(&in.Engine.ComputeInstances, false),
 			Usage: "also export MIG compute instances (GPU_CI_ID label), with -d f; dcgm-exporter never does"},
 		{Name: FlagInsight, Category: CatCollection,
-			Value: Bool(&in.Insight, false),
+			Value: Bool(&in.Engine.Insight.Enabled, false),
 			Usage: "export workload insight per GPU (step period, stall ratio, bound classes; docs/insight.md), computed in the background from 100 ms profiling samples"},
 		{Name: FlagNativeHistograms, Category: CatCollection,
 			Value: Bool(&in.NativeHistograms, true),
@@ -91,15 +94,10 @@ func collectionOptions(in *Input) []Option {
 				}
 				return problem(c.Given(FlagProcessesMax) && !p.Enabled, "only applies with %s (the per-process series are off)", c.Flag(FlagProcesses))
 			}},
-		{Name: FlagInsightWindow, Category: CatCollection,
-			Value: Duration(&in.InsightWindow, engine.DefaultInsightWindow),
+		{Name: "insight-window", Category: CatCollection,
+			Value: Duration(&in.Engine.Insight.Window, engine.DefaultInsightWindow),
 			Usage: "span the insight metrics are computed over (at least 2s); the longest step period found is half of it",
-			Check: func(c *Config) error {
-				if !c.Insight.Enabled {
-					return nil
-				}
-				return engine.CheckInsightWindow(c.Insight.Window)
-			}},
+			Check: func(c *Config) error { return c.Engine.Insight.Check() }},
 	}
 }
 
@@ -109,17 +107,17 @@ func labelOptions(in *Input) []Option {
 			Value: String(&in.Hostname, ""),
 			Usage: "value of the Hostname label; defaults to the node name in Kubernetes, else the host name"},
 		{Name: FlagHostnameLabel, Category: CatLabels,
-			Value: String(&in.HostnameLabel, engine.DefaultHostnameLabel),
+			Value: String(&in.Engine.HostnameLabel, engine.DefaultHostnameLabel),
 			Usage: "name of the host label: Hostname (every released dcgm-exporter) or hostname (dcgm-exporter's main branch since #655)",
 			Check: func(c *Config) error {
-				l := c.Labels.HostnameLabel
+				l := c.Engine.HostnameLabel
 				return problem(l != "Hostname" && l != "hostname", "%q: want Hostname or hostname", l)
 			}},
 		{Name: FlagNoHostname, Aliases: []string{"n"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_NO_HOSTNAME"},
 			Value: Bool(&in.NoHostname, false),
 			Usage: "leave the Hostname label out"},
 		{Name: FlagOldNamespace, Aliases: []string{"o"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_USE_OLD_NAMESPACE"},
-			Value: Bool(&in.OldNamespace, false),
+			Value: Bool(&in.Engine.OldNamespace, false),
 			Usage: "dcgm-exporter 1.x label names: uuid, pod_name, pod_namespace, container_name (the 1.x metric names come from its counters file)"},
 		{Name: FlagReplaceBlanks, Aliases: []string{"rbmn"}, Category: CatLabels, Compat: []string{"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"},
 			Value: Bool(&in.Engine.ReplaceBlanksInModelName, false),
@@ -140,7 +138,7 @@ func sourceOptions(in *Input) []Option {
 			Usage: "how to reach DCGM: embedded (in-process host engine), remote (a running nv-hostengine), start (start one)"},
 		{Name: FlagDCGMRemote, Aliases: []string{"remote-hostengine-info", "r"}, Category: CatSources, Compat: []string{"DCGM_REMOTE_HOSTENGINE_INFO"},
 			Value: String(&in.DCGMRemote, ""),
-			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm.mode=remote"},
+			Usage: "nv-hostengine address, host:port or a unix socket path; implies --dcgm-mode=remote"},
 		{Name: FlagDCGMConnectTimeout, Category: CatSources,
 			Value: Duration(&in.DCGMConnectTimeout, 0),
 			Usage: "how long connecting to DCGM may take; 0: 2m in embedded and start mode (the host engine initialises every GPU first), 10s in remote mode",

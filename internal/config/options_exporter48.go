@@ -32,26 +32,26 @@ func exporter48Options(in *Input) []Option {
 			Value: String(&in.ConfigFile, ""),
 			Usage: "dcgm-exporter's YAML configuration file (version 1 or 2); flags and variables given explicitly override it, as there. docs/upgrading.md lists the keys read"},
 		{Name: FlagWebReadTimeout, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_WEB_READ_TIMEOUT"},
-			Value: Duration(&in.WebReadTimeout, 0),
+			Value: Duration(&in.Web.ReadTimeout, 0),
 			Usage: "longest time to read a whole HTTP request (0: only the headers are bounded, by 10s)",
 			Check: func(c *Config) error {
 				return problem(c.Web.ReadTimeout < 0, "%s: use 0 or a positive Go duration", c.Web.ReadTimeout)
 			}},
 		{Name: FlagWebWriteTimeout, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_WEB_WRITE_TIMEOUT"},
-			Value: Duration(&in.WebWriteTimeout, 0),
+			Value: Duration(&in.Web.WriteTimeout, 0),
 			Usage: "longest time to render and write an HTTP response (0: 1m); the stream API lifts it for its own responses",
 			Check: func(c *Config) error {
 				return problem(c.Web.WriteTimeout < 0, "%s: use 0 or a positive Go duration", c.Web.WriteTimeout)
 			}},
 		{Name: FlagMaxConcurrentScrapes, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_MAX_CONCURRENT_SCRAPES"},
-			Value: Int(&in.MaxConcurrentScrapes, 0),
-			Usage: "most /metrics requests served at once; more are answered 503 (0: no limit beyond --web.max-connections; the admitted ones share one rendering)",
+			Value: Int(&in.Web.MaxConcurrentScrapes, 0),
+			Usage: "most /metrics requests served at once; more are answered 503 (0: no limit beyond --web-max-connections; the admitted ones share one rendering)",
 			Check: func(c *Config) error {
 				return problem(c.Web.MaxConcurrentScrapes < 0, "%d: use 0 (no limit) or more", c.Web.MaxConcurrentScrapes)
 			}},
 		{Name: FlagEnableExporterMetrics, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_ENABLE_EXPORTER_METRICS"},
 			Value: Bool(&in.EnableExporterMetrics, false),
-			Usage: "serve the Go runtime's (go_*) and the process's (process_*) families; gpuscope serves them unless --web.disable-exporter-metrics is given"},
+			Usage: "serve the Go runtime's (go_*) and the process's (process_*) families; gpuscope serves them unless --web-disable-exporter-metrics is given"},
 		{Name: FlagHealthRequireGPUs, Category: CatWeb, Compat: []string{"DCGM_EXPORTER_HEALTH_REQUIRE_GPUS"},
 			Value: Bool(&in.HealthRequireGPUs, false),
 			Usage: "answer /health with 503 while the source shows no GPU or MIG instance, so that a liveness probe restarts an exporter that started before the driver"},

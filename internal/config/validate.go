@@ -43,7 +43,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateKubernetes()...)
-	if f := c.Web.ConfigFile; f != "" {
+	if f := c.Web.WebConfigFile; f != "" {
 		if err := web.Validate(f); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", c.Flag(FlagWebConfig), f, err))
 		}
@@ -74,8 +74,8 @@ func (c *Config) validateDCGM() error {
 
 // validateKubernetes checks what pod attribution reads, when it is on.
 func (c *Config) validateKubernetes() []error {
-	k := c.Kubernetes
-	if !k.Enabled {
+	k := c.Kubernetes.PodAttr
+	if !c.Kubernetes.Enabled {
 		return nil
 	}
 	var errs []error

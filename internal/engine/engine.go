@@ -32,10 +32,6 @@ type Options struct {
 	// XIDWindow and ClockEventsWindow are the spans of dcgm-exporter's
 	// DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT.
 	XIDWindow, ClockEventsWindow time.Duration
-	// WindowOption and ClockEventsWindowOption are what the caller's
-	// configuration calls Window and ClockEventsWindow, for messages;
-	// "window" and "clock-events count window" when empty.
-	WindowOption, ClockEventsWindowOption string
 	// ClockEventsPeriod is the sampling period DCGM_EXP_CLOCK_EVENTS_COUNT
 	// counts at: dcgm-exporter reads the field every --collect-interval
 	// (30 s by default), so its count is in samples of that period. Each
@@ -61,9 +57,6 @@ type Options struct {
 	// (labelbudget.ExtraOption for the pod labels), so that a label-budget
 	// error says what to drop.
 	LabelOptions map[string]string
-	// NoHostname leaves the Hostname label out, as dcgm-exporter's -n did
-	// before 4.0.0; no flag sets it, since dcgm-exporter 4.x ignores -n.
-	NoHostname bool
 	// OldNamespace uses dcgm-exporter 1.x label names (its -o): uuid for
 	// UUID, pod_name, pod_namespace and container_name for pod, namespace
 	// and container.
@@ -71,12 +64,8 @@ type Options struct {
 	// ReplaceBlanksInModelName turns the spaces of modelName into dashes
 	// (dcgm-exporter's --replace-blanks-in-model-name).
 	ReplaceBlanksInModelName bool
-	// Insight turns on the workload insight metrics (step period, stalls,
-	// bound classes), computed in the background over InsightWindow
-	// (DefaultInsightWindow when 0). It watches the profiling fields they
-	// need at 100 ms, whether the counters file lists them or not.
-	Insight       bool
-	InsightWindow time.Duration
+	// Insight is the workload insight metrics (insight.go).
+	Insight InsightOptions
 	// Clock times the sampling loops; the wall clock when nil.
 	Clock clock.Clock
 	// NoNativeHistograms leaves out the native histogram of every field
@@ -180,23 +169,14 @@ func New(opts Options) (*Engine, error) {
 	if opts.ClockEventsWindow <= 0 {
 		opts.ClockEventsWindow = DefaultEventWindow
 	}
-	if opts.WindowOption == "" {
-		opts.WindowOption = "window"
-	}
-	if opts.ClockEventsWindowOption == "" {
-		opts.ClockEventsWindowOption = "clock-events count window"
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.InsightWindow <= 0 {
-		opts.InsightWindow = DefaultInsightWindow
+	ins, err := opts.Insight.checked()
+	if err != nil {
+		return nil, fmt.Errorf("engine: insight window %w", err)
 	}
-	if opts.Insight {
-		if err := CheckInsightWindow(opts.InsightWindow); err != nil {
-			return nil, fmt.Errorf("engine: insight window %w", err)
-		}
-	}
+	opts.Insight = ins
 	if opts.HostnameLabel == "" {
 		opts.HostnameLabel = DefaultHostnameLabel
 	}
@@ -228,7 +208,7 @@ func New(opts Options) (*Engine, error) {
 		e.enr = append(e.enr, enricherLabels{e: en, names: names})
 	}
 	e.splitter = newSplitter(e.enr)
-	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight, opts.InsightWindow))
+	e.plan = newPlan(opts.Counters, opts.DefaultInterval, opts.Window, opts.ClockEventsWindow, newInsightPlan(opts.Insight))
 	planHistograms(e.plan, !opts.NoNativeHistograms)
 	if err := e.checkLabelBudget(e.plan); err != nil {
 		return nil, err

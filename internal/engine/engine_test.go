@@ -972,19 +972,24 @@ func TestWindowsCutShortAreRefused(t *testing.T) {
 	opts := func(csv string, win time.Duration) Options {
 		clk := newClock()
 		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
-		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog(),
-			WindowOption: "--window"}
+		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second, Window: win, Now: clk.Now, Log: quietLog()}
 	}
-	unnamed := opts(fast, 24*time.Hour)
-	unnamed.WindowOption = ""
-	_, err := New(unnamed)
+	_, err := New(opts(fast, 24*time.Hour))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a window of 24h0m0s", "named generically when the caller gives no option name")
+	// The caller names the window as its configuration does.
+	named := func(err error) error {
+		var we *WindowError
+		if errors.As(err, &we) {
+			we.Option = "--window"
+		}
+		return err
+	}
 	_, err = New(opts(slow+fast, 24*time.Hour))
-	require.Error(t, err)
+	require.Error(t, named(err))
 	assert.Equal(t, "test.csv:1: DCGM_FI_DEV_GPU_TEMP: a --window of 24h0m0s at its 1s watch interval needs 86402 samples per series, more than the 4096 a window holds; use --window 1h8m14s or less, or a longer watch interval for this field", err.Error())
 	_, err = New(opts(fast, 24*time.Hour))
-	require.Error(t, err)
+	require.Error(t, named(err))
 	assert.Equal(t, "test.csv:1: DCGM_FI_PROF_SM_ACTIVE: a --window of 24h0m0s at its 100ms watch interval needs 864002 samples per series, more than the 4096 a window holds; use --window 6m49.4s or less, or a longer watch interval for this field", err.Error())
 
 	_, err = New(opts(slow+fast, 409400*time.Millisecond))
@@ -994,7 +999,8 @@ func TestWindowsCutShortAreRefused(t *testing.T) {
 	require.NoError(t, err, "an hour at 1s fits")
 	err = e.Reload(parseSet(t, slow+fast))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "reload: test.csv:2: DCGM_FI_PROF_SM_ACTIVE: a --window of 1h0m0s")
+	assert.Contains(t, err.Error(), "reload: test.csv:2: DCGM_FI_PROF_SM_ACTIVE: a window of 1h0m0s")
+	assert.ErrorAs(t, err, new(*WindowError))
 }
 
 // TestClockEventsWindowsCutShortAreRefused: DCGM_EXP_CLOCK_EVENTS_COUNT
@@ -1017,7 +1023,7 @@ func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
 		clk := newClock()
 		src := sourcetest.NewGPUs(1, constValues(map[uint16]float64{fieldid.GPUTemp: 40}))
 		return Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: time.Second,
-			ClockEventsWindow: clockWin, XIDWindow: xidWin, Now: clk.Now, Log: quietLog(), ClockEventsWindowOption: "--clock-events-count-window-size"}
+			ClockEventsWindow: clockWin, XIDWindow: xidWin, Now: clk.Now, Log: quietLog()}
 	}
 	for _, tc := range []struct {
 		name             string
@@ -1029,11 +1035,11 @@ func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
 		{name: "default 5m at 100ms", csv: temp + clockFast, clockWin: 5 * time.Minute},
 		{name: "largest window that fits at 100ms", csv: temp + clockFast, clockWin: 409400 * time.Millisecond},
 		{name: "10m at 100ms", csv: temp + clockFast, clockWin: 10 * time.Minute,
-			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field"},
+			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a clock-events count window of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use clock-events count window 6m49.4s or less, or a longer watch interval for this field"},
 		{name: "reasons watched at 100ms by another line", csv: clock + reasons, clockWin: 10 * time.Minute,
-			want: "test.csv:1: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field"},
+			want: "test.csv:1: DCGM_EXP_CLOCK_EVENTS_COUNT: a clock-events count window of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use clock-events count window 6m49.4s or less, or a longer watch interval for this field"},
 		{name: "2h at the default 1s", csv: temp + clock, clockWin: 2 * time.Hour,
-			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 2h0m0s at its 1s watch interval needs 7202 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 1h8m14s or less, or a longer watch interval for this field"},
+			want: "test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a clock-events count window of 2h0m0s at its 1s watch interval needs 7202 samples per GPU, more than the 4096 a window holds; use clock-events count window 1h8m14s or less, or a longer watch interval for this field"},
 		{name: "long window without the family", csv: temp + reasons, clockWin: 2 * time.Hour},
 		{name: "XID window counts events, not samples", csv: temp + xidFast, xidWin: time.Hour},
 	} {
@@ -1045,6 +1051,9 @@ func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
+			var we *WindowError
+			require.ErrorAs(t, err, &we)
+			assert.True(t, we.ClockEvents, "the clock-event count's window, for the caller to name")
 		})
 	}
 
@@ -1053,6 +1062,6 @@ func TestClockEventsWindowsCutShortAreRefused(t *testing.T) {
 		require.NoError(t, err, "10m at 1s fits")
 		err = e.Reload(parseSet(t, temp+clockFast))
 		require.Error(t, err)
-		assert.Equal(t, "reload: test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a --clock-events-count-window-size of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use --clock-events-count-window-size 6m49.4s or less, or a longer watch interval for this field", err.Error())
+		assert.Equal(t, "reload: test.csv:2: DCGM_EXP_CLOCK_EVENTS_COUNT: a clock-events count window of 10m0s at its 100ms watch interval needs 6002 samples per GPU, more than the 4096 a window holds; use clock-events count window 6m49.4s or less, or a longer watch interval for this field", err.Error())
 	})
 }

@@ -69,19 +69,53 @@ const insightInterval = counters.MinInterval
 // MinInsightWindow is the shortest insight window: 20 samples.
 const MinInsightWindow = 20 * insightInterval
 
-// CheckInsightWindow says why an insight window cannot be used: too short
+// InsightOptions configure the workload insight metrics (step period,
+// stalls, bound classes), computed in the background over Window. When
+// Enabled, the engine watches the profiling fields they need at 100 ms,
+// whether the counters file lists them or not.
+type InsightOptions struct {
+	Enabled bool
+	// Window is the span they are computed over; DefaultInsightWindow when 0.
+	Window time.Duration
+}
+
+// Check says why the options cannot be used: an enabled window too short
 // for 20 samples, or longer than the rings hold, when no insight series
 // would ever appear. The error starts with the window.
-func CheckInsightWindow(d time.Duration) error {
+func (o InsightOptions) Check() error {
+	_, err := o.checked()
+	return err
+}
+
+// checked is o with its default window, or why it cannot be used.
+func (o InsightOptions) checked() (InsightOptions, error) {
+	if o.Window <= 0 {
+		o.Window = DefaultInsightWindow
+	}
+	if !o.Enabled {
+		return o, nil
+	}
+	d := o.Window
 	if d > MaxInsightWindow {
-		return fmt.Errorf("%s: longer than the rings hold; the largest that fits is %s (%d samples at %s)", d, MaxInsightWindow,
+		return o, fmt.Errorf("%s: longer than the rings hold; the largest that fits is %s (%d samples at %s)", d, MaxInsightWindow,
 			int(MaxInsightWindow/insightInterval), insightInterval)
 	}
 	if d < MinInsightWindow {
-		return fmt.Errorf("%s: the insight window must be at least %s (%d samples at %s)", d, MinInsightWindow,
+		return o, fmt.Errorf("%s: the insight window must be at least %s (%d samples at %s)", d, MinInsightWindow,
 			int(MinInsightWindow/insightInterval), insightInterval)
 	}
-	return nil
+	return o, nil
+}
+
+// LookBack is the longest span the engine's series look back over: the
+// window statistics' window, or the insight window when it is longer.
+// A manual clock samples that much at each move.
+func (o Options) LookBack() time.Duration {
+	ins, _ := o.Insight.checked()
+	if !ins.Enabled {
+		return o.Window
+	}
+	return max(o.Window, ins.Window)
 }
 
 // insightPlan is the plan's part for the insight metrics.
@@ -92,10 +126,11 @@ type insightPlan struct {
 	every time.Duration
 }
 
-func newInsightPlan(on bool, win time.Duration) insightPlan {
-	if !on {
+func newInsightPlan(o InsightOptions) insightPlan {
+	if !o.Enabled {
 		return insightPlan{}
 	}
+	win := o.Window
 	every := win / 10
 	if every < time.Second {
 		every = time.Second

@@ -26,7 +26,7 @@ func BenchmarkInsight(b *testing.B) {
 	require.NoError(b, err)
 	e, err := New(Options{
 		Source: src, Counters: benchCounters(b, false), DefaultInterval: time.Second, Window: 15 * time.Second,
-		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: true,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: InsightOptions{Enabled: true},
 	})
 	require.NoError(b, err)
 	require.NoError(b, e.Open())

@@ -25,7 +25,7 @@ func TestInsightIsComputedInTheBackground(t *testing.T) {
 	src, err := sim.New(cfg)
 	require.NoError(t, err)
 	e, err := New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 1s\n"), DefaultInterval: time.Second,
-		Log: quietLog(), Now: clk.Now, Clock: clk, Insight: true, InsightWindow: 2 * time.Second})
+		Log: quietLog(), Now: clk.Now, Clock: clk, Insight: InsightOptions{Enabled: true, Window: 2 * time.Second}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -32,7 +32,7 @@ func TestInsightWindowPastRingCapacityIsRefused(t *testing.T) {
 			src, err := sim.New(cfg)
 			require.NoError(t, err)
 			_, err = New(Options{Source: src, Counters: parseSet(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t\n"), DefaultInterval: time.Second,
-				Log: quietLog(), Insight: true, InsightWindow: tt.window})
+				Log: quietLog(), Insight: InsightOptions{Enabled: true, Window: tt.window}})
 			if tt.err == "" {
 				require.NoError(t, err)
 				return

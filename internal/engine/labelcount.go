@@ -33,7 +33,7 @@ type SeriesShape struct {
 // shapeOf is the shape of an engine's series under opts and enrichers.
 func shapeOf(opts *Options, set *counters.Set, enr []enricherLabels) SeriesShape {
 	s := SeriesShape{Counters: set, ComputeInstances: opts.ComputeInstances, OldNamespace: opts.OldNamespace,
-		Insight: opts.Insight, Processes: opts.Processes.Enabled, Options: opts.LabelOptions}
+		Insight: opts.Insight.Enabled, Processes: opts.Processes.Enabled, Options: opts.LabelOptions}
 	if writesHostname(opts, layoutOf(set)) {
 		s.HostnameLabel = opts.HostnameLabel
 	}
@@ -85,9 +85,6 @@ func (s SeriesShape) Widest() labelbudget.Count {
 // Check fails when a series could carry more labels than a remote store
 // accepts by default, naming its kind, its labels and what to drop.
 func (s SeriesShape) Check() error { return s.Widest().Check() }
-
-// Room is how many pod labels fit on the widest series beside the others.
-func (s SeriesShape) Room() int { return s.Widest().Room() }
 
 // Kinds lists one entity of every kind the engine exports under this
 // shape: compute instances only with ComputeInstances.

@@ -145,7 +145,7 @@ func TestLabelCountEqualsTheRenderedLabelsOfEveryKind(t *testing.T) {
 				"GPU NVLink": 7 + 1 + 4 + 3 + 1 + 4, "NvSwitch link": 3 + 1 + 4 + 3 + 1 + 4, "NvSwitch": 2 + 1 + 4 + 3 + 1 + 4,
 				"CPU": 2 + 1 + 4 + 3 + 1 + 4, "CPU core": 3 + 1 + 4 + 3 + 1 + 4}},
 		{"no hostname, old namespace, no enricher labels", "",
-			Options{Hostname: "node-1", NoHostname: true, OldNamespace: true, ComputeInstances: true},
+			Options{OldNamespace: true, ComputeInstances: true},
 			&everyEntityEnricher{},
 			map[string]int{"GPU": 5 + 1 + 2 + 4, "MIG GPU instance": 7 + 1 + 2 + 4, "MIG compute instance": 8 + 1 + 2 + 4,
 				"GPU NVLink": 6 + 1 + 1 + 4, "NvSwitch link": 2 + 1 + 1 + 4, "NvSwitch": 1 + 1 + 1 + 4, "CPU": 1 + 1 + 1 + 4, "CPU core": 2 + 1 + 1 + 4}},

@@ -168,7 +168,7 @@ func renderLabels(set []labelPair) string {
 // writesHostname says whether the host label is written: nvidia_gpu_exporter's
 // layout has none.
 func writesHostname(opts *Options, layout counters.Layout) bool {
-	return !opts.NoHostname && opts.Hostname != "" && layout != counters.LayoutNvidiaGPUExporter
+	return opts.Hostname != "" && layout != counters.LayoutNvidiaGPUExporter
 }
 
 // identityLabel is one identity label: its name and the entity's value.
@@ -209,7 +209,7 @@ var (
 //
 // Under -o (OldNamespace) the GPU's UUID label is uuid; with
 // ReplaceBlanksInModelName the model name's blanks become dashes (toMetric,
-// getGPUModel); NoHostname or an empty host name leaves the host label
+// getGPUModel); an empty host name leaves the host label
 // out (writesHostname), as every template writes it only when set.
 //
 // In nvidia_gpu_exporter's layout GPUs and MIG instances carry uuid (and

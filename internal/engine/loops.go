@@ -42,7 +42,7 @@ func (e *Engine) Reload(set *counters.Set) error {
 	}
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow, newInsightPlan(e.opts.Insight, e.opts.InsightWindow))
+	np := newPlan(set, e.opts.DefaultInterval, e.opts.Window, e.opts.ClockEventsWindow, newInsightPlan(e.opts.Insight))
 	planHistograms(np, !e.opts.NoNativeHistograms)
 	if err := e.checkLabelBudget(np); err != nil {
 		return fmt.Errorf("reload: %w", err)

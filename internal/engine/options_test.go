@@ -48,7 +48,7 @@ func TestDCGMExporterLabelOptions(t *testing.T) {
 		{"old namespace", func(o *Options) { o.OldNamespace = true }, map[string]string{
 			"uuid": "GPU-00000000-0000-0000-0000-000000000000", "pod_name": "train-0", "pod_namespace": "ml",
 		}, []string{"UUID", "pod", "namespace"}},
-		{"no hostname", func(o *Options) { o.NoHostname = true }, map[string]string{"UUID": "GPU-00000000-0000-0000-0000-000000000000"},
+		{"no hostname", func(o *Options) { o.Hostname = "" }, map[string]string{"UUID": "GPU-00000000-0000-0000-0000-000000000000"},
 			[]string{"Hostname"}},
 		{"replace blanks", func(o *Options) { o.ReplaceBlanksInModelName = true }, map[string]string{"modelName": "NVIDIA-H100-80GB-HBM3"}, nil},
 	}

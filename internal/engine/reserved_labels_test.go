@@ -57,7 +57,7 @@ func TestPodLabelNamedLikeAGpuscopeLabel(t *testing.T) {
 		"DCGM_EXP_CLOCK_EVENTS_COUNT, gauge, c\n" +
 		"DCGM_EXP_GPU_HEALTH_STATUS, gauge, h\n"
 	e, err := New(Options{Source: src, Counters: parseSet(t, csv), DefaultInterval: 100 * time.Millisecond,
-		Hostname: "node-1", Log: quietLog(), Now: clk.Now, Clock: clk, Insight: true, InsightWindow: 2 * time.Second,
+		Hostname: "node-1", Log: quietLog(), Now: clk.Now, Clock: clk, Insight: InsightOptions{Enabled: true, Window: 2 * time.Second},
 		Enrichers: []enrich.Enricher{te}})
 	require.NoError(t, err)
 	require.NoError(t, e.Open())

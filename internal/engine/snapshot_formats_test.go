@@ -59,7 +59,7 @@ func newShapeEngineClock(t *testing.T, sh protoShape) (*Engine, *sourcetest.Cloc
 	src, err := sim.New(cfg)
 	require.NoError(t, err)
 	opts := Options{Source: src, Counters: parseSet(t, sh.csv(t)), DefaultInterval: time.Second, Window: 2 * time.Second,
-		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: sh.insight, InsightWindow: 2 * time.Second,
+		Hostname: "node-1", Now: clk.Now, Log: quietLog(), Insight: InsightOptions{Enabled: sh.insight, Window: 2 * time.Second},
 		Processes: ProcessOptions{Enabled: sh.processes}}
 	if sh.enrichers != nil {
 		opts.Enrichers = sh.enrichers()

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpuscope/gpuscope/internal/engine/window"
+	"github.com/gpuscope/gpuscope/counters"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
@@ -22,13 +22,13 @@ func TestEveryRegisteredStatisticIsRendered(t *testing.T) {
 	vals := []float64{0.3, 0.6, 0.9, 0.1, 0.4, 0.7, 1.0, 0.2, 0.5, 0.8, 0.05}
 	sorted := append([]float64(nil), vals...)
 	sort.Float64s(sorted)
-	reference := func(st window.Statistic) float64 {
+	reference := func(st counters.Statistic) float64 {
 		switch st.Of {
-		case window.Least:
+		case counters.Least:
 			return sorted[0]
-		case window.Greatest:
+		case counters.Greatest:
 			return sorted[len(sorted)-1]
-		case window.Mean:
+		case counters.Mean:
 			sum := 0.0
 			for _, v := range sorted {
 				sum += v
@@ -42,7 +42,7 @@ func TestEveryRegisteredStatisticIsRendered(t *testing.T) {
 		}
 		return sorted[lo] + (r-float64(lo))*(sorted[lo+1]-sorted[lo])
 	}
-	for _, reg := range window.Statistics {
+	for _, reg := range counters.Statistics {
 		t.Run(reg.Name, func(t *testing.T) {
 			clk := newClock()
 			step := 0

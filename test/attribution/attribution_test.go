@@ -69,7 +69,7 @@ type scenario struct {
 
 // podShare is what attribution gives one pod: its memory in bytes and SM
 // share (0..1, absent where no process has an SM utilisation) from
-// --kubernetes.shared-gpu-attribution, and its DCGM_FI_DEV_GPU_UTIL and
+// --kubernetes-shared-gpu-attribution, and its DCGM_FI_DEV_GPU_UTIL and
 // DCGM_FI_DEV_FB_USED rows from --kubernetes-virtual-gpus.
 type podShare struct {
 	gpu                 string

@@ -26,15 +26,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/cost"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
 	"github.com/gpuscope/gpuscope/internal/engine"
-	"github.com/gpuscope/gpuscope/internal/engine/cost"
 	"github.com/gpuscope/gpuscope/internal/engine/labelbudget"
 	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
+	"github.com/gpuscope/gpuscope/internal/enrich/simpods"
 	"github.com/gpuscope/gpuscope/internal/testkit/compattest"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 	"github.com/gpuscope/gpuscope/internal/testkit/testwait"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 )
 
 var update = flag.Bool("update", false, "rewrite the budget table of docs/scale.md from this run")

@@ -102,7 +102,7 @@ func TestEndpoints(t *testing.T) {
 	resp, err := http.Post(base+"/api/v1/profiling/pause", "application/json", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the profiling API is off without --web.enable-profiling-api")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the profiling API is off without --web-enable-profiling-api")
 }
 
 // TestNoGPUIsAClearError runs the real binary where there is neither DCGM nor

@@ -81,7 +81,7 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	base, p := e2etest.GPUScope(t, "--source=sim", "-f", csv, "--kubernetes", "--kubernetes-virtual-gpus",
-		"--kubernetes-enable-pod-labels", "--kubernetes.pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
+		"--kubernetes-enable-pod-labels", "--kubernetes-pod-resources-socket", filepath.Join(dir, "kubelet.sock"))
 	mfs := scrapeUntil(t, base, "DCGM_FI_DEV_GPU_TEMP", 30*time.Second)
 	for name, mf := range mfs {
 		for _, m := range mf.Metric {
@@ -100,8 +100,9 @@ func TestDCGMExporterDefaultCountersWithVirtualGPUsAndPodLabelsServe(t *testing.
 // with one warning each: -c below 100ms (an IntFlag of milliseconds in
 // pkg/cmd/app.go) is raised to 100ms; the pod-label allowlist without pod
 // labels is ignored (internal/pkg/transformation/kubernetes.go).
-// --web.disable-exporter-metrics leaves out go_* and process_*, as
-// node_exporter's flag does.
+// --web-disable-exporter-metrics leaves out go_* and process_*, as
+// node_exporter's flag does; given by its gpuscope 1.x spelling
+// (--web.disable-exporter-metrics) it works and logs one deprecation line.
 func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
 	base, p := e2etest.GPUScope(t, "--source=sim", "--sim-gpus=1", "-c", "10", "--kubernetes-pod-label-allowlist-regex", "team",
 		"--web.disable-exporter-metrics")
@@ -113,4 +114,6 @@ func TestAcceptedValuesWarnAndExporterMetricsCanBeLeftOut(t *testing.T) {
 	out := p.Output()
 	assert.Equal(t, 1, strings.Count(out, "10ms is below the minimum 100ms; sampling every 100ms"), out)
 	assert.Equal(t, 1, strings.Count(out, "has no effect without --kubernetes-enable-pod-labels"), out)
+	assert.Equal(t, 1, strings.Count(out, "is deprecated: use --web-disable-exporter-metrics"), out)
+	assert.Contains(t, out, "flag=--web.disable-exporter-metrics", "the line names the spelling given")
 }

@@ -39,7 +39,7 @@ func uuids(t *testing.T, base string) map[string]string {
 func TestPodLabelsThroughPrometheus(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "kubelet.sock")
 	base, _ := e2etest.GPUScope(t, "--source", "sim", "--sim-gpus", "4", "--kubernetes",
-		"--kubernetes.pod-resources-socket", socket, "--kubernetes.refresh-interval", "200ms")
+		"--kubernetes-pod-resources-socket", socket, "--kubernetes-refresh-interval", "200ms")
 	prom := e2etest.Prometheus(t, []string{strings.TrimPrefix(base, "http://")})
 
 	// No kubelet yet: the GPUs are served, without pod labels, and the

@@ -27,12 +27,12 @@ import (
 	"github.com/gpuscope/gpuscope/internal/enrich/hpcjob"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podattr"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podlabels"
+	"github.com/gpuscope/gpuscope/internal/enrich/simpods"
 	"github.com/gpuscope/gpuscope/internal/serve/reload"
 	"github.com/gpuscope/gpuscope/internal/serve/server"
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
 	"github.com/gpuscope/gpuscope/source"
 	"github.com/gpuscope/gpuscope/source/sim"
-	"github.com/gpuscope/gpuscope/source/sim/simpods"
 	"github.com/gpuscope/gpuscope/source/sourcetest"
 )
 
@@ -87,7 +87,7 @@ func scenarios(t *testing.T) []scenario {
 		// Insight's families, the MIG labels, and the per-process families
 		// of whole GPUs and MIG instances, in each label layout.
 		procs := engine.ProcessOptions{Enabled: true}
-		out = append(out, simScenario(t, "sim --insight --processes -f "+rel, set, sim.Config{}, engine.Options{Insight: true, Processes: procs}, 40*time.Second),
+		out = append(out, simScenario(t, "sim --insight --processes -f "+rel, set, sim.Config{}, engine.Options{Insight: engine.InsightOptions{Enabled: true}, Processes: procs}, 40*time.Second),
 			simScenario(t, "sim --mig-compute-instances --processes MIG -f "+rel, set, sim.Config{MIG: "all"},
 				engine.Options{ComputeInstances: true, Processes: procs}, 3*time.Second))
 	}
@@ -136,7 +136,7 @@ func driven(t *testing.T, name string, opts engine.Options, clk *sourcetest.Cloc
 		clk.Add(100 * time.Millisecond)
 		require.NoError(t, e.CollectAll(context.Background()), name)
 	}
-	if opts.Insight {
+	if opts.Insight.Enabled {
 		e.ComputeInsight()
 	}
 	return e

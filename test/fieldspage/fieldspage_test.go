@@ -260,7 +260,7 @@ func TestFieldsNeedTheWebConfigPassword(t *testing.T) {
 	csv := filepath.Join(t.TempDir(), "counters.csv")
 	require.NoError(t, os.WriteFile(csv, []byte(runningCSV), 0o600))
 	addr := e2etest.FreePort(t)
-	e2etest.Start(t, e2etest.Binary(t), "--address", addr, "--source=sim", "--sim-gpus=1", "--collectors="+csv, "--web.config.file="+cfg)
+	e2etest.Start(t, e2etest.Binary(t), "--address", addr, "--source=sim", "--sim-gpus=1", "--collectors="+csv, "--web-config-file="+cfg)
 	base := "http://" + addr
 	for _, path := range []string{"/metrics", "/fields", "/fields.csv?field=DCGM_FI_DEV_GPU_TEMP"} {
 		var code int

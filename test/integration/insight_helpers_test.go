@@ -97,7 +97,7 @@ func insightEngine(t testing.TB, src source.Source, set *counters.Set, clk *sour
 	t.Helper()
 	e, err := engine.New(engine.Options{
 		Source: src, Counters: set, DefaultInterval: time.Second, Hostname: "node-1",
-		Now: clk.Now, Log: quietLog(), Insight: true,
+		Now: clk.Now, Log: quietLog(), Insight: engine.InsightOptions{Enabled: true},
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Open())

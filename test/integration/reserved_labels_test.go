@@ -26,7 +26,7 @@ func TestPodLabelNamedLikeAGpuscopeLabel(t *testing.T) {
 	set := parseCSV(t, "DCGM_FI_DEV_GPU_TEMP, gauge, t, 100ms, min max\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, c, 100ms\n"+
 		"DCGM_EXP_P2P_STATUS, gauge, p\n")
 	e := startLabelledPodNode(t, api, `team|bound|stat|clock_event|peer_gpu`,
-		engine.Options{Counters: set, Insight: true, InsightWindow: 2 * time.Second}, sim.ComputeBound, sim.ComputeBound)
+		engine.Options{Counters: set, Insight: engine.InsightOptions{Enabled: true, Window: 2 * time.Second}}, sim.ComputeBound, sim.ComputeBound)
 
 	var lastErr error
 	ok := assert.Eventually(t, func() bool {

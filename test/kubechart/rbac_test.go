@@ -11,7 +11,7 @@ import (
 )
 
 // grant is a resource the exporter reads, with get, list and watch: pods
-// for --kubernetes.pod-labels (internal/enrich/kube/podlabels lists and
+// for --kubernetes-pod-labels (internal/enrich/kube/podlabels lists and
 // watches them on every namespace), resourceslices for
 // --kubernetes-enable-dra (internal/enrich/kube/draslices lists them). DRA
 // claims are not read from the API server: the kubelet's PodResources

@@ -99,7 +99,7 @@ func startNodeOn(t *testing.T, cp *kubetest.ControlPlane, chartArgs []string, ex
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	n.socket = filepath.Join(dir, "kubelet.sock")
 	n.args = append([]string{"--hostname", n.name, "--source", "sim", "--sim-gpus", "2",
-		"--kubernetes", "--kubernetes.pod-resources-socket", n.socket, "--kubernetes.refresh-interval", "200ms",
+		"--kubernetes", "--kubernetes-pod-resources-socket", n.socket, "--kubernetes-refresh-interval", "200ms",
 		"--log-level", "debug"}, extra...)
 	n.startExporter(t)
 	n.uuids = gpuUUIDs(t, n.base)

@@ -21,7 +21,7 @@ import (
 var podLabelsChart = []string{"--set", "kubernetes.podLabels.allowlist=team|app\\.kubernetes\\.io/name"}
 
 // podLabelsArgs are the exporter's arguments the chart renders for it.
-var podLabelsArgs = []string{"--kubernetes.pod-labels", "team|app\\.kubernetes\\.io/name"}
+var podLabelsArgs = []string{"--kubernetes-pod-labels", "team|app\\.kubernetes\\.io/name"}
 
 // TestPodLabelsThroughARealWatch creates, relabels and deletes pods through
 // the API server: each change reaches the series of the GPU the kubelet

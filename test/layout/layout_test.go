@@ -1,7 +1,7 @@
 // Package layout checks the shape of the source tree that docs/architecture.md
-// describes: every package says its concern, internal/ stays a short list of
-// stages, only the commands read the command line, and functions and files
-// stay small.
+// describes: every package says its concern and is on its map, internal/
+// stays a short list of stages, only the commands read the command line, and
+// functions and files stay small.
 package layout
 
 import (

@@ -230,9 +230,9 @@ func TestDefaults(t *testing.T) {
 	assert.Nil(t, pod.RuntimeClassName)
 	assert.Equal(t, "ghcr.io/gpuscope/gpuscope:0.1.0", c.Image)
 	assert.Contains(t, c.Args, "--kubernetes")
-	assert.Contains(t, c.Args, "--kubernetes.pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock")
+	assert.Contains(t, c.Args, "--kubernetes-pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock")
 	assert.Contains(t, c.Args, "--collectors=/etc/gpuscope/counters/counters.csv")
-	assert.Contains(t, c.Args, "--dcgm.mode=embedded")
+	assert.Contains(t, c.Args, "--dcgm-mode=embedded")
 	assert.Contains(t, c.Args, "--insight")
 	// The read API's bounds are the chart's defaults, kept within its
 	// memory limit (docs/reliability.md).
@@ -286,7 +286,7 @@ func TestDefaults(t *testing.T) {
 	assert.Empty(t, r.clusterRoles, "no RBAC without pod labels")
 	assert.Empty(t, r.roleBindings, "no RBAC without pod labels")
 	for _, a := range c.Args {
-		assert.NotContains(t, a, "--kubernetes.pod-labels")
+		assert.NotContains(t, a, "--kubernetes-pod-labels")
 	}
 }
 
@@ -330,18 +330,18 @@ func TestOptions(t *testing.T) {
 			assert.Empty(t, caps(container(t, r.daemonSet, "gpuscope")))
 			assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, caps(container(t, r.daemonSet, "nv-hostengine")))
 			args := container(t, r.daemonSet, "gpuscope").Args
-			assert.Contains(t, args, "--dcgm.mode=remote")
-			assert.Contains(t, args, "--dcgm.remote-hostengine=127.0.0.1:5555")
+			assert.Contains(t, args, "--dcgm-mode=remote")
+			assert.Contains(t, args, "--dcgm-remote-hostengine=127.0.0.1:5555")
 		}},
 		{"node host engine", []string{"dcgm.mode=node", "counters.profiling=true"}, func(t *testing.T, r rendered) {
 			c := container(t, r.daemonSet, "gpuscope")
-			assert.Contains(t, c.Args, "--dcgm.remote-hostengine=$(HOST_IP):5555")
+			assert.Contains(t, c.Args, "--dcgm-remote-hostengine=$(HOST_IP):5555")
 			assert.Empty(t, caps(c), "the node's host engine profiles, not gpuscope")
 			assert.Len(t, r.daemonSet.Spec.Template.Spec.Containers, 1)
 		}},
 		{"shared attribution runs in the host PID namespace", []string{"kubernetes.sharedGPUAttribution=true"}, func(t *testing.T, r rendered) {
 			assert.True(t, r.daemonSet.Spec.Template.Spec.HostPID)
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.shared-gpu-attribution")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-shared-gpu-attribution")
 			assert.NotNil(t, volume(r.daemonSet, "pod-logs"))
 			assert.NotNil(t, volume(r.daemonSet, "container-logs"))
 		}},
@@ -353,7 +353,7 @@ func TestOptions(t *testing.T) {
 		}},
 		{"pod labels bring read-only RBAC on pods and the token", []string{"kubernetes.podLabels.allowlist=team|app.kubernetes.io/.*"}, func(t *testing.T, r rendered) {
 			pod := r.daemonSet.Spec.Template.Spec
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-labels=team|app.kubernetes.io/.*")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-pod-labels=team|app.kubernetes.io/.*")
 			assert.True(t, *pod.AutomountServiceAccountToken)
 			require.Len(t, r.clusterRoles, 1)
 			assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
@@ -389,8 +389,8 @@ func TestOptions(t *testing.T) {
 		}},
 		{"extra resource names and pod UID", []string{"kubernetes.resourceNames={example.com/gpu,example.com/mig-*}", "kubernetes.podUIDLabel=true"}, func(t *testing.T, r rendered) {
 			c := container(t, r.daemonSet, "gpuscope")
-			assert.Contains(t, c.Args, "--kubernetes.resource-names=example.com/gpu,example.com/mig-*")
-			assert.Contains(t, c.Args, "--kubernetes.pod-uid-label")
+			assert.Contains(t, c.Args, "--kubernetes-resource-names=example.com/gpu,example.com/mig-*")
+			assert.Contains(t, c.Args, "--kubernetes-pod-uid-label")
 			assert.False(t, r.daemonSet.Spec.Template.Spec.HostPID)
 		}},
 		{"service monitor", []string{"serviceMonitor.enabled=true", "serviceMonitor.additionalLabels.release=kps"}, func(t *testing.T, r rendered) {
@@ -450,7 +450,7 @@ func TestOptions(t *testing.T) {
 			require.NotNil(t, s)
 			assert.Contains(t, s.StringData, "web-config.yml")
 			c := container(t, r.daemonSet, "gpuscope")
-			assert.Contains(t, c.Args, "--web.config.file=/etc/gpuscope/web/web-config.yml")
+			assert.Contains(t, c.Args, "--web-config-file=/etc/gpuscope/web/web-config.yml")
 			assert.NotNil(t, c.LivenessProbe.TCPSocket, "basic auth would fail an HTTP probe")
 			assert.Equal(t, "https", string(*r.serviceMonitor.Spec.Endpoints[0].Scheme))
 		}},

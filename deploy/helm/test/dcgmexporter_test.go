@@ -200,22 +200,22 @@ func TestDCGMExporterValueAliases(t *testing.T) {
 		}},
 		{"kubeletPath", []string{"kubeletPath=/data/kubelet/pod-resources"}, func(t *testing.T, r rendered) {
 			assert.Equal(t, "/data/kubelet/pod-resources", volume(r.daemonSet, "pod-resources").HostPath.Path)
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-resources-socket=/data/kubelet/pod-resources/kubelet.sock")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-pod-resources-socket=/data/kubelet/pod-resources/kubelet.sock")
 		}},
 		{"enablePodLabels copies every label", []string{"kubernetes.enablePodLabels=true"}, func(t *testing.T, r rendered) {
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-labels=.*")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-pod-labels=.*")
 			assert.Len(t, r.clusterRoles, 1, "RBAC to read pods (kubernetes.rbac.create defaults to true)")
 			assert.True(t, *r.daemonSet.Spec.Template.Spec.AutomountServiceAccountToken)
 		}},
 		{"enablePodLabels with the allowlist", []string{"kubernetes.enablePodLabels=true", "kubernetes.podLabelAllowlistRegex={^team$,app}"}, func(t *testing.T, r rendered) {
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-labels=.*(?:^team$).*|.*(?:app).*")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-pod-labels=.*(?:^team$).*|.*(?:app).*")
 		}},
 		{"rbac.create=false", []string{"kubernetes.enablePodLabels=true", "kubernetes.rbac.create=false"}, func(t *testing.T, r rendered) {
 			assert.Empty(t, r.clusterRoles)
 			assert.Empty(t, r.roleBindings)
 		}},
 		{"enablePodUID", []string{"kubernetes.enablePodUID=true"}, func(t *testing.T, r rendered) {
-			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes.pod-uid-label")
+			assert.Contains(t, container(t, r.daemonSet, "gpuscope").Args, "--kubernetes-pod-uid-label")
 		}},
 		{"arguments", []string{"arguments={-d,g:0\\,1,-o}"}, func(t *testing.T, r rendered) {
 			args := container(t, r.daemonSet, "gpuscope").Args
@@ -256,7 +256,7 @@ func TestDCGMExporterValueAliases(t *testing.T) {
 			assert.Contains(t, cfg, `cert_file: "/etc/gpuscope/tls/tls.crt"`)
 			assert.Contains(t, cfg, `key_file: "/etc/gpuscope/tls/tls.key"`)
 			c := container(t, r.daemonSet, "gpuscope")
-			assert.Contains(t, c.Args, "--web.config.file=/etc/gpuscope/web/web-config.yml")
+			assert.Contains(t, c.Args, "--web-config-file=/etc/gpuscope/web/web-config.yml")
 			assert.Equal(t, "/etc/gpuscope/tls", mount(c, "tls").MountPath)
 			assert.Equal(t, "gpuscope-tls", volume(r.daemonSet, "tls").Secret.SecretName)
 			require.NotNil(t, r.serviceMonitor.Spec.Endpoints[0].Scheme)
@@ -340,12 +340,12 @@ func TestDocsHelmExamplesRender(t *testing.T) {
 				for _, a := range args {
 					switch a {
 					case "dcgm.mode=node":
-						assert.Contains(t, c.Args, "--dcgm.remote-hostengine=$(HOST_IP):5555")
+						assert.Contains(t, c.Args, "--dcgm-remote-hostengine=$(HOST_IP):5555")
 					case "dcgm.mode=sidecar":
 						assert.Len(t, r.daemonSet.Spec.Template.Spec.Containers, 2)
-						assert.Contains(t, c.Args, "--dcgm.remote-hostengine=127.0.0.1:5555")
+						assert.Contains(t, c.Args, "--dcgm-remote-hostengine=127.0.0.1:5555")
 					case "dcgm.mode=embedded":
-						assert.Contains(t, c.Args, "--dcgm.mode=embedded")
+						assert.Contains(t, c.Args, "--dcgm-mode=embedded")
 					}
 				}
 			})

@@ -42,7 +42,7 @@ func TestAllowlistKeys(t *testing.T) {
 func TestCountAddsUpAndSaysWhatToDrop(t *testing.T) {
 	gi := []string{"gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "Hostname"}
 	pods := []string{"pod", "namespace", "container", "vgpu"}
-	opts := map[string]string{"vgpu": "--kubernetes-virtual-gpus", ExtraOption: "--kubernetes.pod-labels"}
+	opts := map[string]string{"vgpu": "--kubernetes-virtual-gpus", ExtraOption: "--kubernetes-pod-labels"}
 	tests := []struct {
 		name   string
 		count  Count
@@ -55,7 +55,7 @@ func TestCountAddsUpAndSaysWhatToDrop(t *testing.T) {
 		{"kubernetes", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, Enricher: pods, Family: 2}, 19, 11, ""},
 		{"pod labels filling the room", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, Enricher: pods, Extra: 11, Family: 2}, 30, 11, ""},
 		{"one pod label too many", Count{Identity: gi, LabelFields: []string{"DCGM_FI_DRIVER_VERSION"}, File: "c.csv", Enricher: pods, Extra: 12, Family: 2, Options: opts},
-			31, 11, "to fit, drop --kubernetes-virtual-gpus (vgpu), let --kubernetes.pod-labels name fewer keys or list fewer label-type fields in c.csv"},
+			31, 11, "to fit, drop --kubernetes-virtual-gpus (vgpu), let --kubernetes-pod-labels name fewer keys or list fewer label-type fields in c.csv"},
 		{"nothing to drop", Count{Identity: make([]string, 27)}, 31, -1, "nothing can be dropped"},
 	}
 	for _, tt := range tests {

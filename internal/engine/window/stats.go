@@ -4,55 +4,25 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/gpuscope/gpuscope/counters"
 )
-
-// Statistic is one window statistic: its name, by which a counters file
-// asks for it and the stat label shows it, and what it is.
-type Statistic struct {
-	Name string
-	Of   Kind
-	// Q is the quantile, for Of == Quantile.
-	Q float64
-}
-
-// Kind is what a statistic is.
-type Kind uint8
-
-// The kinds of window statistics.
-const (
-	Least Kind = iota + 1
-	Greatest
-	Mean
-	Quantile
-)
-
-// Statistics are the window statistics, in the order they are exported. A
-// new statistic is one entry here: counters files accept its name, the
-// engine writes it, /fields offers it.
-var Statistics = []Statistic{
-	{Name: "min", Of: Least},
-	{Name: "max", Of: Greatest},
-	{Name: "avg", Of: Mean},
-	{Name: "p50", Of: Quantile, Q: 0.50},
-	{Name: "p90", Of: Quantile, Q: 0.90},
-	{Name: "p99", Of: Quantile, Q: 0.99},
-}
 
 // maxQuantiles bounds the quantile statistics, which Stats holds in an
 // array so that reading a window allocates nothing.
 const maxQuantiles = 8
 
-// quantiles are the quantiles of Statistics, in their order there; slot
+// quantiles are the quantiles of counters.Statistics, in their order there; slot
 // is the index in quantiles of each statistic that is one, and ascending
 // the indexes of quantiles from the lowest quantile up, the order a
 // selection places them in.
-var quantiles, slot, ascending = quantilesOf(Statistics)
+var quantiles, slot, ascending = quantilesOf(counters.Statistics)
 
-func quantilesOf(sts []Statistic) (qs []float64, slot []int, asc []int) {
+func quantilesOf(sts []counters.Statistic) (qs []float64, slot []int, asc []int) {
 	slot = make([]int, len(sts))
 	for i, st := range sts {
 		slot[i] = -1
-		if st.Of != Quantile {
+		if st.Of != counters.Quantile {
 			continue
 		}
 		if !(st.Q >= 0 && st.Q <= 1) || len(qs) == maxQuantiles {
@@ -86,14 +56,14 @@ type Stats struct {
 	q [maxQuantiles]float64
 }
 
-// Of is the value of Statistics[i].
+// Of is the value of counters.Statistics[i].
 func (s *Stats) Of(i int) float64 {
-	switch Statistics[i].Of {
-	case Least:
+	switch counters.Statistics[i].Of {
+	case counters.Least:
 		return s.Min
-	case Greatest:
+	case counters.Greatest:
 		return s.Max
-	case Mean:
+	case counters.Mean:
 		return s.Avg
 	}
 	return s.q[slot[i]]

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
-	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/source"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/gpuscope/gpuscope/counters"
+	"github.com/gpuscope/gpuscope/counters/cost"
 	"github.com/gpuscope/gpuscope/counters/fieldid"
-	"github.com/gpuscope/gpuscope/internal/engine/cost"
 	"github.com/gpuscope/gpuscope/source"
 )
 

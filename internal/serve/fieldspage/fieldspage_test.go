@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine/cost"
+	"github.com/gpuscope/gpuscope/counters/cost"
 	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source/dcgm"
 	"github.com/gpuscope/gpuscope/source/nvml"

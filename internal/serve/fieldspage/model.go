@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine/cost"
+	"github.com/gpuscope/gpuscope/counters/cost"
 )
 
 // modelMaxAge is how long one parse of the exposition prices the pages

@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/counters"
-	"github.com/gpuscope/gpuscope/internal/engine/cost"
+	"github.com/gpuscope/gpuscope/counters/cost"
 	"github.com/gpuscope/gpuscope/internal/sampleapi"
 	"github.com/gpuscope/gpuscope/source"
 )

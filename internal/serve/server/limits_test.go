@@ -158,7 +158,7 @@ func TestIdleConnectionsAreClosedHeadersAreBounded(t *testing.T) {
 	assert.Equal(t, readHeaderTimeout, srv.ReadHeaderTimeout)
 }
 
-// TestProfilingEndpointsOffByDefault: without --web.enable-profiling-api
+// TestProfilingEndpointsOffByDefault: without --web-enable-profiling-api
 // the pause and resume endpoints do not exist.
 func TestProfilingEndpointsOffByDefault(t *testing.T) {
 	prof := &fakeProfiling{}

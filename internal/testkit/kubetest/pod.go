@@ -51,14 +51,6 @@ func (c *ControlPlane) NewPodView(t testing.TB, namespace, token string) *PodVie
 	return &PodView{Dir: dir, cp: c}
 }
 
-// SetToken replaces the token, as the kubelet does when it rotates it.
-func (v *PodView) SetToken(t testing.TB, token string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(v.Dir, "token"), []byte(token), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Command returns the command line that runs bin with args as in the pod:
 // in a private mount namespace where Dir is at ServiceAccountDir, with
 // KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT naming the API

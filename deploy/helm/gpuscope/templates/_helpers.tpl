@@ -95,7 +95,7 @@ where the operator set it, else gpuscope's. */}}
 {{- if or .Values.kubernetes.podUIDLabel .Values.kubernetes.enablePodUID -}}true{{- end -}}
 {{- end -}}
 
-{{/* The --kubernetes.pod-labels expression: kubernetes.podLabels.allowlist,
+{{/* The --kubernetes-pod-labels expression: kubernetes.podLabels.allowlist,
 or dcgm-exporter's kubernetes.enablePodLabels with its
 podLabelAllowlistRegex list (a pattern matching anywhere in the key keeps
 the label; no pattern keeps all), as the exporter's flags translate it. */}}

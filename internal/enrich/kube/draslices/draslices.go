@@ -20,7 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/kubeapi"
-	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 )
 
 // Driver is the NVIDIA DRA GPU driver's name; slices of other drivers are

@@ -108,7 +108,7 @@ type Config struct {
 	// MaxDevices bounds the number of distinct devices tracked.
 	MaxDevices int
 	// PodLabels, when set, gives the selected Kubernetes labels of pods
-	// (--kubernetes.pod-labels); they go on the series of the devices a
+	// (--kubernetes-pod-labels); they go on the series of the devices a
 	// single pod holds.
 	PodLabels PodLabelSource
 	// LabelGrace is how long the last good pod map stays on the series

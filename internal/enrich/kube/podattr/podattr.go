@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/podresources"
-	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 	"github.com/gpuscope/gpuscope/source"
 )
 
@@ -120,7 +120,7 @@ func New(cfg Config) (*Enricher, error) {
 		}),
 		connDrops: newConnDropsCounter(),
 		upDesc: prometheus.NewDesc("gpuscope_kubernetes_up",
-			"1 while the kubelet PodResources API answers; while 0, the last pod labels stay for the grace period (--kubernetes.label-grace), then GPU series are served without them.", nil, nil),
+			"1 while the kubelet PodResources API answers; while 0, the last pod labels stay for the grace period (--kubernetes-label-grace), then GPU series are served without them.", nil, nil),
 		lastSuccessDesc: prometheus.NewDesc("gpuscope_kubernetes_last_refresh_success_timestamp_seconds",
 			"When the kubelet PodResources API last answered.", nil, nil),
 		podsDesc: prometheus.NewDesc("gpuscope_kubernetes_gpu_pods",

@@ -401,7 +401,7 @@ func TestVirtualGPUsGiveOneRowPerHolder(t *testing.T) {
 
 	// pod_uid is among the names: the per-pod values of GPU_UTIL and FB_USED
 	// always carry it (SplitRows); the copies carry it only with
-	// --kubernetes.pod-uid-label.
+	// --kubernetes-pod-uid-label.
 	assert.Equal(t, []string{"pod", "namespace", "container", "pod_uid", "vgpu"}, e.LabelNames())
 	assert.ElementsMatch(t, [][]string{{"a", "ml", "c", "", "0"}, {"b", "ml", "c", "", "1"}}, e.ValueRows(gpuEntity(0, uuid0)))
 	assert.Equal(t, [][]string{{"solo", "ml", "main", "", ""}}, e.ValueRows(gpuEntity(1, uuid1)))

@@ -93,7 +93,7 @@ func (e *Enricher) attributeProcesses(s *snapshot, owners map[string][]owner, lo
 var _ enrich.ProcessOwner = (*Enricher)(nil)
 
 // ProcessPod implements enrich.ProcessOwner: the pod and container of a GPU
-// process as its cgroup names them (--kubernetes.shared-gpu-attribution),
+// process as its cgroup names them (--kubernetes-shared-gpu-attribution),
 // from the last refresh. A process is its pod's wherever it runs, so the
 // entity does not matter.
 func (e *Enricher) ProcessPod(_ *source.Entity, pid uint32) (pod, namespace, container string, ok bool) {

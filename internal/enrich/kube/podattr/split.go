@@ -27,7 +27,7 @@ type splitEntity struct {
 }
 
 // uidLabel is the pod_uid label value of a row: the pod's UID when
-// --kubernetes.pod-uid-label asks for it, else empty (left out).
+// --kubernetes-pod-uid-label asks for it, else empty (left out).
 func (e *Enricher) uidLabel(logs *logIndex, ns, pod string) string {
 	if !e.cfg.PodUIDLabel {
 		return ""

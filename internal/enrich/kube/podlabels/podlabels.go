@@ -25,7 +25,7 @@ import (
 	"github.com/gpuscope/gpuscope/internal/clock"
 	"github.com/gpuscope/gpuscope/internal/enrich"
 	"github.com/gpuscope/gpuscope/internal/enrich/kube/kubeapi"
-	"github.com/gpuscope/gpuscope/internal/enrich/logonce"
+	"github.com/gpuscope/gpuscope/internal/logonce"
 )
 
 // Defaults of Config.
