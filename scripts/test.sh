@@ -53,6 +53,14 @@ check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { 
 check "go vet" go vet $buildflags ./...
 check "go vet (grafana)" bash -c "cd grafana && go vet $buildflags ./..."
 check "go vet (deploy/helm/test)" bash -c "cd deploy/helm/test && go vet $buildflags ./..."
+# staticcheck on the three modules, with the checks of staticcheck.conf (all
+# of them; the one turned off, and where, is named there with its reason).
+# install-test-deps.sh built it into the tool cache (tools/staticcheck).
+tags=${buildflags##*-tags }
+tags=${tags%% *}
+staticcheck=$(scripts/build-staticcheck.sh | tail -n1) || staticcheck=
+check staticcheck bash -c '[ -x "$1" ] || { echo "no staticcheck: scripts/build-staticcheck.sh failed"; exit 1; }
+	rc=0; for m in . grafana deploy/helm/test; do (cd "$m" && "$1" -tags "$2" ./...) || rc=1; done; exit $rc' staticcheck "$staticcheck" "$tags"
 check "promtool check rules" promtool check rules deploy/prometheus/gpuscope-alerts.yml deploy/prometheus/gpuscope-recording.yml
 check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml'
 # Debian's promtool 2.42 cannot read native-histogram input series. The
