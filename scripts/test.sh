@@ -52,6 +52,7 @@ norace=(
 	test/rulevocab        # promtool, as a child
 	test/release          # make release, and the binaries under qemu, as children
 	test/nvgecompat       # the binary, as a child
+	test/budget           # the binary, as a child; the engine's series arithmetic read in-process
 	test/fieldspage       # the binary, as a child; the sim's field table read in-process
 	test/image            # the Dockerfile's commands, as children
 	test/layout           # reads the source tree
@@ -103,7 +104,7 @@ check "go vet (grafana)" bash -c "cd grafana && go vet $buildflags ./..."
 check "go vet (deploy/helm/test)" bash -c "cd deploy/helm/test && go vet $buildflags ./..."
 # gpuscope and gpuscope-client, linked once with make build's flags for
 # every test package that runs them (internal/testkit/e2etest.Binary and
-# grafana/verify read GPUSCOPE_BIN) rather than once in each of six.
+# grafana/verify read GPUSCOPE_BIN) rather than once in each of the eight.
 # shellcheck disable=SC2086 # a list of flags
 if check "go build (the binaries the tests run)" go build $buildflags -o "$work/bin/" ./cmd/gpuscope ./cmd/gpuscope-client; then
 	export GPUSCOPE_BIN="$work/bin/gpuscope"
