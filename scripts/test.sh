@@ -42,12 +42,13 @@ check() {
 # no goroutine of gpuscope's code runs in their test processes. Their
 # concurrency is that of child processes (gpuscope, Prometheus, promtool,
 # helm, kube-apiserver and etcd, qemu), which -race does not see into, or
-# they have none. Every other package, and so any new one, runs under
+# of the test harness alone (a scraper beside a reload, parallel subtests
+# that share no state), or they have none. Every other package, and so any new one, runs under
 # -race. A package moves here only with its reason; the engine, server,
 # sources and enrichers, whose goroutines are the point, never do.
 norace=(
-	test/e2e              # the binary, its client and Prometheus as child processes
-	test/scenarios        # the binary on a manual clock and promtool, as children
+	test/e2e              # the binary, its client and Prometheus as children; harness goroutines
+	test/scenarios        # the binary on a manual clock and promtool, as children; parallel subtests
 	test/kubechart        # helm, kube-apiserver and etcd, as children
 	test/rulevocab        # promtool, as a child
 	test/release          # make release, and the binaries under qemu, as children
@@ -60,7 +61,7 @@ norace=(
 	internal/engine/window  # one goroutine; the engine's tests use it concurrently, under -race
 	internal/client/report  # one goroutine: the report queries a fake Prometheus in turn
 	grafana/dash          # builds the dashboards on one goroutine
-	grafana/verify        # the binary and both Prometheus servers, as children
+	grafana/verify        # the binary and both Prometheus servers, as children; harness goroutines
 	grafana/gen           # writes the dashboards
 	deploy/helm/test      # helm, as a child
 )
