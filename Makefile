@@ -88,9 +88,11 @@ fuzz:
 fleet:
 	scripts/fleet.sh
 
+# staticcheck's checks and the one turned off are in staticcheck.conf.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@sc=$$(scripts/build-staticcheck.sh | tail -n1) && for m in . grafana deploy/helm/test; do (cd $$m && $$sc -tags $(TAGS) ./...) || exit 1; done
 
 generate:
 	cd counters && $(GO) generate ./...

@@ -43,8 +43,8 @@ var (
 	StatP99 = statNamed("p99")
 )
 
-// NoHistogramWord, among a line's window statistics, turns off its native
-// histogram.
+// NoHistogramWord is the word that, among a line's window statistics,
+// turns off its native histogram.
 const NoHistogramWord = "nohist"
 
 // AllStats lists the statistics in the order they are exported.

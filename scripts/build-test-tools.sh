@@ -2,7 +2,8 @@
 # Builds or fetches, once, the tools the test suite runs that come from the
 # Go module proxy and the web rather than from Debian's packages, each
 # cached by the script named (scripts/lib/gotool.sh): Prometheus 3 and its
-# promtool, etcd, kube-apiserver, the Prometheus Operator's CRDs and helm.
+# promtool, etcd, kube-apiserver, the Prometheus Operator's CRDs, helm and
+# staticcheck.
 # scripts/install-test-deps.sh runs it in the background while apt-get
 # installs Debian's packages. A second call returns at once.
 set -euo pipefail
@@ -24,3 +25,6 @@ cd "$(dirname "$0")"
 ./fetch-prometheus-operator-crds.sh >/dev/null
 
 ./install-helm.sh
+
+# The linter of make test (tools/staticcheck), cached the same way.
+./build-staticcheck.sh >/dev/null

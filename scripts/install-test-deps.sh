@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing
 # when it is already there: Prometheus and promtool (Debian's prometheus
-# package), tmux and chromium (Debian's packages), Helm and Prometheus 3 with
-# its promtool (built from the Go module proxy), and
+# package), tmux and chromium (Debian's packages), Helm, staticcheck and
+# Prometheus 3 with its promtool (built from the Go module proxy), and
 # for the linux/arm64 build and its test under emulation Debian's C cross
 # compiler (gcc-aarch64-linux-gnu), qemu-user-static and the arm64 C library
 # (libc6-arm64-cross) that qemu runs the binary against; NVIDIA's NVML

@@ -8,6 +8,12 @@
 #                                          linked into gpuscope
 #   gpuscope-VERSION-linux-ARCH.gpuscope-client.sbom.cdx.json
 #                                          the same of gpuscope-client
+#   gpuscope-VERSION-kubernetes.yaml       the plain manifests: the Helm chart
+#                                          rendered with its defaults
+#                                          (scripts/render-manifests.sh)
+#   gpuscope-VERSION-dashboards-configmap.yaml
+#                                          the Grafana dashboards as a ConfigMap
+#                                          for Grafana's dashboard sidecar
 #   SHA256SUMS                             checksums of all of the above
 #
 # VERSION (scripts/version.sh by default) is X.Y.Z for a release: then the
@@ -96,6 +102,16 @@ for job in "${sboms[@]}"; do
 		exit 1
 	fi
 done
+
+# The files for clusters without Helm, made here rather than kept in git:
+# the chart and grafana/dashboards are their one source.
+scripts/install-helm.sh >&2
+scripts/render-manifests.sh "$dist/gpuscope-$version-kubernetes.yaml"
+files+=("gpuscope-$version-kubernetes.yaml")
+buildflags=$(make --no-print-directory -s buildflags)
+# shellcheck disable=SC2086 # a list of flags
+(cd grafana && go run $buildflags ./gen -configmap "$dist/gpuscope-$version-dashboards-configmap.yaml") >&2
+files+=("gpuscope-$version-dashboards-configmap.yaml")
 
 (cd "$dist" && sha256sum "${files[@]}" >SHA256SUMS)
 echo "release: $version in $dist ($(( $(date +%s) - start ))s):" >&2

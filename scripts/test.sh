@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, unit and end-to-end tests (a real
 # Prometheus scraping the real binary), alert-rule tests, dashboard and Helm
-# chart checks, every Go test under the race detector. Installs what it needs
+# chart checks, the Go tests under the race detector where their process runs
+# gpuscope's goroutines (norace below lists the others). Installs what it needs
 # first (scripts/install-test-deps.sh).
 #
 # Every step runs even when an earlier one failed, and the run ends with a
@@ -36,23 +37,87 @@ check() {
 	"$summary" -events "$events" -check "$name" -- "$@"
 }
 
+# The race detector checks the goroutines of the test process itself, and
+# makes its code 2 to 20 times slower. The packages below run without it:
+# no goroutine of gpuscope's code runs in their test processes. Their
+# concurrency is that of child processes (gpuscope, Prometheus, promtool,
+# helm, kube-apiserver and etcd, qemu), which -race does not see into, or
+# of the test harness alone (a scraper beside a reload, parallel subtests
+# that share no state), or they have none. Every other package, and so any new one, runs under
+# -race. A package moves here only with its reason; the engine, server,
+# sources and enrichers, whose goroutines are the point, never do.
+norace=(
+	test/e2e              # the binary, its client and Prometheus as children; harness goroutines
+	test/scenarios        # the binary on a manual clock and promtool, as children; parallel subtests
+	test/kubechart        # helm, kube-apiserver and etcd, as children
+	test/rulevocab        # promtool, as a child
+	test/release          # make release, and the binaries under qemu, as children
+	test/nvgecompat       # the binary, as a child
+	test/budget           # the binary, as a child; the engine's series arithmetic read in-process
+	test/fieldspage       # the binary, as a child; the sim's field table read in-process
+	test/image            # the Dockerfile's commands, as children
+	test/layout           # reads the source tree
+	cmd/gpuscope-cudaload # the binary and the loader, as children
+	internal/engine/window  # one goroutine; the engine's tests use it concurrently, under -race
+	internal/client/report  # one goroutine: the report queries a fake Prometheus in turn
+	grafana/dash          # builds the dashboards on one goroutine
+	grafana/verify        # the binary and both Prometheus servers, as children; harness goroutines
+	grafana/gen           # writes the dashboards
+	deploy/helm/test      # helm, as a child
+)
+
 # gotest DIR EVENTS [go test flags]: every package of the Go module in DIR,
-# with the race detector, its events appended to EVENTS. The tests that read
-# ../shared fail instead of skipping when CI=true. go test's own vet pass is
-# off (-vet=off): the "go vet" checks below run every analyzer, a superset of
-# its, on every package of the three modules, test files included.
+# those of norace without the race detector and the others with it, the two
+# sets at once with at most `-p` packages each, their events appended to
+# EVENTS. The tests that read ../shared fail instead of skipping when
+# CI=true. go test's own vet pass is off (-vet=off): the "go vet" checks
+# below run every analyzer, a superset of its, on every package of the
+# three modules, test files included.
 gotest() {
-	local dir="$1" ev="$2"
+	local dir="$1" ev="$2" pkg rel n
 	shift 2
-	echo "== go test -race ($dir)"
-	(cd "$dir" && go test -race -vet=off -count=1 "$@" -json ./... 2>&1) | "$summary" -stream -events "$ev"
+	local race=() plain=()
+	while read -r pkg rel; do
+		rel=${rel#"$PWD"/}
+		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then plain+=("$pkg"); else race+=("$pkg"); fi
+	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./...)
+	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
+	if [ "${#plain[@]}" -gt 0 ]; then
+		(cd "$dir" && go test -vet=off -count=1 "$@" -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
+		n=$!
+	fi
+	if [ "${#race[@]}" -gt 0 ]; then
+		(cd "$dir" && go test -race -vet=off -count=1 "$@" -json "${race[@]}" 2>&1) | "$summary" -stream -events "$ev"
+	fi
+	[ -z "${n:-}" ] || wait "$n"
+	cat "$ev.plain" >>"$ev" 2>/dev/null
+	rm -f "$ev.plain"
 }
+
+# Every entry of norace names a package that is there: a stale one would
+# leave its successor under -race without a word, or hide a typo.
+check "norace list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: norace names $p, which is no package"; exit 1; }; done' norace "${norace[@]}"
 
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; exit 1; }'
 # shellcheck disable=SC2086 # a list of flags
 check "go vet" go vet $buildflags ./...
 check "go vet (grafana)" bash -c "cd grafana && go vet $buildflags ./..."
 check "go vet (deploy/helm/test)" bash -c "cd deploy/helm/test && go vet $buildflags ./..."
+# gpuscope and gpuscope-client, linked once with make build's flags for
+# every test package that runs them (internal/testkit/e2etest.Binary and
+# grafana/verify read GPUSCOPE_BIN) rather than once in each of the eight.
+# shellcheck disable=SC2086 # a list of flags
+if check "go build (the binaries the tests run)" go build $buildflags -o "$work/bin/" ./cmd/gpuscope ./cmd/gpuscope-client; then
+	export GPUSCOPE_BIN="$work/bin/gpuscope"
+fi
+# staticcheck on the three modules, with the checks of staticcheck.conf (all
+# of them; the one turned off, and where, is named there with its reason).
+# install-test-deps.sh built it into the tool cache (tools/staticcheck).
+tags=${buildflags##*-tags }
+tags=${tags%% *}
+staticcheck=$(scripts/build-staticcheck.sh | tail -n1) || staticcheck=
+check staticcheck bash -c '[ -x "$1" ] || { echo "no staticcheck: scripts/build-staticcheck.sh failed"; exit 1; }
+	rc=0; for m in . grafana deploy/helm/test; do (cd "$m" && "$1" -tags "$2" ./...) || rc=1; done; exit $rc' staticcheck "$staticcheck" "$tags"
 check "promtool check rules" promtool check rules deploy/prometheus/gpuscope-alerts.yml deploy/prometheus/gpuscope-recording.yml
 check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml'
 # Debian's promtool 2.42 cannot read native-histogram input series. The
@@ -96,12 +161,13 @@ modules=$!
 
 # Unit, integration and end-to-end tests of the exporter's module. Several
 # packages run real binaries and wait on them, so more run at once than
-# there are cores. test/release builds both release binaries and the SBOM
-# tool: the amd64 build finds its packages compiled by go vet above (the same
+# there are cores: two with -race and two without. test/release builds both
+# release binaries and the SBOM tool: the amd64 build finds its packages
+# compiled by go vet above (the same
 # flags), but on a machine whose Go build cache is cold the arm64 cross build
 # and the SBOM tool can still take longer than go test's default 10-minute
 # limit per package on 2 busy cores (a minute or two once cached).
-gotest . "$events" -p 4 -timeout 45m
+gotest . "$events" -p 2 -timeout 45m
 
 wait "$modules"
 cat "$work/modules.log"

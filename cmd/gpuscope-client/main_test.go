@@ -49,7 +49,7 @@ func TestBadArgumentsExitTwo(t *testing.T) {
 		{[]string{"capture", "-o", "x.json", "--duration", "-1s"}, "--duration -1s: must not be negative"},
 		{[]string{"top", "--no-such-flag"}, "no-such-flag"},
 		{[]string{"report", "--hpc-job", "1"}, "--prometheus.url (or GPUSCOPE_PROMETHEUS_URL): the Prometheus to read is not given"},
-		{[]string{"report", "--prometheus.url", "prom:9090", "--hpc-job", "1"}, "--prometheus.url: Prometheus URL \"prom:9090\": want http://host:port"},
+		{[]string{"report", "--prometheus.url", "prom:9090", "--hpc-job", "1"}, "--prometheus.url: URL \"prom:9090\": want http://host:port"},
 		{[]string{"report", "--prometheus.url", "http://p:9090"}, "--namespace, --pod, --hpc-job: give a namespace (and a pod) or an HPC job"},
 		{[]string{"report", "--prometheus.url", "http://p:9090", "--hpc-job", "1", "--namespace", "ml"}, "not both"},
 		{[]string{"report", "--prometheus.url", "http://p:9090", "--hpc-job", "1", "--start", "yesterday"}, `--start: "yesterday": want RFC 3339`},

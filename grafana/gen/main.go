@@ -1,6 +1,8 @@
-// Command gen writes gpuscope's dashboards as JSON under dashboards/ and as
-// a ConfigMap for Grafana's dashboard sidecar. Run it from the grafana/
-// module: go run ./gen
+// Command gen writes gpuscope's dashboards as JSON under dashboards/, the
+// one home of the dashboards: the Helm chart reads them there through its
+// files/dashboards link. With -configmap it writes, instead, the dashboards
+// as a ConfigMap for Grafana's dashboard sidecar, which `make release`
+// ships beside the archives. Run it from the grafana/ module: go run ./gen
 package main
 
 import (
@@ -15,17 +17,25 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", ".", "the grafana/ directory to write dashboards/ and dashboards-configmap.yaml into")
+	dir := flag.String("dir", ".", "the grafana/ directory to write dashboards/ into")
+	configMap := flag.String("configmap", "", "write only the dashboards' ConfigMap, to this file")
 	flag.Parse()
-	if err := run(*dir); err != nil {
+	if err := run(*dir, *configMap); err != nil {
 		logrus.WithError(err).Fatal("generating dashboards")
 	}
 }
 
-func run(dir string) error {
+func run(dir, configMap string) error {
 	files, err := dash.Files()
 	if err != nil {
 		return err
+	}
+	if configMap != "" {
+		if err := os.WriteFile(configMap, dash.ConfigMap(files), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", configMap, err)
+		}
+		logrus.WithField("file", configMap).Info("configmap written")
+		return nil
 	}
 	out := filepath.Join(dir, "dashboards")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -38,10 +48,5 @@ func run(dir string) error {
 		}
 		logrus.WithField("file", p).Info("dashboard written")
 	}
-	p := filepath.Join(dir, dash.ConfigMapFile)
-	if err := os.WriteFile(p, dash.ConfigMap(files), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	logrus.WithField("file", p).Info("configmap written")
 	return nil
 }

@@ -189,7 +189,7 @@ func TestProcessCapAndDroppedCount(t *testing.T) {
 	mfs = n.list(t, []source.Process{b, big, a})
 	assert.ElementsMatch(t, []string{"2", "5"}, keysOf(procValues(mfs, procInfoName)), "a place freed goes to the largest left out")
 	assert.Equal(t, 3.0, droppedOn(t, mfs, "0"), "a (still left out) counts no more")
-	mfs = n.list(t, []source.Process{b, big})
+	n.list(t, []source.Process{b, big}) // a leaves
 	mfs = n.list(t, []source.Process{b, big, a})
 	assert.Equal(t, 4.0, droppedOn(t, mfs, "0"), "a left out anew counts again")
 }

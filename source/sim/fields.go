@@ -15,8 +15,9 @@ const maxLinks = len(fieldid.NVLinkBandwidthByLink)
 type scope uint8
 
 const (
-	// scopeGPU fields describe the whole board (clocks, power, ECC...).
-	scopeGPU scope = iota
+	// The zero scope, that of the fields that leave it out: they describe
+	// the whole board (clocks, power, ECC...).
+	_ scope = iota
 	// scopeGPUAndMIG fields are also sampled per MIG GPU instance: those
 	// DCGM's field table reads at the GPU-instance or compute-instance level
 	// (profiling activity, framebuffer).

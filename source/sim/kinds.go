@@ -32,7 +32,8 @@ const (
 	IdleAllocated Workload = "idle"
 )
 
-// Mixed, given to ParseWorkloads, cycles the kinds over the GPUs.
+// Mixed is the kind that, given to ParseWorkloads, cycles the kinds over
+// the GPUs.
 const Mixed = "mixed"
 
 // Kinds lists the workload kinds with a known truth, in the order Mixed

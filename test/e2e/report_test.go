@@ -469,7 +469,7 @@ func reportErrors(t *testing.T, n reportNode) {
 		want []string
 	}{
 		{"Prometheus down", append(n.args("--hpc-job", "4242"), "--prometheus.url", down), 1,
-			[]string{"cannot be reached at " + down, "is it running"}},
+			[]string{"cannot reach Prometheus at " + down, "is it running"}},
 		{"a refused query", []string{"--prometheus.url", strict, "--hpc-job", "4242", "--since", "1m"}, 1,
 			[]string{"refused the query", "too many samples"}},
 		{"no such job", n.args("--hpc-job", "no-such-job"), 3,

@@ -154,6 +154,9 @@ func TestSHA256SUMSVerifiesAndCatchesATamperedFile(t *testing.T) {
 		assert.Contains(t, string(out), name+".sbom.cdx.json: OK")
 		assert.Contains(t, string(out), name+".gpuscope-client.sbom.cdx.json: OK")
 	}
+	for _, f := range []string{"kubernetes.yaml", "dashboards-configmap.yaml"} {
+		assert.Contains(t, string(out), "gpuscope-"+version+"-"+f+": OK")
+	}
 
 	// The same check on a copy with one byte of the arm64 archive changed.
 	bad := t.TempDir()

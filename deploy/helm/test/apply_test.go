@@ -3,7 +3,6 @@ package charttest
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,7 +25,7 @@ const annotationsLimit = 256 << 10
 // encoding/json escapes as kubectl's encoder does (<, > and & as \u003c...),
 // which PromQL's comparisons make count.
 func TestPlainManifestsFitKubectlApply(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy/kubernetes/gpuscope.yaml"))
+	b, err := os.ReadFile(renderManifests(t))
 	require.NoError(t, err)
 	var objects int
 	for i, doc := range strings.Split(string(b), "\n---") {

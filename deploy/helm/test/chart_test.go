@@ -520,55 +520,57 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 	assert.Contains(t, err.Error(), "needs kubernetes.enabled")
 }
 
-// TestAssetsInSync guards the copies that scripts/sync-chart-assets.sh
-// puts into the chart against drift from their single sources.
-func TestAssetsInSync(t *testing.T) {
-	pairs := map[string]string{
-		"etc/default-counters.csv": "files/default-counters.csv",
-		"etc/dcp-metrics.csv":      "files/dcp-metrics.csv",
-	}
-	for _, g := range []struct{ src, dst string }{
-		{"deploy/prometheus/*.yml", "files/prometheus"},
-		{"grafana/dashboards/*.json", "files/dashboards"},
+// TestChartFilesAreLinks: the rules, dashboards and counters files that the
+// chart ships live once in the repository (deploy/prometheus,
+// grafana/dashboards, etc/), and the chart reaches them through links under
+// files/, which helm follows (and `helm package` resolves into plain files).
+// A copy put in a link's place would drift from its source unnoticed.
+func TestChartFilesAreLinks(t *testing.T) {
+	for _, tt := range []struct{ link, home string }{
+		{"files/prometheus", "deploy/prometheus"},
+		{"files/dashboards", "grafana/dashboards"},
+		{"files/default-counters.csv", "etc/default-counters.csv"},
+		{"files/dcp-metrics.csv", "etc/dcp-metrics.csv"},
 	} {
-		srcs, err := filepath.Glob(filepath.Join(repoRoot, g.src))
-		require.NoError(t, err)
-		for _, s := range srcs {
-			rel, _ := filepath.Rel(repoRoot, s)
-			pairs[rel] = filepath.Join(g.dst, filepath.Base(s))
-		}
-		copies, err := filepath.Glob(filepath.Join(chartDir, g.dst, "*"+filepath.Ext(g.src)))
-		require.NoError(t, err)
-		for _, c := range copies {
-			_, err := os.Stat(filepath.Join(repoRoot, filepath.Dir(g.src), filepath.Base(c)))
-			assert.NoError(t, err, "%s has no source any more: run scripts/sync-chart-assets.sh", c)
-		}
-	}
-	for src, dst := range pairs {
-		want, err := os.ReadFile(filepath.Join(repoRoot, src))
-		require.NoError(t, err)
-		got, err := os.ReadFile(filepath.Join(chartDir, dst))
-		require.NoError(t, err, "chart copy of %s missing: run scripts/sync-chart-assets.sh", src)
-		// A short message: the files are long, the fix is one command.
-		assert.True(t, bytes.Equal(want, got), "%s differs from its source %s: run scripts/sync-chart-assets.sh", dst, src)
+		t.Run(tt.link, func(t *testing.T) {
+			p := filepath.Join(chartDir, tt.link)
+			st, err := os.Lstat(p)
+			require.NoError(t, err)
+			require.Equal(t, os.ModeSymlink, st.Mode().Type(), "%s is a link to %s, not a copy", p, tt.home)
+			got, err := filepath.EvalSymlinks(p)
+			require.NoError(t, err, "%s resolves", p)
+			got, err = filepath.Abs(got)
+			require.NoError(t, err)
+			want, err := filepath.Abs(filepath.Join(repoRoot, tt.home))
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s leads to %s", p, tt.home)
+		})
 	}
 }
 
-// TestPlainManifestsInSync re-renders deploy/kubernetes and compares.
-func TestPlainManifestsInSync(t *testing.T) {
-	helmBin(t)
+// renderManifests renders the plain manifests as `make release` does, with
+// scripts/render-manifests.sh, and returns the file.
+func renderManifests(t *testing.T) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "gpuscope.yaml")
 	cmd := exec.Command(filepath.Join(repoRoot, "scripts/render-manifests.sh"), out)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(helmBin(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(b))
-	want, err := os.ReadFile(out)
+	assert.NotContains(t, string(b), "symbolic link", "the script keeps helm's notes on the chart's links to itself")
+	return out
+}
+
+// TestPlainManifests: scripts/render-manifests.sh renders the chart's
+// defaults into namespace gpuscope, without the Operator's objects.
+func TestPlainManifests(t *testing.T) {
+	got, err := os.ReadFile(renderManifests(t))
 	require.NoError(t, err)
-	got, err := os.ReadFile(filepath.Join(repoRoot, "deploy/kubernetes/gpuscope.yaml"))
-	require.NoError(t, err)
-	assert.True(t, bytes.Equal(want, got), "deploy/kubernetes/gpuscope.yaml is stale: run scripts/render-manifests.sh")
 	r := decode(t, string(got))
+	require.NotNil(t, r.daemonSet)
 	assert.Equal(t, "gpuscope", r.daemonSet.Namespace)
+	assert.Nil(t, r.serviceMonitor, "plain manifests apply on clusters without the Operator's CRDs")
+	assert.Nil(t, r.prometheusRule, "plain manifests apply on clusters without the Operator's CRDs")
 }
 
 // TestScrapeExamples checks deploy/examples with promtool. Debian's

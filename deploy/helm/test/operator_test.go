@@ -69,13 +69,34 @@ func TestOperatorObjects(t *testing.T) {
 	}
 }
 
+// linkedChart returns a chart of links to the chart's files, in a
+// templates folder of its own to which a test may add templates. (The
+// chart's files/ holds links that os.CopyFS does not copy.)
+func linkedChart(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(chartDir)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "gpuscope")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "templates"), 0o755))
+	for _, sub := range []string{".", "templates"} {
+		entries, err := os.ReadDir(filepath.Join(src, sub))
+		require.NoError(t, err)
+		for _, e := range entries {
+			if sub == "." && e.Name() == "templates" {
+				continue
+			}
+			require.NoError(t, os.Symlink(filepath.Join(src, sub, e.Name()), filepath.Join(dir, sub, e.Name())))
+		}
+	}
+	return dir
+}
+
 // renderNotes renders NOTES.txt, which helm install prints and helm
 // template leaves out, from a copy of the chart with one more template that
 // includes it.
 func renderNotes(t *testing.T, args ...string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "gpuscope")
-	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir)))
+	dir := linkedChart(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "templates", "notes-test.yaml"),
 		[]byte("kind: Notes\nnotes: |\n{{ include \"gpuscope/templates/NOTES.txt\" . | indent 2 }}\n"), 0o644))
 	out, err := helm(t, append([]string{"template", "gpuscope", dir, "--show-only", "templates/notes-test.yaml"}, args...)...)

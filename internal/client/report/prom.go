@@ -27,7 +27,7 @@ const maxAnswerBytes = 64 << 20
 
 // ErrUnreachable says Prometheus did not answer at all: refused, unknown
 // host, timed out.
-var ErrUnreachable = errors.New("Prometheus cannot be reached")
+var ErrUnreachable = errors.New("cannot reach Prometheus")
 
 // QueryError is a query Prometheus refused or failed (its API's "error"
 // status): the expression, the error type and its message.
@@ -60,10 +60,10 @@ type Client struct {
 func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil {
-		return nil, fmt.Errorf("Prometheus URL %q: %w", s, err)
+		return nil, fmt.Errorf("URL %q: %w", s, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("Prometheus URL %q: want http://host:port or https://host[:port][/path]", s)
+		return nil, fmt.Errorf("URL %q: want http://host:port or https://host[:port][/path]", s)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u, nil
@@ -193,7 +193,7 @@ func (c *Client) post(ctx context.Context, path string, form url.Values, expr st
 	}
 	resp, err := sameorigin.Client(c.HTTP).Do(req)
 	if re, ok := sameorigin.AsRedirect(err); ok {
-		return nil, fmt.Errorf("Prometheus at %s: %w", c.Base.Redacted(), re)
+		return nil, fmt.Errorf("querying Prometheus at %s: %w", c.Base.Redacted(), re)
 	}
 	if err != nil {
 		return nil, unreachable(c.Base, err)
@@ -206,7 +206,7 @@ func (c *Client) post(ctx context.Context, path string, form url.Values, expr st
 		return nil, fmt.Errorf("reading Prometheus' answer to %s: %w", expr, err)
 	}
 	if len(body) > maxAnswerBytes {
-		return nil, fmt.Errorf("Prometheus' answer to %s is over %d MiB", expr, maxAnswerBytes>>20)
+		return nil, fmt.Errorf("the answer of Prometheus to %s is over %d MiB", expr, maxAnswerBytes>>20)
 	}
 	var ans apiAnswer
 	jsonErr := json.Unmarshal(body, &ans)
@@ -259,5 +259,5 @@ func httpError(base *url.URL, endpoint string, code int, body []byte) error {
 		body = append(body[:200:200], "..."...)
 	}
 	text := sampleapi.Printable(strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD")))
-	return fmt.Errorf("Prometheus at %s answered %s with HTTP %d%s: %s", base.Redacted(), endpoint, code, hint, text)
+	return fmt.Errorf("HTTP %d from Prometheus at %s for %s%s: %s", code, base.Redacted(), endpoint, hint, text)
 }

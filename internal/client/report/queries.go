@@ -73,7 +73,7 @@ func (b *builder) heldTime(ctx context.Context, s *Summary, devs map[string]*dev
 	if len(res) == 0 {
 		// Seen with a server that limits the samples of a query: it
 		// answers a subquery with nothing rather than with its error.
-		return fmt.Errorf("Prometheus answered %s with nothing, although it holds samples of %d GPUs; the GPU-hours cannot be counted", expr, len(devs))
+		return fmt.Errorf("no answer from Prometheus to %s, although it holds samples of %d GPUs; the GPU-hours cannot be counted", expr, len(devs))
 	}
 	var held time.Duration
 	for _, d := range devs {
@@ -233,7 +233,7 @@ func (b *builder) stream(ctx context.Context, metric string, each func(labels ma
 	// 3,600,000 queries of an hour).
 	count := res[0].samples[0].v
 	if !finite(count) || count < 0 || count > float64(maxChunks)*float64(b.o.ChunkSamples) {
-		return fmt.Errorf("Prometheus counts %g samples of %s for %s in the range, more than the report reads (%d queries of %d); give a shorter range",
+		return fmt.Errorf("too many samples: Prometheus counts %g of %s for %s in the range, more than the report reads (%d queries of %d); give a shorter range",
 			count, metric, b.o.Selection, maxChunks, b.o.ChunkSamples)
 	}
 	total := b.o.End.Sub(b.o.Start)

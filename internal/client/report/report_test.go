@@ -126,7 +126,7 @@ func TestClientErrors(t *testing.T) {
 		query bool
 		want  []string
 	}{
-		{"nothing listens", closed, ErrUnreachable, false, []string{"cannot be reached", "is it running"}},
+		{"nothing listens", closed, ErrUnreachable, false, []string{"cannot reach Prometheus at", "is it running"}},
 		{"a refused query", serve(400, `{"status":"error","errorType":"bad_data","error":"parse error at char 3"}`), nil, true,
 			[]string{"refused the query", "bad_data", "parse error at char 3"}},
 		{"too many samples", serve(422, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`), nil, true,

@@ -5,20 +5,27 @@ import (
 	"math"
 )
 
+// Protobuf's wire types of the fields below.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+)
+
 // Field numbers and wire types of client_model's Histogram and BucketSpan
 // (metrics.proto), as tags: (number << 3) | wire type.
 const (
-	tagSampleCount   = 1<<3 | 0
-	tagSampleSum     = 2<<3 | 1
-	tagSchema        = 5<<3 | 0
-	tagZeroThreshold = 6<<3 | 1
-	tagZeroCount     = 7<<3 | 0
-	tagNegativeSpan  = 9<<3 | 2
-	tagNegativeDelta = 10<<3 | 0
-	tagPositiveSpan  = 12<<3 | 2
-	tagPositiveDelta = 13<<3 | 0
-	tagSpanOffset    = 1<<3 | 0
-	tagSpanLength    = 2<<3 | 0
+	tagSampleCount   = 1<<3 | wireVarint
+	tagSampleSum     = 2<<3 | wireFixed64
+	tagSchema        = 5<<3 | wireVarint
+	tagZeroThreshold = 6<<3 | wireFixed64
+	tagZeroCount     = 7<<3 | wireVarint
+	tagNegativeSpan  = 9<<3 | wireBytes
+	tagNegativeDelta = 10<<3 | wireVarint
+	tagPositiveSpan  = 12<<3 | wireBytes
+	tagPositiveDelta = 13<<3 | wireVarint
+	tagSpanOffset    = 1<<3 | wireVarint
+	tagSpanLength    = 2<<3 | wireVarint
 )
 
 // AppendProto appends the histogram as the fields of client_model's

@@ -47,11 +47,13 @@ func (s snapshotter[S]) Ready() (bool, string) { return s.ready() }
 var (
 	protoFormat = expfmt.NewFormat(expfmt.TypeProtoDelim)
 	textFormat  = expfmt.NewFormat(expfmt.TypeTextPlain)
+	// The formats client_golang's handler offers, in its order of preference.
+	acceptedFormats = expfmt.DefaultAcceptedFormats()
 )
 
 // wantsProto says whether the scraper negotiates the delimited protobuf
 // exposition, as Prometheus does with native histograms on; client_golang's
 // negotiation decides, so the answer is the one its handler would give.
 func wantsProto(r *http.Request) bool {
-	return expfmt.Negotiate(r.Header).FormatType() == expfmt.TypeProtoDelim
+	return expfmt.NegotiateAccept(r.Header, acceptedFormats...).FormatType() == expfmt.TypeProtoDelim
 }

@@ -381,9 +381,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, node, rvPara
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if _, ok := s.watchers[ch]; ok {
-			delete(s.watchers, ch)
-		}
+		delete(s.watchers, ch)
 		s.mu.Unlock()
 	}()
 	for _, ev := range backlog {

@@ -70,9 +70,19 @@ func BuildFlags(root string) ([]string, error) {
 }
 
 // Binary builds gpuscope and gpuscope-client once per test process, with
-// make build's compile flags, and returns gpuscope's path.
+// make build's compile flags, and returns gpuscope's path. Where
+// GPUSCOPE_BIN names a gpuscope with gpuscope-client beside it, as
+// scripts/test.sh builds once for every package, it returns that instead.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("GPUSCOPE_BIN"); bin != "" {
+		for _, p := range []string{bin, filepath.Join(filepath.Dir(bin), "gpuscope-client")} {
+			if st, err := os.Stat(p); err != nil || st.Mode().Perm()&0o111 == 0 {
+				t.Fatalf("GPUSCOPE_BIN=%s: %s is not an executable file", bin, p)
+			}
+		}
+		return bin
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gpuscope-e2e-")
 		if err != nil {

@@ -88,7 +88,7 @@ type Resource struct {
 // ResourceOf finds the collection of an object's kind through the server's
 // discovery: an error names a kind the server does not serve (a CRD that is
 // not installed).
-func (cl *Client) ResourceOf(ctx context.Context, obj Object) (Resource, error) {
+func (c *Client) ResourceOf(ctx context.Context, obj Object) (Resource, error) {
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	base := "/apis/" + apiVersion
@@ -102,7 +102,7 @@ func (cl *Client) ResourceOf(ctx context.Context, obj Object) (Resource, error) 
 			Namespaced bool   `json:"namespaced"`
 		} `json:"resources"`
 	}
-	if err := cl.Get(ctx, base, &list); err != nil {
+	if err := c.Get(ctx, base, &list); err != nil {
 		return Resource{}, fmt.Errorf("%s %s: the server does not serve the API: %w", apiVersion, kind, err)
 	}
 	for _, r := range list.Resources {
@@ -118,8 +118,8 @@ func (cl *Client) ResourceOf(ctx context.Context, obj Object) (Resource, error) 
 
 // ObjectPath is the path of obj on the server, in namespace when the kind
 // is namespaced and the object names none.
-func (cl *Client) ObjectPath(ctx context.Context, obj Object, namespace string) (string, error) {
-	r, err := cl.ResourceOf(ctx, obj)
+func (c *Client) ObjectPath(ctx context.Context, obj Object, namespace string) (string, error) {
+	r, err := c.ResourceOf(ctx, obj)
 	if err != nil {
 		return "", err
 	}
@@ -135,13 +135,13 @@ func (cl *Client) ObjectPath(ctx context.Context, obj Object, namespace string) 
 // (dryRun=All) under strict field validation: the answer is an error for
 // anything the server's schema refuses, unknown and duplicate fields
 // included, as a CRD's structural schema and the built-in types check them.
-func (cl *Client) ValidateStrict(ctx context.Context, obj Object, namespace string) error {
-	p, err := cl.ObjectPath(ctx, obj, namespace)
+func (c *Client) ValidateStrict(ctx context.Context, obj Object, namespace string) error {
+	p, err := c.ObjectPath(ctx, obj, namespace)
 	if err != nil {
 		return err
 	}
 	collection := p[:strings.LastIndex(p, "/")]
-	warnings, err := cl.Do(ctx, http.MethodPost, collection+"?dryRun=All&fieldValidation=Strict", obj, nil)
+	warnings, err := c.Do(ctx, http.MethodPost, collection+"?dryRun=All&fieldValidation=Strict", obj, nil)
 	if err != nil {
 		return err
 	}

@@ -293,8 +293,8 @@ true
 {{- end -}}
 {{- end -}}
 
-{{/* The rule groups of files/prometheus (deploy/prometheus, copied by
-scripts/sync-chart-assets.sh), for the PrometheusRule. */}}
+{{/* The rule groups of files/prometheus (a link to deploy/prometheus), for
+the PrometheusRule. */}}
 {{- define "gpuscope.ruleGroups" -}}
 {{- $groups := list -}}
 {{- range $path, $_ := .Files.Glob "files/prometheus/*.yml" -}}

@@ -83,19 +83,19 @@ type budget struct {
 }
 
 // take counts one more entry of n, of size bytes, against limit.
-func (b *budget) take(n *int, limit int, what string, size int) error {
+func (bud *budget) take(n *int, limit int, what string, size int) error {
 	*n++
 	if *n > limit {
 		return &LimitError{What: what, Limit: limit}
 	}
-	return b.bytes(size)
+	return bud.bytes(size)
 }
 
 // bytes counts size more bytes of decoded memory.
-func (b *budget) bytes(size int) error {
-	b.b += size
-	if b.b > b.lim.MaxDecodedBytes {
-		return &LimitError{What: "bytes once decoded", Limit: b.lim.MaxDecodedBytes}
+func (bud *budget) bytes(size int) error {
+	bud.b += size
+	if bud.b > bud.lim.MaxDecodedBytes {
+		return &LimitError{What: "bytes once decoded", Limit: bud.lim.MaxDecodedBytes}
 	}
 	return nil
 }
