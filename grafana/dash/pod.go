@@ -116,12 +116,12 @@ func podUseAndCost(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 }
 
 // podShares shows what the pod uses of each GPU it shares with others
-// (time-slicing, MPS), from --kubernetes.shared-gpu-attribution: a shared
+// (time-slicing, MPS), from --kubernetes-shared-gpu-attribution: a shared
 // GPU's own series carry no pod, so only these say which pod used what.
 func podShares(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 	const legend = "GPU {{gpu}} · {{uuid}} · {{container}}"
 	return b.WithRow(dashboard.NewRowBuilder("Shared GPUs: the pod's share")).
-		WithPanel(timeSeries("Memory of the pod's processes", "GPU memory the pod's processes hold on each GPU or MIG instance, shared ones included (gpuscope_pod_gpu_memory_used_bytes; needs --kubernetes.shared-gpu-attribution).", "bytes", 12, 8,
+		WithPanel(timeSeries("Memory of the pod's processes", "GPU memory the pod's processes hold on each GPU or MIG instance, shared ones included (gpuscope_pod_gpu_memory_used_bytes; needs --kubernetes-shared-gpu-attribution).", "bytes", 12, 8,
 			q(pg("gpuscope_pod_gpu_memory_used_bytes", ""), legend))).
 		WithPanel(timeSeries("SM share of the pod's processes", "The pod's share of each GPU's SM time over the driver's last sampling period (gpuscope_pod_gpu_sm_utilization). None inside a MIG instance, where the driver gives no per-process figure (docs/metrics.md).", "percentunit", 12, 8,
 			q(pg("gpuscope_pod_gpu_sm_utilization", ""), legend)).Max(1).Min(0))

@@ -19,7 +19,7 @@ const noBatchSystem = "HPC job labels come from the batch system's mapping files
 
 // noSharedAttribution is why the pod dashboard's shares of shared GPUs are
 // empty on a default install.
-const noSharedAttribution = "per-pod shares of shared GPUs need kubernetes.sharedGPUAttribution (--kubernetes.shared-gpu-attribution), " +
+const noSharedAttribution = "per-pod shares of shared GPUs need kubernetes.sharedGPUAttribution (--kubernetes-shared-gpu-attribution), " +
 	"off by default: it sets hostPID: true to read each GPU process's cgroup"
 
 // noPrice is why the cost views are empty on a default install.

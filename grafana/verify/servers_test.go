@@ -505,7 +505,7 @@ func simPrices(t *testing.T) string {
 // data on the sim without a kubelet, each with why: the check still fails
 // them on an error.
 var simEmptyFamilies = map[string]string{
-	"gpuscope_pod_gpu_memory_used_bytes": "per-pod shares of shared GPUs come from --kubernetes.shared-gpu-attribution, " +
+	"gpuscope_pod_gpu_memory_used_bytes": "per-pod shares of shared GPUs come from --kubernetes-shared-gpu-attribution, " +
 		"which reads the kubelet's PodResources socket and the host's /proc; the sim's pods (--sim-pods) label its GPUs without a kubelet",
 	"gpuscope_pod_gpu_sm_utilization":   "as gpuscope_pod_gpu_memory_used_bytes: shared-GPU attribution needs a kubelet",
 	"DCGM_FI_DEV_FABRIC_MANAGER_STATUS": fabricOptIn,
