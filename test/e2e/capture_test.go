@@ -159,10 +159,10 @@ func TestCaptureChartsAndCSV(t *testing.T) {
 	assert.GreaterOrEqual(t, len(rows), 1+2*4*10, "two fields on 4 GPUs, 10 samples or more each")
 
 	// A field the server does not serve is refused with the server's reason.
-	out, err := exec.Command(bin, "capture", "--address", base, "--field", "DCGM_FI_DEV_PCIE_LINK_GEN",
+	out, err := exec.Command(bin, "capture", "--address", base, "--field", "DCGM_FI_DEV_BAR1_TOTAL",
 		"-o", filepath.Join(dir, "x.json")).CombinedOutput()
 	require.Error(t, err)
-	assert.Contains(t, string(out), "400 Bad Request: field DCGM_FI_DEV_PCIE_LINK_GEN: not in the counters file")
+	assert.Contains(t, string(out), "400 Bad Request: field DCGM_FI_DEV_BAR1_TOTAL: not in the counters file")
 	out, err = exec.Command(bin, "capture", "--address", base, "-o", filepath.Join(dir, "x.gif"), "--format", "gif").CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `--format "gif": use json, csv, svg or png`)
