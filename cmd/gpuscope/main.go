@@ -104,8 +104,18 @@ func buildConfig(c *cli.Context, in *config.Input) (*config.Config, error) {
 	config.FillSlices(in, c.StringSlice)
 	args, _ := c.App.Metadata[argsKey].([]string)
 	in.Given = map[string]string{}
+	// c.IsSet(name) looks the flag up among all of them, computing every
+	// flag's names with a regular expression each time: asked for every
+	// flag, it made each parse quadratic in the number of flags. The same
+	// answer, once: a flag is set where the command line used one of its
+	// names, or where its environment variable set it (f.IsSet).
+	used := map[string]bool{}
+	for _, n := range c.LocalFlagNames() {
+		used[n] = true
+	}
 	for _, f := range c.App.Flags {
-		if names := f.Names(); c.IsSet(names[0]) {
+		names := f.Names()
+		if f.IsSet() || slices.ContainsFunc(names, func(n string) bool { return used[n] }) {
 			in.Given[names[0]] = typedName(args, names)
 		}
 	}

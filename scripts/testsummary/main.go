@@ -189,6 +189,9 @@ type summary struct {
 	failedPackages []string
 	// skipped maps each skipped test to the reason it gave.
 	skipped map[string]string
+	// elapsed is each package's wall time, and each check's under its
+	// own name: what a budget is measured by.
+	elapsed map[string]float64
 }
 
 func (s *summary) failed() int { return len(s.failedTests) + len(s.failedPackages) }
@@ -196,7 +199,7 @@ func (s *summary) failed() int { return len(s.failedTests) + len(s.failedPackage
 // summarise counts the final result of every test, subtests included, in
 // the events read from r.
 func summarise(r io.Reader) (*summary, error) {
-	s := &summary{skipped: map[string]string{}}
+	s := &summary{skipped: map[string]string{}, elapsed: map[string]float64{}}
 	outputs := map[testKey][]string{}
 	result := map[testKey]string{}
 	var order []testKey
@@ -222,7 +225,13 @@ func summarise(r io.Reader) (*summary, error) {
 				if e.Action == "fail" {
 					pkgFailed[e.Package] = true
 				}
+				if e.Elapsed > 0 {
+					s.elapsed[e.Package] = e.Elapsed
+				}
 				continue
+			}
+			if e.Package == checkPackage && e.Elapsed > 0 {
+				s.elapsed[e.Test] = e.Elapsed
 			}
 			if _, seen := result[k]; !seen {
 				order = append(order, k)
@@ -312,5 +321,35 @@ func (s *summary) write(w io.Writer) {
 			fmt.Fprintf(w, "  %s (failed outside any test: build error, panic or timeout)\n", p)
 		}
 	}
+	if slow := s.slowest(slowestShown); len(slow) > 0 {
+		fmt.Fprintf(w, "slowest (wall seconds, several running at once): %s\n", strings.Join(slow, ", "))
+	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", s.passed, s.failed(), len(s.skipped))
+}
+
+// slowestShown is how many of the slowest packages and checks the summary
+// names: the ones a cut of the test budget starts from.
+const slowestShown = 10
+
+// slowest names the n packages and checks that took longest, slowest
+// first, each with its wall time.
+func (s *summary) slowest(n int) []string {
+	names := make([]string, 0, len(s.elapsed))
+	for name := range s.elapsed {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if s.elapsed[names[i]] != s.elapsed[names[j]] {
+			return s.elapsed[names[i]] > s.elapsed[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	if len(names) > n {
+		names = names[:n]
+	}
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = fmt.Sprintf("%s %.0f", name, s.elapsed[name])
+	}
+	return out
 }

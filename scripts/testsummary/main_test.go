@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestSummaryOfAPassingRun(t *testing.T) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	s.write(&out)
-	assert.Equal(t, "== summary\n1 passed, 0 failed, 0 skipped\n", out.String())
+	assert.Equal(t, "== summary\nslowest (wall seconds, several running at once): p 0\n1 passed, 0 failed, 0 skipped\n", out.String())
 	assert.Zero(t, s.failed())
 }
 
@@ -122,4 +123,24 @@ func TestCheckIsCountedAsATest(t *testing.T) {
 	assert.Equal(t, []string{"scripts/test.sh.cannot start", "scripts/test.sh.fails"}, s.failedTests)
 	_, err = runCheck("empty", nil, events, &bytes.Buffer{})
 	assert.ErrorContains(t, err, "no command")
+}
+
+// TestSummaryNamesTheSlowest: the line before the count names the ten
+// packages and checks that took longest, slowest first, with their times.
+func TestSummaryNamesTheSlowest(t *testing.T) {
+	var ev strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&ev, `{"Action":"pass","Package":"ex/p%02d","Elapsed":%d}`+"\n", i, i*10)
+	}
+	ev.WriteString(`{"Action":"pass","Package":"scripts/test.sh","Test":"go vet","Elapsed":115.4}` + "\n")
+	ev.WriteString(`{"Action":"skip","Package":"ex/empty","Elapsed":0}` + "\n")
+	s, err := summarise(strings.NewReader(ev.String()))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	s.write(&out)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 2)
+	assert.Equal(t, "slowest (wall seconds, several running at once): ex/p12 120, go vet 115, ex/p11 110, ex/p10 100, "+
+		"ex/p09 90, ex/p08 80, ex/p07 70, ex/p06 60, ex/p05 50, ex/p04 40", lines[len(lines)-2])
+	assert.Equal(t, "1 passed, 0 failed, 0 skipped", lines[len(lines)-1])
 }
