@@ -66,40 +66,6 @@ norace=(
 	deploy/helm/test      # helm, as a child
 )
 
-# go test starts the packages it is given in their order, at most -p at
-# once. The packages below take minutes where the others take seconds:
-# started first, they run beside the short ones, instead of after them on
-# a machine where the short ones are long done. The slowest first, as the
-# summary of a run names them; a package missing here only starts later.
-longest=(
-	test/e2e
-	test/scenarios
-	test/rulevocab
-	cmd/gpuscope
-	test/kubewatch
-	test/release
-	test/kubechart
-	grafana/verify
-)
-
-# longestFirst reads `go list` lines (import path, directory) and writes
-# those of the packages of longest first, in its order, then the others.
-longestFirst() {
-	local lines l p
-	lines=$(cat)
-	for p in "${longest[@]}"; do
-		while read -r l; do
-			[[ $l != *" $PWD/$p" ]] || echo "$l"
-		done <<<"$lines"
-	done
-	while read -r l; do
-		for p in "${longest[@]}"; do
-			[[ $l == *" $PWD/$p" ]] && continue 2
-		done
-		echo "$l"
-	done <<<"$lines"
-}
-
 # gotest DIR EVENTS [go test flags]: every package of the Go module in DIR,
 # those of norace without the race detector and the others with it, the two
 # sets at once with at most `-p` packages each, their events appended to
@@ -114,7 +80,7 @@ gotest() {
 	while read -r pkg rel; do
 		rel=${rel#"$PWD"/}
 		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then plain+=("$pkg"); else race+=("$pkg"); fi
-	done < <( (cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./...) | longestFirst)
+	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./...)
 	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
 	if [ "${#plain[@]}" -gt 0 ]; then
 		(cd "$dir" && go test -vet=off -count=1 "$@" -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
@@ -131,7 +97,6 @@ gotest() {
 # Every entry of norace names a package that is there: a stale one would
 # leave its successor under -race without a word, or hide a typo.
 check "norace list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: norace names $p, which is no package"; exit 1; }; done' norace "${norace[@]}"
-check "longest list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*_test.go >/dev/null 2>&1 || { echo "scripts/test.sh: longest names $p, which is no package with tests"; exit 1; }; done' longest "${longest[@]}"
 
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; exit 1; }'
 # shellcheck disable=SC2086 # a list of flags

@@ -94,7 +94,8 @@ var (
 // accepts. Only the tests of alerts stay: every alert_rule_test, and the
 // expression tests of ALERTS that name one alert; the other expression
 // tests check recording rules or raw data. It returns the file and the
-// number of input series dropped.
+// number of input series dropped; no file (nil) where no test group is
+// left to run.
 func keepSeries(t *testing.T, src, rulesDir string, keep func(string) bool) ([]byte, int) {
 	t.Helper()
 	b, err := os.ReadFile(src)
@@ -107,18 +108,21 @@ func keepSeries(t *testing.T, src, rulesDir string, keep func(string) bool) ([]b
 	}
 	dropped := 0
 	tests, _ := doc["tests"].([]any)
+	keptGroups := tests[:0]
 	for _, tg := range tests {
 		g := tg.(map[string]any)
 		in, _ := g["input_series"].([]any)
 		kept := in[:0]
+		droppedHere := 0
 		for _, s := range in {
 			series := s.(map[string]any)["series"].(string)
 			if name := nameRE.FindString(series); keep(name) {
 				kept = append(kept, s)
 			} else {
-				dropped++
+				droppedHere++
 			}
 		}
+		dropped += droppedHere
 		g["input_series"] = kept
 		if exprs, ok := g["promql_expr_test"].([]any); ok {
 			keptExprs := exprs[:0]
@@ -130,6 +134,18 @@ func keepSeries(t *testing.T, src, rulesDir string, keep func(string) bool) ([]b
 			}
 			g["promql_expr_test"] = keptExprs
 		}
+		// A group that lost no series is the group scripts/test.sh runs
+		// as it is, and one left with no alert to check checks nothing
+		// here: neither can name an alert that needs more fields.
+		alerts, _ := g["alert_rule_test"].([]any)
+		exprs, _ := g["promql_expr_test"].([]any)
+		if droppedHere > 0 && len(alerts)+len(exprs) > 0 {
+			keptGroups = append(keptGroups, g)
+		}
+	}
+	doc["tests"] = keptGroups
+	if len(keptGroups) == 0 {
+		return nil, dropped
 	}
 	out, err := yaml.Marshal(doc)
 	require.NoError(t, err)
@@ -171,6 +187,9 @@ func TestAlertsOnDCGMExporterDefaultFields(t *testing.T) {
 	for _, f := range files {
 		out, n := keepSeries(t, f, filepath.Join(root, "deploy", "prometheus"), keep)
 		dropped += n
+		if out == nil {
+			continue
+		}
 		path := filepath.Join(dir, filepath.Base(f))
 		require.NoError(t, os.WriteFile(path, out, 0o644))
 		res, err := exec.Command(tool, "test", "rules", path).CombinedOutput()
