@@ -109,7 +109,7 @@ func translate(t *testing.T, vocab []term, src, rulesDir string, pick func(i int
 		files[i] = filepath.Join(rulesDir, filepath.Base(f.(string)))
 	}
 	tests, _ := doc["tests"].([]any)
-	kept := tests[:0]
+	keptGroups := tests[:0]
 	for _, tg := range tests {
 		g := tg.(map[string]any)
 		// The GPUs whose field label was renamed in the input, UUID/field.
@@ -119,7 +119,8 @@ func translate(t *testing.T, vocab []term, src, rulesDir string, pick func(i int
 		for i, s := range in {
 			is := s.(map[string]any)
 			name := is["series"].(string)
-			if rename(vocab, name) == name {
+			current := rename(vocab, name)
+			if current == name {
 				continue
 			}
 			renamable++
@@ -135,7 +136,7 @@ func translate(t *testing.T, vocab []term, src, rulesDir string, pick func(i int
 					series++
 				}
 			}
-			is["series"] = rename(vocab, name)
+			is["series"] = current
 			if f := fieldLabelRE.FindStringSubmatch(name); f != nil && rename(vocab, f[1]) != f[1] {
 				u := uuidLabelRE.FindStringSubmatch(name)
 				require.NotNil(t, u, "%s: %s has a field label and no UUID", src, name)
@@ -162,13 +163,13 @@ func translate(t *testing.T, vocab []term, src, rulesDir string, pick func(i int
 			}
 		}
 		if renamed > 0 && (!mixed || renamed < renamable) {
-			kept = append(kept, g)
+			keptGroups = append(keptGroups, g)
 		}
 	}
-	doc["tests"] = kept
+	doc["tests"] = keptGroups
 	out, err = yaml.Marshal(doc)
 	require.NoError(t, err)
-	return out, series, dropped, len(kept)
+	return out, series, dropped, len(keptGroups)
 }
 
 var (
