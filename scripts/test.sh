@@ -45,12 +45,14 @@ check() {
 # of the test harness alone (a scraper beside a reload, parallel subtests
 # that share no state), or they have none. Every other package, and so any new one, runs under
 # -race. A package moves here only with its reason; the engine, server,
-# sources and enrichers, whose goroutines are the point, never do.
+# sources and enrichers, whose goroutines are the point, never do. They run
+# in this order, the ones with the most work first, so that no long one is
+# left running alone at the end.
 norace=(
-	test/e2e              # the binary, its client and Prometheus as children; harness goroutines
 	test/scenarios        # the binary on a manual clock and promtool, as children; parallel subtests
-	test/kubechart        # helm, kube-apiserver and etcd, as children
+	test/e2e              # the binary, its client and Prometheus as children; harness goroutines
 	test/rulevocab        # promtool, as a child
+	test/kubechart        # helm, kube-apiserver and etcd, as children
 	test/release          # make release, and the binaries under qemu, as children
 	test/nvgecompat       # the binary, as a child
 	test/budget           # the binary, as a child; the engine's series arithmetic read in-process
@@ -77,10 +79,14 @@ gotest() {
 	local dir="$1" ev="$2" pkg rel n
 	shift 2
 	local race=() plain=()
+	local -A norace_pkg=()
 	while read -r pkg rel; do
 		rel=${rel#"$PWD"/}
-		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then plain+=("$pkg"); else race+=("$pkg"); fi
+		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then norace_pkg[$rel]=$pkg; else race+=("$pkg"); fi
 	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./...)
+	for rel in "${norace[@]}"; do
+		[ -z "${norace_pkg[$rel]:-}" ] || plain+=("${norace_pkg[$rel]}")
+	done
 	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
 	if [ "${#plain[@]}" -gt 0 ]; then
 		(cd "$dir" && go test -vet=off -count=1 "$@" -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
@@ -119,7 +125,6 @@ staticcheck=$(scripts/build-staticcheck.sh | tail -n1) || staticcheck=
 check staticcheck bash -c '[ -x "$1" ] || { echo "no staticcheck: scripts/build-staticcheck.sh failed"; exit 1; }
 	rc=0; for m in . grafana deploy/helm/test; do (cd "$m" && "$1" -tags "$2" ./...) || rc=1; done; exit $rc' staticcheck "$staticcheck" "$tags"
 check "promtool check rules" promtool check rules deploy/prometheus/gpuscope-alerts.yml deploy/prometheus/gpuscope-recording.yml
-check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml'
 # Debian's promtool 2.42 cannot read native-histogram input series. The
 # promtool 3.x that install-test-deps.sh built with the Prometheus 3 server
 # (scripts/build-prometheus.sh, cached) runs those tests, and the others
@@ -142,7 +147,18 @@ GPUSCOPE_KUBE_APISERVER=$(scripts/build-kube-apiserver.sh | tail -n1) || GPUSCOP
 GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=$(scripts/fetch-prometheus-operator-crds.sh | tail -n1) || GPUSCOPE_PROMETHEUS_OPERATOR_CRDS=
 GPUSCOPE_LIBNVIDIA_ML_DIR=$(scripts/fetch-libnvidia-ml.sh | tail -n1) || GPUSCOPE_LIBNVIDIA_ML_DIR=
 export GPUSCOPE_ETCD GPUSCOPE_KUBE_APISERVER GPUSCOPE_PROMETHEUS_OPERATOR_CRDS GPUSCOPE_LIBNVIDIA_ML_DIR
-check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "no promtool 3: scripts/build-prometheus.sh failed"; exit 1; }; "$GPUSCOPE_PROMTOOL3" test rules deploy/prometheus/tests/*.yml deploy/prometheus/tests/native-histograms/*.yml'
+
+# The rules' unit tests under both promtools. Each promtool works on one
+# core, so they run beside each other and the Go tests below; their output
+# follows the Go tests'.
+(
+	events="$work/promtool.jsonl"
+	check "promtool test rules" bash -c 'promtool test rules deploy/prometheus/tests/*.yml' >"$work/promtool2.log" 2>&1 &
+	check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "no promtool 3: scripts/build-prometheus.sh failed"; exit 1; }; "$GPUSCOPE_PROMTOOL3" test rules deploy/prometheus/tests/*.yml deploy/prometheus/tests/native-histograms/*.yml'
+	wait
+	cat "$work/promtool2.log"
+) >"$work/promtool.log" 2>&1 &
+promtools=$!
 
 # The grafana module (generated dashboards equal the checked-in JSON, every
 # alert is documented and tested, each rule group's minimum Prometheus
@@ -154,7 +170,9 @@ check "promtool 3 test rules" bash -c '[ -x "$GPUSCOPE_PROMTOOL3" ] || { echo "n
 # output follows it.
 (
 	export CI="${CI:-true}"
-	gotest grafana "$work/grafana.jsonl"
+	# grafana/verify's live checks wait a minute or more on Prometheus each
+	# and take little CPU: four at once.
+	gotest grafana "$work/grafana.jsonl" -parallel 4
 	gotest deploy/helm/test "$work/helm.jsonl"
 ) >"$work/modules.log" 2>&1 &
 modules=$!
@@ -171,6 +189,9 @@ gotest . "$events" -p 2 -timeout 45m
 
 wait "$modules"
 cat "$work/modules.log"
+wait "$promtools"
+cat "$work/promtool.log"
+cat "$work/promtool.jsonl" >>"$events" 2>/dev/null
 cat "$work/grafana.jsonl" "$work/helm.jsonl" >>"$events" 2>/dev/null
 
 # GPUSCOPE_TEST_EVENTS keeps every event of the run (go test -json, and

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,23 +221,49 @@ type liveCheck struct {
 	clusters []string
 }
 
+// pass is what one pass of a live check found.
+type pass struct {
+	problems, allowedEmpty []string
+	// nrules and checked are the rules and the dashboard queries the pass
+	// checked.
+	nrules, checked int
+	// failed names the units that found a problem: a later pass
+	// may check only those.
+	failed map[string]bool
+}
+
+// A pass checks units, each answered on its own: a rule (its health, and
+// for a recording rule that it returns data), and a dashboard in one
+// cluster (its variables), and each query of a dashboard in one cluster.
+// ruleUnit, dashboardUnit and queryUnit name them.
+func ruleUnit(i int, r rule) string { return fmt.Sprintf("rule %d %s/%s", i, r.Group, r.Name) }
+
+func dashboardUnit(name, cluster string) string { return "dashboard " + name + " in " + cluster }
+
+func queryUnit(dashboard string, i int) string { return fmt.Sprintf("%s query %d", dashboard, i) }
+
 // run checks every rule's health, that every recording rule and every
 // dashboard query returns data, and lists what did not, with the number
 // of rules and queries checked and the allowed empty queries with why. Groups
 // that need a newer Prometheus than the server are not held to it, nor the
-// queries that read only what they record.
-func (lc liveCheck) run(t *testing.T) (problems, allowedEmpty []string, nrules, checked int) {
+// queries that read only what they record. With only set, it checks only
+// the units only names, so that a pass waiting on a few of them does not
+// ask Prometheus every query again.
+func (lc liveCheck) run(t *testing.T, only map[string]bool) pass {
+	want := func(unit string) bool { return only == nil || only[unit] }
+	p := &pass{failed: map[string]bool{}}
 	skipGroups, skipRecords := lc.rules.beyond(lc.srv)
 	rules, err := lc.c.rules()
 	require.NoError(t, err)
 	require.NotEmpty(t, rules)
-	for _, r := range rules {
-		if skipGroups[r.Group] {
+	for i, r := range rules {
+		unit := ruleUnit(i, r)
+		if skipGroups[r.Group] || !want(unit) {
 			continue
 		}
-		nrules++
+		p.nrules++
 		if r.Health != "ok" {
-			problems = append(problems, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
+			p.fail(unit, fmt.Sprintf("rule %s: health %q: %s", r.Name, r.Health, r.LastError))
 		}
 		if r.Type != "recording" {
 			continue
@@ -244,11 +271,11 @@ func (lc liveCheck) run(t *testing.T) (problems, allowedEmpty []string, nrules, 
 		res, err := lc.c.query(r.Query)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("recording rule %s: %v", r.Name, err))
+			p.fail(unit, fmt.Sprintf("recording rule %s: %v", r.Name, err))
 		case len(res) == 0 && lc.allowedRule != nil && lc.allowedRule(r.Name) != "":
-			allowedEmpty = append(allowedEmpty, fmt.Sprintf("recording rule %s: %s", r.Name, lc.allowedRule(r.Name)))
+			p.allowedEmpty = append(p.allowedEmpty, fmt.Sprintf("recording rule %s: %s", r.Name, lc.allowedRule(r.Name)))
 		case len(res) == 0:
-			problems = append(problems, fmt.Sprintf("recording rule %s returns no series: %s", r.Name, r.Query))
+			p.fail(unit, fmt.Sprintf("recording rule %s returns no series: %s", r.Name, r.Query))
 		}
 	}
 	names := make([]string, 0, len(lc.dashboards))
@@ -262,11 +289,19 @@ func (lc liveCheck) run(t *testing.T) (problems, allowedEmpty []string, nrules, 
 	}
 	for _, cluster := range clusters {
 		for _, name := range names {
-			p, a, n := lc.dashboard(t, name, cluster, skipRecords)
-			problems, allowedEmpty, checked = append(problems, p...), append(allowedEmpty, a...), checked+n
+			unit := dashboardUnit(name, cluster)
+			if only == nil || slices.ContainsFunc(slices.Collect(maps.Keys(only)), func(u string) bool { return u == unit || strings.HasPrefix(u, unit+" query ") }) {
+				lc.dashboard(t, name, cluster, skipRecords, p, want)
+			}
 		}
 	}
-	return problems, allowedEmpty, nrules, checked
+	return *p
+}
+
+// fail adds problems found by a unit.
+func (p *pass) fail(unit string, problems ...string) {
+	p.problems = append(p.problems, problems...)
+	p.failed[unit] = true
 }
 
 // variables gives each variable of a dashboard the first of its values, as
@@ -304,9 +339,12 @@ func (lc liveCheck) variablesOrProblems(vs []dash.Variable, cluster string) (map
 	return vars, problems
 }
 
-// dashboard runs every query of a dashboard with its variables in one
-// cluster ("": their first values), and lists the queries without data.
-func (lc liveCheck) dashboard(t *testing.T, name, cluster string, skipRecords map[string]bool) (problems, allowedEmpty []string, checked int) {
+// dashboard runs the queries of a dashboard that want accepts, with its
+// variables in one cluster ("": their first values), and adds the queries
+// without data to p. Every query is run where want accepts the
+// dashboard's own unit (its variables), each other where want accepts the
+// query's.
+func (lc liveCheck) dashboard(t *testing.T, name, cluster string, skipRecords map[string]bool, p *pass, want func(string) bool) {
 	qs, vs, err := dash.Extract(lc.dashboards[name])
 	require.NoError(t, err)
 	vars, vp := lc.variablesOrProblems(vs, cluster)
@@ -314,30 +352,35 @@ func (lc liveCheck) dashboard(t *testing.T, name, cluster string, skipRecords ma
 	if cluster != "" {
 		where += " (cluster " + cluster + ")"
 	}
-	for _, p := range vp {
-		problems = append(problems, where+": "+p)
+	unit := dashboardUnit(name, cluster)
+	for _, problem := range vp {
+		p.fail(unit, where+": "+problem)
 	}
-	for _, q := range qs {
+	every := want(unit)
+	for i, q := range qs {
+		qunit := queryUnit(unit, i)
+		if !every && !want(qunit) {
+			continue
+		}
 		expr := substitute(q.Expr, vars)
 		res, err := lc.c.query(expr)
-		checked++
+		p.checked++
 		if err == nil && len(res) > 0 {
 			continue
 		}
 		if err == nil {
 			if why := lc.allowed(name, q); why != "" {
-				allowedEmpty = append(allowedEmpty, fmt.Sprintf("%s: panel %q %s: %s", where, q.Panel, q.RefID, why))
+				p.allowedEmpty = append(p.allowedEmpty, fmt.Sprintf("%s: panel %q %s: %s", where, q.Panel, q.RefID, why))
 				continue
 			}
 			if readsOnly(expr, skipRecords) {
-				allowedEmpty = append(allowedEmpty, fmt.Sprintf("%s: panel %q %s: reads rules that need a newer Prometheus than %s", where, q.Panel, q.RefID, lc.srv.v))
+				p.allowedEmpty = append(p.allowedEmpty, fmt.Sprintf("%s: panel %q %s: reads rules that need a newer Prometheus than %s", where, q.Panel, q.RefID, lc.srv.v))
 				continue
 			}
 			err = fmt.Errorf("returns no series")
 		}
-		problems = append(problems, fmt.Sprintf("%s: panel %q %s: %v\n    %s", where, q.Panel, q.RefID, err, expr))
+		p.fail(qunit, fmt.Sprintf("%s: panel %q %s: %v\n    %s", where, q.Panel, q.RefID, err, expr))
 	}
-	return problems, allowedEmpty, checked
 }
 
 // readsOnly reports whether every metric name expr reads is in names.
@@ -351,19 +394,42 @@ func readsOnly(expr string, names map[string]bool) bool {
 	return len(sels) > 0
 }
 
-// untilClean runs the check until it finds no problem or within passes,
-// and fails the test with what is left.
+// untilClean runs the check until one whole pass finds no problem or
+// within passes (clean), and fails the test with what is left.
 func (lc liveCheck) untilClean(t *testing.T, within time.Duration) (allowedEmpty []string) {
 	t.Helper()
-	var problems []string
-	var nrules, checked int
-	pollUntil(within, 2*time.Second, func() bool {
-		problems, allowedEmpty, nrules, checked = lc.run(t)
-		return len(problems) == 0
+	last, whole := lc.clean(t, within, 2*time.Second)
+	t.Logf("%s: checked %d rules and %d dashboard queries", lc.srv.name, whole.nrules, whole.checked)
+	require.Empty(t, last.problems, "%s: %d problems:\n%s", lc.srv.name, len(last.problems), strings.Join(last.problems, "\n"))
+	require.Empty(t, whole.problems, "%s: the last whole pass found %d problems:\n%s", lc.srv.name, len(whole.problems), strings.Join(whole.problems, "\n"))
+	return whole.allowedEmpty
+}
+
+// clean runs passes every period until a whole pass finds no problem or
+// within passes, and returns the last pass and the last whole one. Rules
+// and rates need a while of scrapes and evaluations before they have data:
+// after a pass with problems, the next passes check only the units that had
+// them, and once those answer, a whole pass must find everything clean at
+// once. That is what asking every query every period would find, at a
+// fraction of the queries.
+func (lc liveCheck) clean(t *testing.T, within, period time.Duration) (last, whole pass) {
+	var only map[string]bool
+	pollUntil(within, period, func() bool {
+		last = lc.run(t, only)
+		if only == nil {
+			whole = last
+		}
+		switch {
+		case len(last.failed) > 0:
+			only = last.failed
+		case only != nil:
+			only = nil // what had problems answers now: check everything again
+		default:
+			return true
+		}
+		return false
 	})
-	t.Logf("%s: checked %d rules and %d dashboard queries", lc.srv.name, nrules, checked)
-	require.Empty(t, problems, "%s: %d problems:\n%s", lc.srv.name, len(problems), strings.Join(problems, "\n"))
-	return allowedEmpty
+	return last, whole
 }
 
 // TestLiveDashboardsAndRules runs the real exporter on its sim source with
