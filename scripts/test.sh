@@ -70,8 +70,10 @@ norace=(
 
 # gotest DIR EVENTS [go test flags]: every package of the Go module in DIR,
 # those of norace without the race detector and the others with it, the two
-# sets at once with at most `-p` packages each, their events appended to
-# EVENTS. The tests that read ../shared fail instead of skipping when
+# sets at once, their events appended to EVENTS. The race set runs at most
+# `-p` packages at once; the norace set three, since test/e2e and
+# grafana/verify spend minutes waiting on their children and would
+# otherwise hold a slot each while the cores have work. The tests that read ../shared fail instead of skipping when
 # CI=true. go test's own vet pass is off (-vet=off): the "go vet" checks
 # below run every analyzer, a superset of its, on every package of the
 # three modules, test files included.
@@ -89,7 +91,7 @@ gotest() {
 	done
 	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
 	if [ "${#plain[@]}" -gt 0 ]; then
-		(cd "$dir" && go test -vet=off -count=1 "$@" -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
+		(cd "$dir" && go test -vet=off -count=1 "$@" -p 3 -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
 		n=$!
 	fi
 	if [ "${#race[@]}" -gt 0 ]; then
@@ -179,7 +181,7 @@ modules=$!
 
 # Unit, integration and end-to-end tests of the exporter's module. Several
 # packages run real binaries and wait on them, so more run at once than
-# there are cores: two with -race and two without. test/release builds both
+# there are cores: two with -race and three without. test/release builds both
 # release binaries and the SBOM tool: the amd64 build finds its packages
 # compiled by go vet above (the same
 # flags), but on a machine whose Go build cache is cold the arm64 cross build

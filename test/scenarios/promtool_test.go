@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -51,24 +52,25 @@ func firedExpr(span time.Duration, by string) string {
 	return fmt.Sprintf(`group by (%s) (last_over_time(ALERTS{alertstate="firing"}[%s]))`, by, promDuration(span))
 }
 
+// healthEvery is how often the health test evaluates every shipped rule:
+// sparser than the rules' own minute, since it asks only that each rule
+// evaluates without an error on the scenario's series, as every pass of a
+// live Prometheus must.
+const healthEvery = 10 * time.Minute
+
 // writeTest renders the recordings of a scenario's nodes, of as many steps
-// each, as a promtool unit test of the rule files: the alerts that fired
-// over the whole run are exactly want, and, when where is set, the
-// expected alert fired only where it names.
-func writeTest(t *testing.T, dir, scenario string, recs []*recording, step, eval time.Duration, ruleFiles []string, want string, where [2]string) string {
+// each, as promtool unit tests, and returns their paths:
+//   - of the alerting rules (alertRuleFiles), evaluated every eval: the
+//     alerts that fired over the whole run are exactly want, and, when where
+//     is set, the expected alert fired only where it names;
+//   - of every rule of ruleFiles, evaluated every healthEvery: promtool fails
+//     a test where a rule's evaluation fails, as a recording rule that
+//     matches many-to-many on the scenario's series would.
+func writeTest(t *testing.T, dir, scenario string, recs []*recording, step, eval time.Duration, alertRuleFiles, ruleFiles []string, want string, where [2]string) []string {
 	t.Helper()
 	span := time.Duration(recs[0].steps-1) * step
-	g := testGroup{Name: scenario, Interval: promDuration(step)}
-	for _, rec := range recs {
-		keys := make([]string, 0, len(rec.series))
-		for k := range rec.series {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			g.InputSeries = append(g.InputSeries, inputSeries{Series: rec.promSeries(k), Values: values(rec.series[k])})
-		}
-	}
+	input := inputSeriesOf(recs)
+	g := testGroup{Name: scenario, Interval: promDuration(step), InputSeries: input}
 	// Over the whole run plus one evaluation, so that an alert that fired
 	// at the first evaluation is seen too.
 	end := promDuration(span)
@@ -84,16 +86,109 @@ func writeTest(t *testing.T, dir, scenario string, recs []*recording, step, eval
 			ExpSamples: []expSample{{Labels: fmt.Sprintf(`{alertname=%q,%s=%q}`, want, where[0], where[1]), Value: 1}},
 		})
 	}
-	ut := unitTest{RuleFiles: ruleFiles, EvaluationInterval: promDuration(eval), Tests: []testGroup{g}}
+	health := testGroup{Name: scenario + " health", Interval: promDuration(step), InputSeries: input,
+		PromQLExprTst: []exprTest{{Expr: "vector(1)", EvalTime: end, ExpSamples: []expSample{{Labels: "{}", Value: 1}}}}}
+	return []string{
+		writeUnitTest(t, filepath.Join(dir, scenario+"_test.yml"), unitTest{RuleFiles: alertRuleFiles, EvaluationInterval: promDuration(eval), Tests: []testGroup{g}}),
+		writeUnitTest(t, filepath.Join(dir, scenario+"_health_test.yml"), unitTest{RuleFiles: ruleFiles, EvaluationInterval: promDuration(healthEvery), Tests: []testGroup{health}}),
+	}
+}
+
+// inputSeriesOf is the recordings' series in promtool's notation, in a
+// stable order.
+func inputSeriesOf(recs []*recording) []inputSeries {
+	var input []inputSeries
+	for _, rec := range recs {
+		keys := make([]string, 0, len(rec.series))
+		for k := range rec.series {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			input = append(input, inputSeries{Series: rec.promSeries(k), Values: values(rec.series[k])})
+		}
+	}
+	return input
+}
+
+func writeUnitTest(t *testing.T, path string, ut unitTest) string {
+	t.Helper()
 	out, err := yaml.Marshal(ut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, scenario+"_test.yml")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// ruleGroups is a rule file, as much of it as alertingRules reads; the
+// rest of each group and rule is kept as it is.
+type ruleGroups struct {
+	Groups []map[string]any `yaml:"groups"`
+}
+
+// alertingRules writes into dir, for each rule file, its alerting rules and
+// the recording rules they read, directly or through other recording
+// rules, in their groups, and returns the paths. The rules left out record
+// for dashboards and reports: no alert reads them, so they cannot change
+// which alerts fire, and promtool need not evaluate them every minute of
+// every scenario (the health test still does, more sparsely).
+func alertingRules(t *testing.T, files []string, dir string) []string {
+	t.Helper()
+	docs := make([]ruleGroups, len(files))
+	rules := func(g map[string]any) []any { rs, _ := g["rules"].([]any); return rs }
+	field := func(r any, k string) string { s, _ := r.(map[string]any)[k].(string); return s }
+	var reads []string // the expressions of the rules kept so far
+	records := map[string][]string{}
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, yaml.Unmarshal(b, &docs[i]), f)
+		for _, g := range docs[i].Groups {
+			for _, r := range rules(g) {
+				if name := field(r, "record"); name != "" {
+					records[name] = append(records[name], field(r, "expr"))
+				} else {
+					reads = append(reads, field(r, "expr"))
+				}
+			}
+		}
+	}
+	needed := map[string]bool{}
+	for len(reads) > 0 {
+		read := readBy(reads...)
+		reads = nil
+		for name, exprs := range records {
+			if !needed[name] && read(name) {
+				needed[name] = true
+				reads = append(reads, exprs...)
+			}
+		}
+	}
+	var out []string
+	for i, f := range files {
+		var groups []map[string]any
+		for _, g := range docs[i].Groups {
+			var kept []any
+			for _, r := range rules(g) {
+				if name := field(r, "record"); name == "" || needed[name] {
+					kept = append(kept, r)
+				}
+			}
+			if len(kept) > 0 {
+				g["rules"] = kept
+				groups = append(groups, g)
+			}
+		}
+		b, err := yaml.Marshal(ruleGroups{Groups: groups})
+		require.NoError(t, err)
+		path := filepath.Join(dir, "alerting-"+filepath.Base(f))
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		out = append(out, path)
+	}
+	return out
 }
 
 // promDuration writes d in Prometheus's duration notation.
@@ -107,13 +202,17 @@ func promDuration(d time.Duration) string {
 	return fmt.Sprintf("%ds", d/time.Second)
 }
 
-// runPromtool runs `promtool test rules` on the file and fails the test
+// runPromtool runs `promtool test rules` on the files and fails the test
 // with promtool's account when it fails.
-func runPromtool(t *testing.T, promtool, path string) {
+func runPromtool(t *testing.T, promtool string, paths ...string) {
 	t.Helper()
-	cmd := exec.Command(promtool, "test", "rules", path)
+	cmd := exec.Command(promtool, append([]string{"test", "rules"}, paths...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Errorf("%s test rules %s: %v\n%s", promtool, filepath.Base(path), err, strings.TrimSpace(string(out)))
+		names := make([]string, len(paths))
+		for i, p := range paths {
+			names[i] = filepath.Base(p)
+		}
+		t.Errorf("%s test rules %s: %v\n%s", promtool, strings.Join(names, " "), err, strings.TrimSpace(string(out)))
 	}
 }

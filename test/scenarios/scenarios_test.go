@@ -3,7 +3,8 @@
 // clock, records what a Prometheus scraping it every 30 s would store over
 // three hours, and has promtool evaluate the shipped rules over it: each
 // trouble fires its alert, where it happens, and no other alert; each
-// control fires nothing.
+// control fires nothing; and every rule, recording rules too, evaluates
+// without an error on the scenario's series.
 package scenarios
 
 import (
@@ -184,6 +185,7 @@ func runScenarios(t *testing.T, counters string) {
 		promtool = e2etest.RequireTool(t, "promtool")
 	}
 	ruleFiles := shippedRuleFiles(t)
+	alertRuleFiles := alertingRules(t, ruleFiles, t.TempDir())
 	keep := readBy(ruleTexts(t, ruleFiles)...)
 	bin := e2etest.Binary(t)
 	counters = withFabricOptIn(t, counters, keep)
@@ -219,8 +221,8 @@ func runScenarios(t *testing.T, counters string) {
 			if keepDir := os.Getenv("GPUSCOPE_SCENARIO_DIR"); keepDir != "" {
 				dir = keepDir
 			}
-			path := writeTest(t, dir, e.scenario, recs, step, evalStep, ruleFiles, e.alert, e.where)
-			runPromtool(t, promtool, path)
+			paths := writeTest(t, dir, e.scenario, recs, step, evalStep, alertRuleFiles, ruleFiles, e.alert, e.where)
+			runPromtool(t, promtool, paths...)
 		})
 	}
 }
