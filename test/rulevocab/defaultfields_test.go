@@ -191,6 +191,7 @@ func TestAlertsOnDCGMExporterDefaultFields(t *testing.T) {
 			continue
 		}
 		path := filepath.Join(dir, filepath.Base(f))
+		out = withRulesItAsserts(t, out, strings.TrimSuffix(path, ".yml")+"-rules")
 		require.NoError(t, os.WriteFile(path, out, 0o644))
 		res, err := exec.Command(tool, "test", "rules", path).CombinedOutput()
 		if err == nil {

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/rulesubset"
 )
 
 // fromLegacy converts a legacy-unit value to the current unit: the inverse
@@ -196,6 +197,44 @@ func renameFieldLabel(vocab []term, alert map[string]any, renamed map[string]boo
 	}
 }
 
+// withRulesItAsserts points a promtool test file's rule files at the part
+// of them its tests assert, written into dir: the alerts its alert tests
+// name and the rules its expression tests read, with the recording rules
+// those read (rulesubset). The other rules cannot change what the tests
+// check; scripts/test.sh runs the shipped tests against every rule.
+func withRulesItAsserts(t *testing.T, test []byte, dir string) []byte {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, yaml.Unmarshal(test, &doc))
+	var files, alerts, exprs []string
+	for _, f := range doc["rule_files"].([]any) {
+		files = append(files, f.(string))
+	}
+	tests, _ := doc["tests"].([]any)
+	for _, tg := range tests {
+		g := tg.(map[string]any)
+		at, _ := g["alert_rule_test"].([]any)
+		for _, a := range at {
+			alerts = append(alerts, a.(map[string]any)["alertname"].(string))
+		}
+		et, _ := g["promql_expr_test"].([]any)
+		for _, e := range et {
+			exprs = append(exprs, e.(map[string]any)["expr"].(string))
+		}
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	subset, err := rulesubset.Write(files, alerts, exprs, dir)
+	require.NoError(t, err)
+	ruleFiles := make([]any, len(subset))
+	for i, p := range subset {
+		ruleFiles[i] = p
+	}
+	doc["rule_files"] = ruleFiles
+	out, err := yaml.Marshal(doc)
+	require.NoError(t, err)
+	return out
+}
+
 func promtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("GPUSCOPE_PROMTOOL3"); p != "" {
@@ -249,6 +288,7 @@ func runTranslated(t *testing.T, pick func(i int) bool, mixed bool) {
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), "_test.yml"), func(t *testing.T) {
 			path := filepath.Join(dir, filepath.Base(f))
+			out := withRulesItAsserts(t, out, strings.TrimSuffix(path, ".yml")+"-rules")
 			require.NoError(t, os.WriteFile(path, out, 0o644))
 			t.Logf("%d test groups, %d input series in the new vocabulary, %d expression tests of raw fields left out", groups, series, dropped)
 			res, err := exec.Command(tool, "test", "rules", path).CombinedOutput()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -121,74 +120,6 @@ func writeUnitTest(t *testing.T, path string, ut unitTest) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// ruleGroups is a rule file, as much of it as alertingRules reads; the
-// rest of each group and rule is kept as it is.
-type ruleGroups struct {
-	Groups []map[string]any `yaml:"groups"`
-}
-
-// alertingRules writes into dir, for each rule file, its alerting rules and
-// the recording rules they read, directly or through other recording
-// rules, in their groups, and returns the paths. The rules left out record
-// for dashboards and reports: no alert reads them, so they cannot change
-// which alerts fire, and promtool need not evaluate them every minute of
-// every scenario (the health test still does, more sparsely).
-func alertingRules(t *testing.T, files []string, dir string) []string {
-	t.Helper()
-	docs := make([]ruleGroups, len(files))
-	rules := func(g map[string]any) []any { rs, _ := g["rules"].([]any); return rs }
-	field := func(r any, k string) string { s, _ := r.(map[string]any)[k].(string); return s }
-	var reads []string // the expressions of the rules kept so far
-	records := map[string][]string{}
-	for i, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		require.NoError(t, yaml.Unmarshal(b, &docs[i]), f)
-		for _, g := range docs[i].Groups {
-			for _, r := range rules(g) {
-				if name := field(r, "record"); name != "" {
-					records[name] = append(records[name], field(r, "expr"))
-				} else {
-					reads = append(reads, field(r, "expr"))
-				}
-			}
-		}
-	}
-	needed := map[string]bool{}
-	for len(reads) > 0 {
-		read := readBy(reads...)
-		reads = nil
-		for name, exprs := range records {
-			if !needed[name] && read(name) {
-				needed[name] = true
-				reads = append(reads, exprs...)
-			}
-		}
-	}
-	var out []string
-	for i, f := range files {
-		var groups []map[string]any
-		for _, g := range docs[i].Groups {
-			var kept []any
-			for _, r := range rules(g) {
-				if name := field(r, "record"); name == "" || needed[name] {
-					kept = append(kept, r)
-				}
-			}
-			if len(kept) > 0 {
-				g["rules"] = kept
-				groups = append(groups, g)
-			}
-		}
-		b, err := yaml.Marshal(ruleGroups{Groups: groups})
-		require.NoError(t, err)
-		path := filepath.Join(dir, "alerting-"+filepath.Base(f))
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-		out = append(out, path)
-	}
-	return out
 }
 
 // promDuration writes d in Prometheus's duration notation.

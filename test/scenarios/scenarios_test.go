@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuscope/gpuscope/internal/testkit/e2etest"
+	"github.com/gpuscope/gpuscope/internal/testkit/rulesubset"
 	"github.com/gpuscope/gpuscope/source/sim"
 )
 
@@ -185,7 +186,15 @@ func runScenarios(t *testing.T, counters string) {
 		promtool = e2etest.RequireTool(t, "promtool")
 	}
 	ruleFiles := shippedRuleFiles(t)
-	alertRuleFiles := alertingRules(t, ruleFiles, t.TempDir())
+	// The alerts, and the recording rules they read: the others record for
+	// dashboards and reports and cannot change which alerts fire.
+	rulesDir := t.TempDir()
+	if keepDir := os.Getenv("GPUSCOPE_SCENARIO_DIR"); keepDir != "" {
+		rulesDir = filepath.Join(keepDir, "alerting-rules")
+		require.NoError(t, os.MkdirAll(rulesDir, 0o755))
+	}
+	alertRuleFiles, err := rulesubset.Write(ruleFiles, nil, []string{firedExpr(duration, "alertname")}, rulesDir)
+	require.NoError(t, err)
 	keep := readBy(ruleTexts(t, ruleFiles)...)
 	bin := e2etest.Binary(t)
 	counters = withFabricOptIn(t, counters, keep)
