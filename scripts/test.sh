@@ -45,14 +45,12 @@ check() {
 # of the test harness alone (a scraper beside a reload, parallel subtests
 # that share no state), or they have none. Every other package, and so any new one, runs under
 # -race. A package moves here only with its reason; the engine, server,
-# sources and enrichers, whose goroutines are the point, never do. They run
-# in this order, the ones with the most work first, so that no long one is
-# left running alone at the end.
+# sources and enrichers, whose goroutines are the point, never do.
 norace=(
-	test/scenarios        # the binary on a manual clock and promtool, as children; parallel subtests
 	test/e2e              # the binary, its client and Prometheus as children; harness goroutines
-	test/rulevocab        # promtool, as a child
+	test/scenarios        # the binary on a manual clock and promtool, as children; parallel subtests
 	test/kubechart        # helm, kube-apiserver and etcd, as children
+	test/rulevocab        # promtool, as a child
 	test/release          # make release, and the binaries under qemu, as children
 	test/nvgecompat       # the binary, as a child
 	test/budget           # the binary, as a child; the engine's series arithmetic read in-process
@@ -68,27 +66,39 @@ norace=(
 	deploy/helm/test      # helm, as a child
 )
 
+# The packages with the most to do start first, in this order, in either
+# set: a long one started late is left running alone at the end while the
+# other core idles. From the ten slowest of warm runs' summaries.
+first=(
+	test/scenarios
+	test/e2e
+	test/rulevocab
+	cmd/gpuscope
+	test/kubewatch
+	test/kubechart
+	test/release
+	grafana/verify
+)
+
 # gotest DIR EVENTS [go test flags]: every package of the Go module in DIR,
 # those of norace without the race detector and the others with it, the two
 # sets at once, their events appended to EVENTS. The race set runs at most
 # `-p` packages at once; the norace set three, since test/e2e and
 # grafana/verify spend minutes waiting on their children and would
-# otherwise hold a slot each while the cores have work. The tests that read ../shared fail instead of skipping when
-# CI=true. go test's own vet pass is off (-vet=off): the "go vet" checks
+# otherwise hold a slot each while the cores have work. Each set starts the
+# packages of first before the others. The tests that read ../shared fail
+# instead of skipping when CI=true. go test's own vet pass is off (-vet=off): the "go vet" checks
 # below run every analyzer, a superset of its, on every package of the
 # three modules, test files included.
 gotest() {
 	local dir="$1" ev="$2" pkg rel n
 	shift 2
 	local race=() plain=()
-	local -A norace_pkg=()
 	while read -r pkg rel; do
-		rel=${rel#"$PWD"/}
-		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then norace_pkg[$rel]=$pkg; else race+=("$pkg"); fi
-	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./...)
-	for rel in "${norace[@]}"; do
-		[ -z "${norace_pkg[$rel]:-}" ] || plain+=("${norace_pkg[$rel]}")
-	done
+		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then plain+=("$pkg"); else race+=("$pkg"); fi
+	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./... | sed "s| $PWD/| |" |
+		awk -v first="${first[*]}" 'BEGIN { n = split(first, f, " "); for (i = 1; i <= n; i++) rank[f[i]] = i }
+			{ print ($2 in rank ? rank[$2] : n + 1), NR, $0 }' | sort -n -k1,1 -k2,2 | cut -d" " -f3-)
 	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
 	if [ "${#plain[@]}" -gt 0 ]; then
 		(cd "$dir" && go test -vet=off -count=1 "$@" -p 3 -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
@@ -102,9 +112,11 @@ gotest() {
 	rm -f "$ev.plain"
 }
 
-# Every entry of norace names a package that is there: a stale one would
-# leave its successor under -race without a word, or hide a typo.
+# Every entry of norace and of first names a package that is there: a
+# stale one in norace would leave its successor under -race without a word,
+# and one in either list could hide a typo.
 check "norace list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: norace names $p, which is no package"; exit 1; }; done' norace "${norace[@]}"
+check "first list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: first names $p, which is no package"; exit 1; }; done' first "${first[@]}"
 
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; exit 1; }'
 # shellcheck disable=SC2086 # a list of flags
