@@ -119,6 +119,11 @@ type scrapeTarget struct {
 	labels map[string]string
 }
 
+// evaluationInterval is how often the live checks' Prometheus evaluates
+// every rule: within seconds of a start, as the checks need, and a fifth of
+// the work of every second, when several servers share two cores.
+const evaluationInterval = "5s"
+
 // startPrometheus starts srv scraping the targets every second with the
 // rules, native histograms on as the release asks for them, and the feature
 // flags the rules need. It returns its client once it is ready.
@@ -131,7 +136,7 @@ func startPrometheus(t *testing.T, srv promServer, rules liveRules, targets ...s
 			flags[f] = true
 		}
 	}
-	global := "  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+	global := "  scrape_interval: 1s\n  evaluation_interval: " + evaluationInterval + "\n"
 	var args []string
 	for f := range flags {
 		if f == "native-histograms" && !srv.v.less(scrapeSettingRelease) {
@@ -170,8 +175,9 @@ func startPrometheus(t *testing.T, srv promServer, rules liveRules, targets ...s
 // evaluation intervals, and returns the copy's path. A group evaluated every
 // 5 minutes is first evaluated at an offset Prometheus derives from the
 // group and the wall clock, often after the test has given up, and its
-// rules would show health "unknown": at the global 1 s interval every rule
-// is evaluated within seconds, and a rule that fails still shows.
+// rules would show health "unknown": at the global interval
+// (evaluationInterval) every rule is evaluated within seconds, and a rule
+// that fails still shows.
 func atGlobalInterval(t *testing.T, src, dir string) string {
 	t.Helper()
 	data, err := os.ReadFile(src)

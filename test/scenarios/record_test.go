@@ -91,20 +91,22 @@ func (r *recording) set(i int, series, value string) {
 
 // add stores the samples of one scrape at step i, of the families keep
 // accepts. Each sample line is the series, as Prometheus identifies it,
-// and its value; gpuscope writes no timestamps.
+// and its value; gpuscope writes no timestamps. The lines of the other
+// families are passed over unparsed: most of a scrape is families no rule
+// reads.
 func (r *recording) add(i int, body []byte, keep func(string) bool) error {
 	for _, line := range bytes.Split(body, []byte("\n")) {
 		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if end := bytes.IndexAny(line, "{ "); end > 0 && !keep(familyOf(string(line[:end]))) {
 			continue
 		}
 		series, value, err := splitSample(string(line))
 		if err != nil {
 			return err
 		}
-		name, _, _ := strings.Cut(series, "{")
-		if keep(familyOf(name)) {
-			r.set(i, series, value)
-		}
+		r.set(i, series, value)
 	}
 	return nil
 }

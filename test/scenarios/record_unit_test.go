@@ -34,7 +34,8 @@ func TestRecordingKeepsWhatPrometheusWouldStore(t *testing.T) {
 	assert.NotContains(t, r.series, `DCGM_FI_DEV_GPU_TEMP{gpu="0"}`, "no rule reads it")
 	assert.Equal(t, `up{instance="n:9400",job="gpuscope"}`, r.promSeries("up"))
 
-	for _, bad := range []string{`x{a="1" 2`, `x{a="1"}`, `x 1 1700000000000`} {
+	for _, bad := range []string{`DCGM_FI_DEV_FB_USED{a="1" 2`, `DCGM_FI_DEV_FB_USED{a="1"}`, `DCGM_FI_DEV_FB_USED 1 1700000000000`, `DCGM_FI_DEV_FB_USED`} {
 		assert.Error(t, r.add(0, []byte(bad), keep), bad)
 	}
+	assert.NoError(t, r.add(0, []byte(`DCGM_FI_DEV_GPU_TEMP{a="1" 2`), keep), "a family no rule reads is not parsed")
 }
