@@ -2,10 +2,11 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,12 +99,7 @@ func writeTest(t *testing.T, dir, scenario string, recs []*recording, step, eval
 func inputSeriesOf(recs []*recording) []inputSeries {
 	var input []inputSeries
 	for _, rec := range recs {
-		keys := make([]string, 0, len(rec.series))
-		for k := range rec.series {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(rec.series)) {
 			input = append(input, inputSeries{Series: rec.promSeries(k), Values: values(rec.series[k])})
 		}
 	}
