@@ -28,7 +28,9 @@ func TestOneLogFormatAndLevel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.format+"/"+tt.level, func(t *testing.T) {
 			_, proc := e2etest.GPUScope(t, "--source", "sim", "--sim-gpus", "1", "--log-format", tt.format, "--log-level", tt.level)
-			out := strings.TrimSpace(proc.Output())
+			// The web server answers before it logs "Listening on": only
+			// the output of the ended process holds every line.
+			out := strings.TrimSpace(proc.Stop())
 			var webLines int
 			for line := range strings.SplitSeq(out, "\n") {
 				if line == "" {

@@ -128,7 +128,9 @@ func TestReloadWithoutAGap(t *testing.T) {
 	sc.waitFor(t, "the refused reload", func(s string) bool { return strings.Contains(s, "gpuscope_config_last_reload_successful 0") })
 	text := metricsText(t, base)
 	assert.Contains(t, text, "\nDCGM_FI_DEV_POWER_USAGE{", "the previous set keeps running")
-	assert.Contains(t, proc.Output(), "counters.csv:2", "the log names the file and line")
+	// The log names the file and line. The gauge falls to 0 before the
+	// refusal is logged, so the line is waited for.
+	proc.WaitOutput(t, "counters.csv:2", 10*time.Second)
 
 	write("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\nDCGM_FI_DEV_SM_CLOCK, gauge, SM clock (in MHz).\n")
 	require.NoError(t, proc.Cmd.Process.Signal(syscall.SIGHUP))

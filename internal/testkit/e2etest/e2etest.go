@@ -123,8 +123,9 @@ func FreePort(t testing.TB) string {
 
 // Process is a started child process whose output is kept for failures.
 type Process struct {
-	Cmd *exec.Cmd
-	out *lockedBuffer
+	Cmd  *exec.Cmd
+	out  *lockedBuffer
+	stop func()
 }
 
 type lockedBuffer struct {
@@ -144,8 +145,26 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Output is what the process printed so far.
+// Output is what the process printed so far. A line the process writes
+// after the moment a test waited for may still be missing: use WaitOutput
+// for a line that must come, or Stop for everything it ever wrote.
 func (p *Process) Output() string { return p.out.String() }
+
+// WaitOutput waits until the output contains s and returns the output.
+func (p *Process) WaitOutput(t testing.TB, s string, timeout time.Duration) string {
+	t.Helper()
+	if !testwait.Until(timeout, func() bool { return strings.Contains(p.out.String(), s) }) {
+		t.Fatalf("the output did not contain %q within %s", s, timeout)
+	}
+	return p.out.String()
+}
+
+// Stop interrupts the process, waits for it to end and returns all it
+// wrote, so that a test can assert a line is absent.
+func (p *Process) Stop() string {
+	p.stop()
+	return p.out.String()
+}
 
 // Start runs a command until the test ends; its output is logged when the
 // test fails.
@@ -158,7 +177,7 @@ func Start(t testing.TB, name string, args ...string) *Process {
 		t.Fatalf("starting %s: %v", name, err)
 	}
 	p := &Process{Cmd: cmd, out: buf}
-	t.Cleanup(func() {
+	p.stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -168,6 +187,9 @@ func Start(t testing.TB, name string, args ...string) *Process {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+	})
+	t.Cleanup(func() {
+		p.stop()
 		if t.Failed() {
 			t.Logf("output of %s:\n%s", filepath.Base(name), tail(buf.String(), 6000))
 		}
