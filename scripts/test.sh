@@ -96,9 +96,7 @@ gotest() {
 	local race=() plain=()
 	while read -r pkg rel; do
 		if printf '%s\n' "${norace[@]}" | grep -qx "$rel"; then plain+=("$pkg"); else race+=("$pkg"); fi
-	done < <(cd "$dir" && go list -f '{{.ImportPath}} {{.Dir}}' ./... | sed "s| $PWD/| |" |
-		awk -v first="${first[*]}" 'BEGIN { n = split(first, f, " "); for (i = 1; i <= n; i++) rank[f[i]] = i }
-			{ print ($2 in rank ? rank[$2] : n + 1), NR, $0 }' | sort -n -k1,1 -k2,2 | cut -d" " -f3-)
+	done < <(packages "$dir")
 	echo "== go test ($dir): ${#race[@]} packages under -race, ${#plain[@]} without"
 	if [ "${#plain[@]}" -gt 0 ]; then
 		(cd "$dir" && go test -vet=off -count=1 "$@" -p 3 -json "${plain[@]}" 2>&1) | "$summary" -stream -events "$ev.plain" &
@@ -112,11 +110,23 @@ gotest() {
 	rm -f "$ev.plain"
 }
 
-# Every entry of norace and of first names a package that is there: a
-# stale one in norace would leave its successor under -race without a word,
-# and one in either list could hide a typo.
-check "norace list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: norace names $p, which is no package"; exit 1; }; done' norace "${norace[@]}"
-check "first list" bash -c 'for p in "$@"; do [ -d "$p" ] && ls "$p"/*.go >/dev/null 2>&1 || { echo "scripts/test.sh: first names $p, which is no package"; exit 1; }; done' first "${first[@]}"
+# packages DIR: the packages of the module in DIR, one "import-path dir"
+# line each, dir from the repository root as norace and first name it, the
+# packages of first first.
+packages() {
+	local root="$PWD"
+	(cd "$1" && go list -f '{{.ImportPath}} {{.Dir}}' ./...) | sed "s| $root/| |" |
+		awk -v first="${first[*]}" 'BEGIN { n = split(first, f, " "); for (i = 1; i <= n; i++) rank[f[i]] = i }
+			{ print ($2 in rank ? rank[$2] : n + 1), NR, $0 }' | sort -n -k1,1 -k2,2 | cut -d" " -f3-
+}
+
+# Every entry of norace and of first names a package of the three modules,
+# as gotest reads them: a stale one in norace would leave its successor
+# under -race without a word, and one in either list could hide a typo.
+known=$(for m in . grafana deploy/helm/test; do packages "$m"; done | cut -d" " -f2)
+inlist='list=$1 known=$2; shift 2; for p; do grep -qx "$p" <<<"$known" || { echo "scripts/test.sh: $list names $p, which is no package"; exit 1; }; done'
+check "norace list" bash -c "$inlist" norace norace "$known" "${norace[@]}"
+check "first list" bash -c "$inlist" first first "$known" "${first[@]}"
 
 check gofmt bash -c 'out=$(gofmt -l $(git ls-files "*.go")); [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; exit 1; }'
 # shellcheck disable=SC2086 # a list of flags
