@@ -150,13 +150,12 @@ func (l *lockedBuffer) String() string {
 // for a line that must come, or Stop for everything it ever wrote.
 func (p *Process) Output() string { return p.out.String() }
 
-// WaitOutput waits until the output contains s and returns the output.
-func (p *Process) WaitOutput(t testing.TB, s string, timeout time.Duration) string {
+// WaitOutput waits until the output contains s.
+func (p *Process) WaitOutput(t testing.TB, s string, timeout time.Duration) {
 	t.Helper()
 	if !testwait.Until(timeout, func() bool { return strings.Contains(p.out.String(), s) }) {
 		t.Fatalf("the output did not contain %q within %s", s, timeout)
 	}
-	return p.out.String()
 }
 
 // Stop interrupts the process, waits for it to end and returns all it
